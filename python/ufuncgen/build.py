@@ -1,0 +1,87 @@
+"""`ufuncgen build`: the user's signature files → an importable extension module.
+
+It checks the files first (so a bad file gives the generator's compiler-style messages and
+nothing else), then drives CMake with the same `ufuncgen_add_module` function that builds
+`ufuncgen.examples`.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+
+from .gen import load_module
+
+CMAKE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cmake")
+
+_PROJECT = """\
+# Written by `ufuncgen build`; rewritten on every build.
+cmake_minimum_required(VERSION 3.18...3.31)
+project(ufuncgen_{short} LANGUAGES C)
+find_package(Python REQUIRED COMPONENTS Interpreter Development.Module NumPy)
+include("{cmake_dir}/ufuncgen.cmake")
+ufuncgen_add_module({short} MODULE {module}
+  SIGNATURES {signatures}
+  SOURCE_ROOT "{source_root}"
+  OUTPUT_DIRECTORY "{output_dir}")
+"""
+
+
+class BuildError(Exception):
+    """CMake or the C compiler failed; their output has already been shown."""
+
+
+def find_cmake() -> str:
+    found = shutil.which("cmake")
+    if found:
+        return found
+    try:
+        import cmake   # the PyPI package, a dependency of ufuncgen
+    except ImportError:
+        raise BuildError("ufuncgen build needs CMake: install it (pip install cmake)") from None
+    return os.path.join(cmake.CMAKE_BIN_DIR, "cmake")
+
+
+def _cmake_path(path: str) -> str:
+    return os.path.abspath(path).replace("\\", "/")
+
+
+def build(files: list[str], module: str, output_dir: str, build_dir: str | None = None,
+          verbose: bool = False) -> str:
+    """Builds `module` from `files` into output_dir; returns the extension's path.
+
+    Raises SignatureError for a bad signature file, BuildError when compiling fails.
+    """
+    load_module(module, files, source_root=os.getcwd())   # report file errors before CMake runs
+    short = module.rpartition(".")[2]
+    output_dir = os.path.abspath(output_dir)
+    build_dir = os.path.abspath(build_dir or os.path.join(output_dir, ".ufuncgen-build", short))
+    project_dir = os.path.join(build_dir, "project")
+    os.makedirs(project_dir, exist_ok=True)
+    project = _PROJECT.format(
+        short=short, module=module, cmake_dir=_cmake_path(CMAKE_DIR),
+        signatures=" ".join(f'"{_cmake_path(f)}"' for f in files),
+        source_root=_cmake_path(os.getcwd()), output_dir=_cmake_path(output_dir))
+    with open(os.path.join(project_dir, "CMakeLists.txt"), "w", encoding="utf-8") as f:
+        f.write(project)
+
+    cmake = find_cmake()
+    binary_dir = os.path.join(build_dir, "cmake")
+    _run([cmake, "-S", project_dir, "-B", binary_dir, "-DCMAKE_BUILD_TYPE=Release",
+          f"-DPython_EXECUTABLE={sys.executable}"], verbose)
+    _run([cmake, "--build", binary_dir, "--parallel"], verbose)
+    path = os.path.join(output_dir, short + sysconfig.get_config_var("EXT_SUFFIX"))
+    if not os.path.exists(path):
+        raise BuildError(f"the build finished but {path} is missing")
+    return path
+
+
+def _run(command: list[str], verbose: bool) -> None:
+    result = subprocess.run(command, stdout=None if verbose else subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    if result.returncode != 0:
+        if result.stdout:
+            sys.stderr.write(result.stdout)
+        raise BuildError(f"{os.path.basename(command[0])} failed (exit {result.returncode})")

@@ -1,0 +1,56 @@
+"""The `ufuncgen` command (also `python -m ufuncgen`).
+
+    ufuncgen build FILE... --name MOD -o DIR   build an importable module from signature files
+    ufuncgen check FILE...                     only check the files
+    ufuncgen cmake-dir                         where ufuncgen.cmake is, for your own CMake
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ufuncgen", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    build = commands.add_parser("build", help="build an importable module from signature files")
+    build.add_argument("files", nargs="+", metavar="FILE")
+    build.add_argument("--name", required=True, metavar="MOD",
+                       help="module name; dotted (pkg.mod) when it will live inside a package")
+    build.add_argument("-o", "--output-dir", default=".", metavar="DIR",
+                       help="where the module goes (default: the current directory)")
+    build.add_argument("--build-dir", default=None,
+                       help="CMake's build directory (default: DIR/.ufuncgen-build/MOD)")
+    build.add_argument("-v", "--verbose", action="store_true", help="show CMake and compiler output")
+
+    check = commands.add_parser("check", help="check signature files without building")
+    check.add_argument("files", nargs="+", metavar="FILE")
+
+    commands.add_parser("cmake-dir", help="print the directory holding ufuncgen.cmake")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from .build import CMAKE_DIR, BuildError, build
+    from .gen import SignatureError, load_module
+
+    if args.command == "cmake-dir":
+        print(CMAKE_DIR)
+        return 0
+    try:
+        if args.command == "check":
+            module = load_module("checked", args.files, source_root=os.getcwd())
+            print(f"ok: {len(module.functions)} functions")
+            return 0
+        path = build(args.files, args.name, args.output_dir, args.build_dir, args.verbose)
+    except SignatureError as exc:
+        print(exc.format(), file=sys.stderr)
+        return 1
+    except BuildError as exc:
+        print(f"ufuncgen: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"built {path}")
+    return 0

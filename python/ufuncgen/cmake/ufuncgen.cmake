@@ -1,0 +1,85 @@
+# ufuncgen's CMake function: signature files in, an importable extension module out.
+#
+#   find_package(Python REQUIRED COMPONENTS Interpreter Development.Module NumPy)
+#   include(<ufuncgen package>/cmake/ufuncgen.cmake)    # python -m ufuncgen --cmake-dir prints it
+#   ufuncgen_add_module(fast MODULE mypkg.fast SIGNATURES fast.ufunc)
+#
+# The same function builds ufuncgen.examples and every `ufuncgen build`, so the two are
+# compiled with the same flags.
+include_guard(GLOBAL)
+
+# This file sits in the ufuncgen package (python/ufuncgen/cmake in the source tree,
+# site-packages/ufuncgen/cmake once installed); the generator is run from there.
+get_filename_component(_UFUNCGEN_PACKAGE_DIR "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+get_filename_component(_UFUNCGEN_PYTHONPATH "${_UFUNCGEN_PACKAGE_DIR}/.." ABSOLUTE)
+if(EXISTS "${_UFUNCGEN_PACKAGE_DIR}/include/ufuncgen/host_loops.h")
+  set(_UFUNCGEN_INCLUDE_DIR "${_UFUNCGEN_PACKAGE_DIR}/include")
+else()
+  get_filename_component(_UFUNCGEN_INCLUDE_DIR "${_UFUNCGEN_PACKAGE_DIR}/../../src/include" ABSOLUTE)
+endif()
+file(GLOB _UFUNCGEN_GENERATOR_FILES
+     "${_UFUNCGEN_PACKAGE_DIR}/gen/*.py" "${_UFUNCGEN_PACKAGE_DIR}/templates/*.j2"
+     "${_UFUNCGEN_INCLUDE_DIR}/ufuncgen/*.h")
+
+# glibc's vector math library: the generated loops call its SIMD exp, sin, ... when present.
+find_library(UFUNCGEN_LIBMVEC NAMES mvec)
+
+# ufuncgen_add_module(<target> MODULE <qualified.name> SIGNATURES <file>...
+#                     [SOURCE_ROOT <dir>] [OUTPUT_DIRECTORY <dir>])
+# Sets the target property UFUNCGEN_STUB to the generated .pyi file.
+function(ufuncgen_add_module target)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODULE;SOURCE_ROOT;OUTPUT_DIRECTORY" "SIGNATURES")
+  if(NOT ARG_MODULE OR NOT ARG_SIGNATURES)
+    message(FATAL_ERROR "ufuncgen_add_module(${target}): MODULE and SIGNATURES are required")
+  endif()
+  if(NOT ARG_SOURCE_ROOT)
+    set(ARG_SOURCE_ROOT "${CMAKE_CURRENT_SOURCE_DIR}")
+  endif()
+  string(REGEX REPLACE ".*\\." "" short_name "${ARG_MODULE}")
+  set(signatures "")
+  foreach(file IN LISTS ARG_SIGNATURES)
+    get_filename_component(file "${file}" ABSOLUTE)
+    list(APPEND signatures "${file}")
+  endforeach()
+
+  set(gen_dir "${CMAKE_CURRENT_BINARY_DIR}/${target}_generated")
+  set(module_c "${gen_dir}/${short_name}_module.c")
+  set(stub "${gen_dir}/${short_name}.pyi")
+  add_custom_command(
+    OUTPUT "${module_c}" "${stub}"
+    COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${_UFUNCGEN_PYTHONPATH}"
+            "${Python_EXECUTABLE}" -m ufuncgen.gen --module "${ARG_MODULE}" -o "${gen_dir}"
+            --source-root "${ARG_SOURCE_ROOT}" ${signatures}
+    # The generator leaves unchanged files alone; touching them keeps make from rerunning it.
+    COMMAND "${CMAKE_COMMAND}" -E touch_nocreate "${module_c}" "${stub}"
+    DEPENDS ${signatures} ${_UFUNCGEN_GENERATOR_FILES}
+    COMMENT "ufuncgen: generating ${ARG_MODULE} from ${ARG_SIGNATURES}"
+    VERBATIM)
+
+  Python_add_library(${target} MODULE WITH_SOABI "${module_c}")
+  set_target_properties(${target} PROPERTIES
+    OUTPUT_NAME "${short_name}"
+    C_STANDARD 11
+    C_VISIBILITY_PRESET hidden
+    UFUNCGEN_STUB "${stub}")
+  target_include_directories(${target} PRIVATE "${_UFUNCGEN_INCLUDE_DIR}")
+  target_link_libraries(${target} PRIVATE Python::NumPy)
+  if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
+    # -fopenmp-simd: honour `omp declare simd` (vector math) without OpenMP threads.
+    # -fno-math-errno: math calls have no side effect, so loops calling them vectorize.
+    # Never -ffast-math here: NaN, Inf and -0.0 must come out as NumPy's own loops give them.
+    target_compile_options(${target} PRIVATE
+      -O3 -fopenmp-simd -fno-math-errno -Wall -Wdouble-promotion -Wno-unknown-pragmas)
+  endif()
+  if(UFUNCGEN_LIBMVEC)
+    target_link_libraries(${target} PRIVATE "${UFUNCGEN_LIBMVEC}")
+  else()
+    target_compile_definitions(${target} PRIVATE UFG_NO_LIBMVEC)
+  endif()
+  if(ARG_OUTPUT_DIRECTORY)
+    set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${ARG_OUTPUT_DIRECTORY}")
+    add_custom_command(TARGET ${target} POST_BUILD
+      COMMAND "${CMAKE_COMMAND}" -E copy_if_different "${stub}" "${ARG_OUTPUT_DIRECTORY}"
+      VERBATIM)
+  endif()
+endfunction()

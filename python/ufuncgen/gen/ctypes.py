@@ -1,0 +1,50 @@
+"""The element types a signature file may name, and what each one is in C and NumPy.
+
+Every type is one row of data; the rest of the generator looks things up here and
+never spells a C type or a NumPy type number itself.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ElementType:
+    name: str          # the spelling in signature files and in NumPy: "float32"
+    c_type: str        # the C type a body sees: "float"
+    npy_enum: str      # the NumPy type number: "NPY_FLOAT32"
+    itemsize: int
+    kind: str          # "b" bool, "i" signed, "u" unsigned, "f" floating
+    min_value: int | None = None   # integer range, for checking identities
+    max_value: int | None = None
+
+    @property
+    def is_integer(self) -> bool:
+        return self.kind in "iu"
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+
+def _int(name: str, c_type: str, bits: int, signed: bool) -> ElementType:
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    return ElementType(name, c_type, "NPY_" + name.upper(), bits // 8, "i" if signed else "u", lo, hi)
+
+
+ELEMENT_TYPES: dict[str, ElementType] = {
+    t.name: t
+    for t in (
+        ElementType("bool", "bool", "NPY_BOOL", 1, "b", 0, 1),
+        _int("int8", "int8_t", 8, True),
+        _int("int16", "int16_t", 16, True),
+        _int("int32", "int32_t", 32, True),
+        _int("int64", "int64_t", 64, True),
+        _int("uint8", "uint8_t", 8, False),
+        _int("uint16", "uint16_t", 16, False),
+        _int("uint32", "uint32_t", 32, False),
+        _int("uint64", "uint64_t", 64, False),
+        ElementType("float32", "float", "NPY_FLOAT32", 4, "f"),
+        ElementType("float64", "double", "NPY_FLOAT64", 8, "f"),
+    )
+}

@@ -1,0 +1,67 @@
+"""Source locations and compiler-style error messages.
+
+Every declaration the parser produces carries a `Location`; every problem found in a
+signature file becomes a `Diagnostic`, printed as
+
+    path:line:col: error: message
+        the offending line
+        ^
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Location:
+    path: str
+    line: int          # 1-based
+    col: int           # 1-based
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    location: Location
+    message: str
+    source_line: str | None = None
+
+    def format(self) -> str:
+        text = f"{self.location}: error: {self.message}"
+        if self.source_line is not None:
+            line = self.source_line.rstrip("\n").replace("\t", " ")
+            text += f"\n    {line}\n    {' ' * (self.location.col - 1)}^"
+        return text
+
+
+class SignatureError(Exception):
+    """Raised with every diagnostic found in one run of the generator."""
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        self.diagnostics = sorted(
+            diagnostics, key=lambda d: (d.location.path, d.location.line, d.location.col)
+        )
+        super().__init__(self.format())
+
+    def format(self) -> str:
+        count = len(self.diagnostics)
+        summary = f"{count} error{'s' if count != 1 else ''} generated."
+        return "\n".join([d.format() for d in self.diagnostics] + [summary])
+
+
+@dataclass
+class DiagnosticSink:
+    """Collects diagnostics for one file so that all errors are reported, not only the first."""
+
+    path: str
+    lines: list[str]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def error(self, location: Location, message: str) -> None:
+        source = self.lines[location.line - 1] if 0 < location.line <= len(self.lines) else None
+        self.diagnostics.append(Diagnostic(location, message, source))
+
+    def at(self, line: int, col: int) -> Location:
+        return Location(self.path, line, col)

@@ -1,0 +1,52 @@
+"""Signature files on disk → a validated Module, or a SignatureError holding every diagnostic."""
+from __future__ import annotations
+
+import os
+
+from .diagnostics import Diagnostic, DiagnosticSink, Location, SignatureError
+from .model import Module, build_module
+from .parse import parse_text
+
+
+def display_path(path: str, source_root: str | None) -> str:
+    """The path as written in messages and #line directives: relative to source_root when inside it."""
+    if source_root:
+        rel = os.path.relpath(os.path.abspath(path), os.path.abspath(source_root))
+        if not rel.startswith(".."):
+            return rel
+    return path
+
+
+def _decode(path: str, shown: str, data: bytes) -> str | Diagnostic:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        return Diagnostic(Location(shown, line, col),
+                          f"file is not valid UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start}")
+
+
+def load_module(qualified_name: str, paths: list[str], source_root: str | None = None) -> Module:
+    files = []
+    failures: list[Diagnostic] = []
+    for path in paths:
+        shown = display_path(path, source_root)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            failures.append(Diagnostic(Location(shown, 1, 1), f"cannot read file: {exc.strerror}"))
+            continue
+        text = _decode(path, shown, data)
+        if isinstance(text, Diagnostic):
+            failures.append(text)
+            continue
+        sink = DiagnosticSink(shown, [])
+        raw = parse_text(shown, text, sink)
+        files.append((raw, sink, shown))
+    module = build_module(qualified_name, files)
+    if module is None or failures:
+        diagnostics = failures + [d for _, sink, _ in files for d in sink.diagnostics]
+        raise SignatureError(diagnostics)
+    return module

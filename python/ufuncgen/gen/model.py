@@ -1,0 +1,496 @@
+"""The generator's model: plain frozen data, built from the raw parse and validated once.
+
+Templates see only these objects. Every check on a signature file lives here, and every
+failure becomes a `file:line:col: error:` diagnostic; all of a file's errors are collected
+before the generator gives up.
+"""
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass
+
+from .ctypes import ELEMENT_TYPES, ElementType
+from .diagnostics import DiagnosticSink, Location
+from .parse import RawDimDefinition, RawFile, RawFunction, RawHelper, RawLayout, Token
+
+MAX_ARGS = 16          # inputs + outputs; the host loop driver keeps one block buffer per argument
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Bodies compile as C (host loops) and as C++ (nvcc), so names must be free in both.
+_C_KEYWORDS = frozenset("""
+    auto break case char const continue default do double else enum extern float for goto if
+    inline int long register restrict return short signed sizeof static struct switch typedef
+    union unsigned void volatile while bool true false class new delete this template typename
+    namespace operator private protected public virtual friend throw try catch using explicit
+    mutable export asm and or not xor main
+""".split())
+_RESERVED_NAMES = frozenset({"T"})
+
+
+@dataclass(frozen=True)
+class TypeSignature:
+    inputs: tuple[ElementType, ...]
+    outputs: tuple[ElementType, ...]
+    location: Location
+
+    @property
+    def text(self) -> str:
+        outs = self.outputs[0].name if len(self.outputs) == 1 else \
+            "(" + ", ".join(t.name for t in self.outputs) + ")"
+        return f"{outs}({', '.join(t.name for t in self.inputs)})"
+
+    @property
+    def all_types(self) -> tuple[ElementType, ...]:
+        return self.inputs + self.outputs
+
+    @property
+    def suffix(self) -> str:
+        """A C-name suffix unique within one function: `float32`, or `int64_float64__float64`."""
+        names = [t.name for t in self.all_types]
+        if len(set(names)) == 1:
+            return names[0]
+        return "_".join(t.name for t in self.inputs) + "__" + "_".join(t.name for t in self.outputs)
+
+    @property
+    def element_type(self) -> ElementType:
+        """`T` inside a body: the type of the first argument (the first output if there is none)."""
+        return self.all_types[0]
+
+
+@dataclass(frozen=True)
+class CoreDim:
+    name: str                   # "n", or the digits of a frozen size: "3"
+    index: int                  # position in NumPy's list of distinct core dimensions
+    frozen_size: int | None     # (3)->() : 3
+    size_expression: str | None  # an output-only dimension's size, as C over input dims
+
+    @property
+    def is_variable(self) -> bool:
+        return self.frozen_size is None
+
+
+@dataclass(frozen=True)
+class Arg:
+    name: str
+    index: int                  # position among all arguments, inputs first
+    is_output: bool
+    core_dims: tuple[CoreDim, ...]
+    first_core_stride: int      # where this argument's core strides start in NumPy's steps[nargs:]
+    location: Location
+
+    @property
+    def is_scalar(self) -> bool:
+        return not self.core_dims
+
+
+@dataclass(frozen=True)
+class CoreLayout:
+    text: str                   # "(m,n),(n,p)->(m,p)"
+    dims: tuple[CoreDim, ...]   # distinct dimensions, in NumPy's order
+
+    @property
+    def variable_dims(self) -> tuple[CoreDim, ...]:
+        return tuple(d for d in self.dims if d.is_variable)
+
+    @property
+    def computed_dims(self) -> tuple[CoreDim, ...]:
+        return tuple(d for d in self.dims if d.size_expression is not None)
+
+
+@dataclass(frozen=True)
+class Identity:
+    kind: str                   # "value", or "reorderable" (no identity, but reorderable)
+    python_literal: str         # what `ufunc.identity` becomes: "0", "1.0", "inf", "True"
+    value_kind: str             # "int", "float", "bool", "none"
+
+
+@dataclass(frozen=True)
+class Body:
+    path: str                   # as written in #line directives
+    first_line: int
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    kind: str                   # "ufunc" or "gufunc"
+    doc: str
+    inputs: tuple[Arg, ...]
+    outputs: tuple[Arg, ...]
+    signatures: tuple[TypeSignature, ...]
+    layout: CoreLayout | None
+    identity: Identity | None
+    fastmath: bool
+    body: Body
+    location: Location
+
+    @property
+    def args(self) -> tuple[Arg, ...]:
+        return self.inputs + self.outputs
+
+    @property
+    def is_gufunc(self) -> bool:
+        return self.layout is not None
+
+    @property
+    def element_types(self) -> tuple[ElementType, ...]:
+        """Every `T` this function's bodies are compiled for, in first-use order."""
+        return tuple(dict.fromkeys(s.element_type for s in self.signatures))
+
+
+@dataclass(frozen=True)
+class Helper:
+    name: str
+    prototype: str
+    body: Body
+    location: Location
+
+
+@dataclass(frozen=True)
+class Module:
+    qualified_name: str         # "ufuncgen.examples": what pickles and `__module__` name
+    sources: tuple[str, ...]    # the signature files, as written in generated banners
+    helpers: tuple[Helper, ...]
+    functions: tuple[Function, ...]
+
+    @property
+    def short_name(self) -> str:
+        return self.qualified_name.rpartition(".")[2]
+
+    @property
+    def element_types(self) -> tuple[ElementType, ...]:
+        """Every `T` any body or helper is compiled for."""
+        return tuple(dict.fromkeys(t for f in self.functions for t in f.element_types))
+
+
+# --------------------------------------------------------------------------- validation
+
+class _Validator:
+    def __init__(self, sink: DiagnosticSink, display_path: str):
+        self.sink = sink
+        self.display_path = display_path
+
+    def error(self, where: Location | Token, message: str) -> None:
+        self.sink.error(where.location if isinstance(where, Token) else where, message)
+
+    def check_name(self, tok: Token, what: str) -> bool:
+        name = tok.text
+        if not _IDENTIFIER.match(name):
+            self.error(tok, f"{what} '{name}' is not a valid C and Python identifier")
+        elif keyword.iskeyword(name):
+            self.error(tok, f"{what} '{name}' is a Python keyword")
+        elif name in _C_KEYWORDS:
+            self.error(tok, f"{what} '{name}' is a C or C++ keyword")
+        elif name in _RESERVED_NAMES or name.startswith(("ufg_", "UFG_", "__")):
+            self.error(tok, f"{what} '{name}' is reserved by ufuncgen (T, ufg_*, UFG_*, __*)")
+        else:
+            return True
+        return False
+
+    def body(self, raw_body) -> Body:
+        return Body(self.display_path, raw_body.first_line, raw_body.lines)
+
+    # -- functions ---------------------------------------------------------------
+
+    def function(self, raw: RawFunction) -> Function | None:
+        ok = self.check_name(raw.name, "function name")
+        ok &= self._check_arg_names(raw)
+        signatures = self._signatures(raw)
+        ok &= signatures is not None
+        layout, core = self._layout(raw)
+        ok &= core is not None
+        identity = self._identity(raw, signatures or ())
+        fastmath = self._flag(raw.fastmath, "fastmath")
+        if raw.body is None:
+            self.error(raw.name, f"function '{raw.name.text}' has no body: expected a line "
+                                 "holding only '{' after its options")
+            ok = False
+        if not ok or identity is False or fastmath is None:
+            return None
+        nin = len(raw.args)
+        args, stride = [], 0
+        for i, tok in enumerate(raw.args + raw.outputs):
+            dims = core[i] if core else ()
+            args.append(Arg(tok.text, i, i >= nin, dims, stride, tok.location))
+            stride += len(dims)
+        args = tuple(args)
+        return Function(
+            name=raw.name.text, kind=raw.kind.text, doc="\n".join(raw.doc),
+            inputs=args[:nin], outputs=args[nin:], signatures=signatures, layout=layout,
+            identity=identity, fastmath=fastmath, body=self.body(raw.body),
+            location=raw.name.location,
+        )
+
+    def _check_arg_names(self, raw: RawFunction) -> bool:
+        ok = True
+        seen: set[str] = set()
+        for tok in raw.args + raw.outputs:
+            ok &= self.check_name(tok, "argument name")
+            if tok.text in seen:
+                self.error(tok, f"duplicate argument name '{tok.text}' in '{raw.name.text}'")
+                ok = False
+            seen.add(tok.text)
+        if len(raw.args) + len(raw.outputs) > MAX_ARGS:
+            self.error(raw.name, f"'{raw.name.text}' has {len(raw.args) + len(raw.outputs)} "
+                                 f"arguments and outputs; at most {MAX_ARGS} are supported")
+            ok = False
+        return ok
+
+    def _signatures(self, raw: RawFunction) -> tuple[TypeSignature, ...] | None:
+        if not raw.types:
+            self.error(raw.name, f"function '{raw.name.text}' has no type signatures: add a line "
+                                 "such as 'types: float64(float64, float64)'")
+            return None
+        ok = True
+        result: list[TypeSignature] = []
+        first_seen: dict[tuple[str, ...], Location] = {}
+        arg_list = ", ".join(t.text for t in raw.args)
+        for sig in raw.types:
+            types = [self._element_type(tok) for tok in sig.outputs + sig.inputs]
+            if None in types:
+                ok = False
+                continue
+            outputs, inputs = tuple(types[:len(sig.outputs)]), tuple(types[len(sig.outputs):])
+            if len(inputs) != len(raw.args):
+                self.error(sig.location,
+                           f"type signature {sig.text} has {_count(len(inputs), 'input type')}, but "
+                           f"'{raw.name.text}' takes {_count(len(raw.args), 'argument')} ({arg_list})")
+                ok = False
+                continue
+            if len(outputs) != len(raw.outputs):
+                self.error(sig.location,
+                           f"type signature {sig.text} has {_count(len(outputs), 'output type')}, but "
+                           f"'{raw.name.text}' has {_count(len(raw.outputs), 'output')} "
+                           f"({', '.join(t.text for t in raw.outputs)})")
+                ok = False
+                continue
+            key = tuple(t.name for t in inputs)
+            if key in first_seen:
+                self.error(sig.location,
+                           f"duplicate type signature {sig.text}: inputs "
+                           f"({', '.join(key)}) already have a loop, given at "
+                           f"line {first_seen[key].line}")
+                ok = False
+                continue
+            first_seen[key] = sig.location
+            result.append(TypeSignature(inputs, outputs, sig.location))
+        return tuple(result) if ok else None
+
+    def _element_type(self, tok: Token) -> ElementType | None:
+        t = ELEMENT_TYPES.get(tok.text)
+        if t is None:
+            self.error(tok, f"unknown type '{tok.text}'; expected one of {', '.join(ELEMENT_TYPES)}")
+        return t
+
+    def _flag(self, tok: Token | None, what: str) -> bool | None:
+        if tok is None:
+            return False
+        value = {"true": True, "yes": True, "on": True, "false": False, "no": False,
+                 "off": False}.get(tok.text.lower())
+        if value is None:
+            self.error(tok, f"{what} must be true or false, not '{tok.text}'")
+        return value
+
+    # -- identity ----------------------------------------------------------------
+
+    def _identity(self, raw: RawFunction, signatures) -> Identity | None | bool:
+        """The identity, None when absent, False when it is in error."""
+        tok = raw.identity
+        if tok is None:
+            return None
+        name = raw.name.text
+        if raw.layout is not None or len(raw.args) != 2 or len(raw.outputs) != 1:
+            self.error(tok, f"identity is only meaningful for a ufunc of two inputs and one output "
+                            f"(it is what '{name}.reduce' starts from); '{name}' is not one")
+            return False
+        text = tok.text.lower()
+        if text == "none":
+            return Identity("reorderable", "None", "none")
+        if text in ("true", "false"):
+            value_kind, literal = "bool", text.capitalize()
+        elif re.fullmatch(r"[+-]?\d+", text):
+            value_kind, literal = "int", str(int(text))
+        elif re.fullmatch(r"[+-]?(inf|nan)", text) or tok.kind == "number" or \
+                re.fullmatch(r"[+-]?[\d.]+(e[+-]?\d+)?", text):
+            value_kind, literal = "float", repr(float(text))
+        else:
+            self.error(tok, f"identity must be a number, inf, -inf, true, false or none, "
+                            f"not '{tok.text}'")
+            return False
+        for sig in signatures:
+            out = sig.outputs[0]
+            problem = _identity_problem(value_kind, literal, out)
+            if problem:
+                self.error(tok, f"identity {tok.text} {problem}, but '{name}' has the type "
+                                f"signature {sig.text}")
+                return False
+        return Identity("value", literal, value_kind)
+
+    # -- gufunc layout -----------------------------------------------------------
+
+    def _layout(self, raw: RawFunction):
+        """(CoreLayout or None, per-argument core dims or None when in error)."""
+        name = raw.name.text
+        if raw.kind.text == "ufunc":
+            if raw.layout is not None:
+                self.error(raw.layout.location, f"'{name}' is declared 'ufunc' but has a layout; "
+                                                "declare it 'gufunc'")
+                return None, None
+            for d in raw.dims:
+                self.error(d.location, "'dim' defines an output core dimension and is only "
+                                       "meaningful for a gufunc")
+            return None, (None if raw.dims else ())
+        if raw.layout is None:
+            self.error(raw.name, f"gufunc '{name}' needs a layout such as 'layout: (n)->()'")
+            return None, None
+        return self._core_layout(raw, raw.layout)
+
+    def _core_layout(self, raw: RawFunction, lay: RawLayout):
+        name = raw.name.text
+        ok = True
+        if len(lay.inputs) != len(raw.args):
+            self.error(lay.location, f"layout {lay.text} has {_count(len(lay.inputs), 'input core shape')}, "
+                                     f"but '{name}' takes {_count(len(raw.args), 'argument')} "
+                                     f"({', '.join(t.text for t in raw.args)})")
+            ok = False
+        if len(lay.outputs) != len(raw.outputs):
+            self.error(lay.location, f"layout {lay.text} has {_count(len(lay.outputs), 'output core shape')}, "
+                                     f"but '{name}' has {_count(len(raw.outputs), 'output')} "
+                                     f"({', '.join(t.text for t in raw.outputs)})")
+            ok = False
+        arg_names = {t.text for t in raw.args + raw.outputs}
+        input_dims: set[str] = set()
+        order: dict[str, Token] = {}
+        for group in lay.inputs:
+            for tok in group:
+                input_dims.add(tok.text)
+                order.setdefault(tok.text, tok)
+        for group in lay.outputs:
+            for tok in group:
+                order.setdefault(tok.text, tok)
+        for tok in order.values():
+            if tok.kind == "number":
+                if not tok.text.isdigit() or int(tok.text) < 1:
+                    self.error(tok, f"a frozen core dimension must be a positive integer, not '{tok.text}'")
+                    ok = False
+            elif not self.check_name(tok, "core dimension name"):
+                ok = False
+            elif tok.text in arg_names:
+                self.error(tok, f"'{tok.text}' names both an argument and a core dimension of '{name}'")
+                ok = False
+        expressions = self._dim_definitions(raw.dims, input_dims, order)
+        if expressions is None:
+            ok = False
+            expressions = {}
+        for group in lay.outputs:
+            for tok in group:
+                if tok.kind == "name" and tok.text not in input_dims and tok.text not in expressions:
+                    self.error(tok, f"output core dimension '{tok.text}' is not given by any input; "
+                                    f"define its size with a line such as 'dim: {tok.text} = n*(n-1)/2'")
+                    ok = False
+        if not ok:
+            return None, None
+        dims = {
+            text: CoreDim(text, i, int(text) if tok.kind == "number" else None, expressions.get(text))
+            for i, (text, tok) in enumerate(order.items())
+        }
+        core = tuple(tuple(dims[t.text] for t in group) for group in lay.inputs + lay.outputs)
+        return CoreLayout(lay.text, tuple(dims.values())), core
+
+    def _dim_definitions(self, defs: tuple[RawDimDefinition, ...], input_dims: set[str],
+                         order: dict[str, Token]) -> dict[str, str] | None:
+        ok = True
+        result: dict[str, str] = {}
+        for d in defs:
+            target = d.name.text
+            if target in input_dims:
+                self.error(d.name, f"core dimension '{target}' is given by an input; "
+                                   "'dim' defines only output-only dimensions")
+                ok = False
+                continue
+            if target not in order:
+                self.error(d.name, f"'dim' defines '{target}', which the layout does not use")
+                ok = False
+                continue
+            if target in result:
+                self.error(d.name, f"core dimension '{target}' is defined twice")
+                ok = False
+                continue
+            pieces = []
+            for tok in d.expression:
+                if tok.kind == "name" and tok.text not in input_dims:
+                    self.error(tok, f"size expression may use input core dimensions only; "
+                                    f"'{tok.text}' is not one")
+                    ok = False
+                elif tok.kind == "number" and not tok.text.isdigit():
+                    self.error(tok, f"size expression takes whole numbers only, not '{tok.text}'")
+                    ok = False
+                elif tok.kind in ("punct", "arrow") and tok.text not in "+-*/%()":
+                    self.error(tok, f"unexpected '{tok.text}' in a size expression; "
+                                    "use + - * / % and parentheses")
+                    ok = False
+                pieces.append(tok.text)
+            result[target] = " ".join(pieces)
+        return result if ok else None
+
+    # -- helpers -----------------------------------------------------------------
+
+    def helper(self, raw: RawHelper) -> Helper | None:
+        if not self.check_name(raw.name, "helper name") or raw.body is None:
+            return None
+        return Helper(raw.name.text, raw.prototype, self.body(raw.body), raw.location)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _identity_problem(value_kind: str, literal: str, out: ElementType) -> str | None:
+    if value_kind == "float":
+        return None if out.is_float else f"is not an integer ({out.name} output)"
+    if value_kind == "bool":
+        return None if out.kind == "b" else f"is a boolean ({out.name} output)"
+    if out.is_float:
+        return None
+    value = int(literal)
+    if not out.min_value <= value <= out.max_value:
+        return f"does not fit in {out.name} ({out.min_value} to {out.max_value})"
+    return None
+
+
+def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink, str]]) -> Module | None:
+    """Validates raw files into one Module; None when any sink holds errors."""
+    functions: list[Function] = []
+    helpers: list[Helper] = []
+    first_function: dict[str, Location] = {}
+    first_helper: dict[str, Location] = {}
+    for raw, sink, display_path in files:
+        v = _Validator(sink, display_path)
+        if not raw.functions and not raw.helpers and not sink.diagnostics:
+            v.error(sink.at(1, 1), "file declares no functions: expected a declaration "
+                                   "starting with 'ufunc' or 'gufunc'")
+        for raw_helper in raw.helpers:
+            name = raw_helper.name.text
+            if name in first_helper:
+                v.error(raw_helper.name, f"duplicate helper name '{name}' (first defined at "
+                                         f"{first_helper[name]})")
+                continue
+            first_helper[name] = raw_helper.name.location
+            helper = v.helper(raw_helper)
+            if helper:
+                helpers.append(helper)
+        for raw_fn in raw.functions:
+            name = raw_fn.name.text
+            if name in first_function:
+                v.error(raw_fn.name, f"duplicate function name '{name}' (first defined at "
+                                     f"{first_function[name]})")
+                continue
+            first_function[name] = raw_fn.name.location
+            fn = v.function(raw_fn)
+            if fn:
+                functions.append(fn)
+    if any(sink.diagnostics for _, sink, _ in files):
+        return None
+    return Module(qualified_name, tuple(p for _, _, p in files), tuple(helpers), tuple(functions))

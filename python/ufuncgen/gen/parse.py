@@ -1,0 +1,414 @@
+"""Signature file → raw declarations, losslessly, every piece with its source location.
+
+The parser only knows the shape of the file; what the pieces mean, and whether they fit
+together, is decided once, in `model.py`.
+
+    # a comment
+    helper void polar_to_cartesian(T rho, T theta, T *x, T *y)
+    {
+        *x = rho * cos(theta);
+        *y = rho * sin(theta);
+    }
+
+    ufunc hypot(x, y) -> r
+        doc: Euclidean norm sqrt(x*x + y*y), without overflow.
+        types: float32(float32, float32), float64(float64, float64)
+    {
+        r = hypot(x, y);
+    }
+
+A body starts with a line holding only `{` and ends with a line holding only `}`, both at
+column 1; everything between is C, passed through untouched.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .diagnostics import DiagnosticSink, Location
+
+OPTION_KEYS = ("doc", "types", "layout", "identity", "fastmath", "dim")
+
+_TOKEN = re.compile(
+    r"\s*(?:(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
+    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<arrow>->)|(?P<punct>\S))"
+)
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str
+    location: Location
+    kind: str = "name"   # name, number, arrow, punct, end
+
+
+@dataclass(frozen=True)
+class RawTypeSignature:
+    outputs: tuple[Token, ...]
+    inputs: tuple[Token, ...]
+    location: Location
+    text: str
+
+
+@dataclass(frozen=True)
+class RawLayout:
+    inputs: tuple[tuple[Token, ...], ...]
+    outputs: tuple[tuple[Token, ...], ...]
+    location: Location
+    text: str
+
+
+@dataclass(frozen=True)
+class RawDimDefinition:
+    name: Token
+    expression: tuple[Token, ...]
+    location: Location
+
+
+@dataclass(frozen=True)
+class RawBody:
+    lines: tuple[str, ...]
+    first_line: int        # line number of the first line of C, just after the `{`
+    location: Location     # the `{`
+
+
+@dataclass(frozen=True)
+class RawFunction:
+    kind: Token            # "ufunc" or "gufunc"
+    name: Token
+    args: tuple[Token, ...]
+    outputs: tuple[Token, ...]
+    doc: tuple[str, ...]
+    types: tuple[RawTypeSignature, ...]
+    layout: RawLayout | None
+    identity: Token | None
+    fastmath: Token | None
+    dims: tuple[RawDimDefinition, ...]
+    body: RawBody | None
+
+
+@dataclass(frozen=True)
+class RawHelper:
+    name: Token
+    prototype: str         # "void polar_to_cartesian(T rho, T theta, T *x, T *y)"
+    location: Location
+    body: RawBody | None
+
+
+@dataclass(frozen=True)
+class RawFile:
+    path: str
+    lines: tuple[str, ...]
+    functions: tuple[RawFunction, ...]
+    helpers: tuple[RawHelper, ...]
+
+
+class _Cursor:
+    """Tokens of one line, with `expect` that reports at the spot it stopped."""
+
+    def __init__(self, sink: DiagnosticSink, text: str, line: int, col: int = 1):
+        self.sink = sink
+        self.tokens: list[Token] = []
+        pos = 0
+        while True:
+            m = _TOKEN.match(text, pos)
+            if not m:
+                break
+            kind = m.lastgroup
+            self.tokens.append(Token(m.group(kind), sink.at(line, col + m.start(kind)), kind))
+            pos = m.end()
+        end_col = col + len(text.rstrip())
+        self.tokens.append(Token("", sink.at(line, end_col), "end"))
+        self.index = 0
+
+    def peek(self) -> Token:
+        return self.tokens[self.index]
+
+    def next(self) -> Token:
+        tok = self.tokens[self.index]
+        if tok.kind != "end":
+            self.index += 1
+        return tok
+
+    def accept(self, text: str) -> Token | None:
+        if self.peek().text == text and self.peek().kind != "end":
+            return self.next()
+        return None
+
+    def expect(self, text: str, what: str) -> Token:
+        tok = self.peek()
+        if tok.text != text or tok.kind == "end":
+            raise _ParseError(tok.location, f"expected {what}, found {_describe(tok)}")
+        return self.next()
+
+    def expect_name(self, what: str) -> Token:
+        tok = self.peek()
+        if tok.kind != "name":
+            raise _ParseError(tok.location, f"expected {what}, found {_describe(tok)}")
+        return self.next()
+
+    def expect_end(self) -> None:
+        tok = self.peek()
+        if tok.kind != "end":
+            raise _ParseError(tok.location, f"unexpected {_describe(tok)}")
+
+
+class _ParseError(Exception):
+    def __init__(self, location: Location, message: str):
+        self.location, self.message = location, message
+
+
+def _describe(tok: Token) -> str:
+    return "end of line" if tok.kind == "end" else f"'{tok.text}'"
+
+
+def _name_list(cur: _Cursor, what: str, closer: str | None) -> list[Token]:
+    names = [cur.expect_name(what)]
+    while cur.accept(","):
+        names.append(cur.expect_name(what))
+    if closer:
+        cur.expect(closer, f"',' or '{closer}'")
+    return names
+
+
+def parse_type_signatures(cur: _Cursor) -> list[RawTypeSignature]:
+    """`float32(float32, float32), (float64, float64)(float64)`"""
+    sigs = []
+    while True:
+        start = cur.peek()
+        if cur.accept("("):
+            outputs = _name_list(cur, "an output type", ")")
+        else:
+            outputs = [cur.expect_name("a type signature such as float64(float64, float64)")]
+        cur.expect("(", "'(' and the input types")
+        inputs = [] if cur.peek().text == ")" else _name_list(cur, "an input type", None)
+        end = cur.expect(")", "',' or ')'")
+        line = cur.sink.lines[start.location.line - 1]
+        text = line[start.location.col - 1:end.location.col]
+        sigs.append(RawTypeSignature(tuple(outputs), tuple(inputs), start.location, text))
+        if not cur.accept(","):
+            break
+    cur.expect_end()
+    return sigs
+
+
+def _core_dims(cur: _Cursor) -> tuple[Token, ...]:
+    cur.expect("(", "'(' opening a core dimension list")
+    dims: list[Token] = []
+    if not cur.accept(")"):
+        while True:
+            tok = cur.next()
+            if tok.kind not in ("name", "number"):
+                raise _ParseError(tok.location, f"expected a dimension name or size, found {_describe(tok)}")
+            dims.append(tok)
+            if cur.accept(")"):
+                break
+            cur.expect(",", "',' or ')'")
+    return tuple(dims)
+
+
+def parse_layout(cur: _Cursor) -> RawLayout:
+    """`(m,n),(n,p)->(m,p)`"""
+    start = cur.peek()
+    inputs = [_core_dims(cur)]
+    while cur.accept(","):
+        inputs.append(_core_dims(cur))
+    cur.expect("->", "'->' between input and output core dimensions")
+    outputs = [_core_dims(cur)]
+    while cur.accept(","):
+        outputs.append(_core_dims(cur))
+    cur.expect_end()
+    line = cur.sink.lines[start.location.line - 1]
+    text = "".join(line[start.location.col - 1:].split())
+    return RawLayout(tuple(inputs), tuple(outputs), start.location, text)
+
+
+def parse_dim_definition(cur: _Cursor) -> RawDimDefinition:
+    """`p = n*(n-1)/2`"""
+    name = cur.expect_name("the name of an output core dimension")
+    cur.expect("=", "'=' and a size expression")
+    expression = []
+    while cur.peek().kind != "end":
+        expression.append(cur.next())
+    if not expression:
+        raise _ParseError(cur.peek().location, "expected a size expression after '='")
+    return RawDimDefinition(name, tuple(expression), name.location)
+
+
+class _FunctionBuilder:
+    """Collects the option lines of one function before its body."""
+
+    def __init__(self, kind: Token, name: Token, args: list[Token], outputs: list[Token]):
+        self.kind, self.name, self.args, self.outputs = kind, name, args, outputs
+        self.doc: list[str] = []
+        self.types: list[RawTypeSignature] = []
+        self.layout: RawLayout | None = None
+        self.identity: Token | None = None
+        self.fastmath: Token | None = None
+        self.dims: list[RawDimDefinition] = []
+
+    def build(self, body: RawBody | None) -> RawFunction:
+        return RawFunction(self.kind, self.name, tuple(self.args), tuple(self.outputs),
+                           tuple(self.doc), tuple(self.types), self.layout, self.identity,
+                           self.fastmath, tuple(self.dims), body)
+
+
+def _parse_header(cur: _Cursor, kind: Token) -> _FunctionBuilder:
+    name = cur.expect_name(f"a function name after '{kind.text}'")
+    cur.expect("(", "'(' and the argument names")
+    args = [] if cur.peek().text == ")" else _name_list(cur, "an argument name", None)
+    cur.expect(")", "',' or ')'")
+    cur.expect("->", "'->' and the output names")
+    if cur.accept("("):
+        outputs = _name_list(cur, "an output name", ")")
+    else:
+        outputs = _name_list(cur, "an output name", None)
+    cur.expect_end()
+    return _FunctionBuilder(kind, name, args, outputs)
+
+
+def _parse_option(sink: DiagnosticSink, fn: _FunctionBuilder, text: str, number: int) -> None:
+    indent = len(text) - len(text.lstrip())
+    key_match = re.match(r"([A-Za-z_]\w*)\s*:", text[indent:])
+    col = indent + 1
+    if not key_match:
+        raise _ParseError(sink.at(number, col),
+                          "expected an option line 'key: value' or a line holding only '{'")
+    key = key_match.group(1)
+    if key not in OPTION_KEYS:
+        raise _ParseError(sink.at(number, col),
+                          f"unknown option '{key}'; expected one of {', '.join(OPTION_KEYS)}")
+    value_col = col + key_match.end()
+    value = text[indent + key_match.end():]
+    if key == "doc":
+        fn.doc.append(value.strip())
+        return
+    cur = _Cursor(sink, value, number, value_col)
+    if key == "types":
+        fn.types.extend(parse_type_signatures(cur))
+    elif key == "layout":
+        if fn.layout is not None:
+            raise _ParseError(sink.at(number, col), "layout given twice")
+        fn.layout = parse_layout(cur)
+    elif key == "dim":
+        fn.dims.append(parse_dim_definition(cur))
+    else:   # identity, fastmath: one word or number, maybe signed
+        sign = cur.accept("-") or cur.accept("+")
+        tok = cur.next()
+        if tok.kind not in ("name", "number"):
+            raise _ParseError(tok.location, f"expected a value for '{key}', found {_describe(tok)}")
+        cur.expect_end()
+        if sign:
+            tok = Token(sign.text + tok.text, sign.location, tok.kind)
+        if getattr(fn, key) is not None:
+            raise _ParseError(sink.at(number, col), f"{key} given twice")
+        setattr(fn, key, tok)
+
+
+def _read_body(sink: DiagnosticSink, lines: list[str], index: int) -> tuple[RawBody, int]:
+    """`lines[index]` is the `{` line; returns the body and the index after its `}`."""
+    opening = sink.at(index + 1, 1)
+    end = index + 1
+    while end < len(lines) and lines[end].rstrip() != "}":
+        end += 1
+    if end == len(lines):
+        raise _ParseError(opening, "body is never closed: end it with a line holding only '}' at column 1")
+    return RawBody(tuple(lines[index + 1:end]), index + 2, opening), end + 1
+
+
+def _is_blank_or_comment(text: str) -> bool:
+    stripped = text.strip()
+    return not stripped or stripped.startswith("#")
+
+
+def parse_text(path: str, text: str, sink: DiagnosticSink) -> RawFile:
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    sink.lines = lines
+    functions: list[RawFunction] = []
+    helpers: list[RawHelper] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        number = i + 1
+        if _is_blank_or_comment(line):
+            i += 1
+            continue
+        try:
+            if line[0].isspace():
+                raise _ParseError(sink.at(number, len(line) - len(line.lstrip()) + 1),
+                                  "unexpected indented line; declarations start at column 1 with "
+                                  "'ufunc', 'gufunc' or 'helper'")
+            cur = _Cursor(sink, line, number)
+            head = cur.next()
+            if head.text == "helper":
+                i = _parse_helper(sink, lines, i, cur, head, helpers)
+            elif head.text in ("ufunc", "gufunc"):
+                i = _parse_function(sink, lines, i, cur, head, functions)
+            else:
+                raise _ParseError(head.location,
+                                  f"expected 'ufunc', 'gufunc' or 'helper', found {_describe(head)}")
+        except _ParseError as exc:
+            sink.error(exc.location, exc.message)
+            i = _skip_declaration(lines, i + 1)
+    return RawFile(path, tuple(lines), tuple(functions), tuple(helpers))
+
+
+def _skip_declaration(lines: list[str], i: int) -> int:
+    """After an error, resume at the next line that starts a declaration."""
+    inside_body = False
+    while i < len(lines):
+        text = lines[i].rstrip()
+        if inside_body:
+            inside_body = text != "}"
+        elif text == "{":
+            inside_body = True
+        elif text and not text[0].isspace() and text.split()[0] in ("ufunc", "gufunc", "helper"):
+            return i
+        i += 1
+    return i
+
+
+def _parse_helper(sink, lines, i, cur, head, helpers) -> int:
+    number = i + 1
+    prototype_start = cur.peek()
+    prototype = lines[i][prototype_start.location.col - 1:].strip()
+    name = None
+    for k, tok in enumerate(cur.tokens[:-1]):
+        if tok.text == "(" and k > 0 and cur.tokens[k - 1].kind == "name":
+            name = cur.tokens[k - 1]
+            break
+    if name is None or name is prototype_start:
+        raise _ParseError(prototype_start.location,
+                          "expected a C prototype such as 'void f(T x, T *y)' after 'helper'")
+    i += 1
+    body = None
+    if i < len(lines) and lines[i].rstrip() == "{":
+        body, i = _read_body(sink, lines, i)
+    else:
+        sink.error(sink.at(number, 1), f"helper '{name.text}' has no body: expected a line holding only '{{'")
+    helpers.append(RawHelper(name, prototype, head.location, body))
+    return i
+
+
+def _parse_function(sink, lines, i, cur, head, functions) -> int:
+    fn = _parse_header(cur, head)
+    i += 1
+    while i < len(lines) and lines[i].rstrip() != "{":
+        text = lines[i]
+        if _is_blank_or_comment(text):
+            i += 1
+            continue
+        if not text[0].isspace():
+            break        # the next declaration: this function has no body
+        try:
+            _parse_option(sink, fn, text, i + 1)
+        except _ParseError as exc:
+            sink.error(exc.location, exc.message)
+        i += 1
+    body = None
+    if i < len(lines) and lines[i].rstrip() == "{":
+        body, i = _read_body(sink, lines, i)
+    functions.append(fn.build(body))
+    return i

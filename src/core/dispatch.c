@@ -1,0 +1,210 @@
+/*
+ * Device-argument detection: decides, per call, whether a ufuncgen.Function
+ * can forward to its host ufunc or must hand the call to the device hook.
+ *
+ * This runs on every call, so the common arguments (ndarrays, Python and
+ * NumPy scalars) are recognised by type identity before any attribute is
+ * looked up; only unusual objects pay for a protocol probe.
+ */
+#define NPY_NO_DEPRECATED_API NPY_2_1_API_VERSION
+#define NPY_TARGET_VERSION NPY_2_1_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL ufg_core_ARRAY_API
+#define NO_IMPORT_ARRAY
+
+#include "dispatch.h"
+
+#include <numpy/arrayobject.h>
+
+/* DLPack DLDeviceType values whose memory a host ufunc loop cannot read.
+ * kDLCUDAHost (3) is pinned host memory and is deliberately left out. */
+enum {
+    UFG_DLPACK_CUDA = 2,
+    UFG_DLPACK_CUDA_MANAGED = 13,
+};
+
+/* Interned so that attribute lookups hit the type caches and keyword names
+ * produced by the compiler (which are interned) match by pointer. */
+static PyObject *ufg_cuda_array_interface_name = NULL;
+static PyObject *ufg_dlpack_device_name = NULL;
+static PyObject *ufg_out_name = NULL;
+
+static int
+ufg_intern_once(PyObject **slot, const char *text)
+{
+    if (*slot != NULL) {
+        return 0;
+    }
+    *slot = PyUnicode_InternFromString(text);
+    return *slot == NULL ? -1 : 0;
+}
+
+int
+ufg_dispatch_init(void)
+{
+    if (ufg_intern_once(&ufg_cuda_array_interface_name,
+                        "__cuda_array_interface__") < 0 ||
+        ufg_intern_once(&ufg_dlpack_device_name, "__dlpack_device__") < 0 ||
+        ufg_intern_once(&ufg_out_name, "out") < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * Objects that can never be device buffers.  Exact-type checks only: a
+ * subclass could add the CUDA protocols, so subclasses take the slow path.
+ * Builtin types cannot be patched, so lists and tuples are safe here too.
+ */
+static inline int
+ufg_is_known_host(PyObject *obj)
+{
+    PyTypeObject *type = Py_TYPE(obj);
+
+    if (PyArray_CheckExact(obj) || obj == Py_None ||
+        type == &PyFloat_Type || type == &PyLong_Type ||
+        type == &PyBool_Type || type == &PyComplex_Type ||
+        type == &PyList_Type || type == &PyTuple_Type) {
+        return 1;
+    }
+    return PyArray_IsScalar(obj, Generic);
+}
+
+/* Returns 1 if the DLPack device tuple names CUDA memory, 0 otherwise.
+ * A malformed answer is treated as host: the ufunc will then reject the
+ * object with its own, more specific, error. */
+static int
+ufg_dlpack_device_tuple_is_cuda(PyObject *device)
+{
+    PyObject *device_type;
+    long value;
+    int overflow;
+
+    if (!PyTuple_Check(device) || PyTuple_GET_SIZE(device) < 1) {
+        return 0;
+    }
+    device_type = PyTuple_GET_ITEM(device, 0);
+    if (!PyLong_Check(device_type)) {
+        return 0;
+    }
+    value = PyLong_AsLongAndOverflow(device_type, &overflow);
+    if (value == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    return value == UFG_DLPACK_CUDA || value == UFG_DLPACK_CUDA_MANAGED;
+}
+
+/* Asks the object itself; errors from __dlpack_device__ propagate because
+ * silently treating a broken device object as host memory would be worse. */
+static int
+ufg_dlpack_device_is_cuda(PyObject *obj)
+{
+    PyObject *device;
+    int result;
+
+    device = PyObject_CallMethodNoArgs(obj, ufg_dlpack_device_name);
+    if (device == NULL) {
+        return -1;
+    }
+    result = ufg_dlpack_device_tuple_is_cuda(device);
+    Py_DECREF(device);
+    return result;
+}
+
+/*
+ * Slow path for objects not recognised by type identity.
+ *
+ * __cuda_array_interface__ is looked up on the type, never on the instance:
+ * it is usually a property that builds a dict and may synchronise the
+ * device, and its mere presence is all we need.  _PyType_Lookup uses the
+ * type attribute cache and neither raises nor allocates.
+ */
+static int
+ufg_probe_device_buffer(PyObject *obj)
+{
+    PyTypeObject *type = Py_TYPE(obj);
+
+    if (_PyType_Lookup(type, ufg_cuda_array_interface_name) != NULL) {
+        return 1;
+    }
+    if (_PyType_Lookup(type, ufg_dlpack_device_name) == NULL) {
+        return 0;
+    }
+    return ufg_dlpack_device_is_cuda(obj);
+}
+
+/* 1: device buffer, 0: host, -1: error set. */
+static inline int
+ufg_is_device_buffer(PyObject *obj)
+{
+    if (ufg_is_known_host(obj)) {
+        return 0;
+    }
+    return ufg_probe_device_buffer(obj);
+}
+
+/* Keyword names are nearly always interned, so the pointer test decides;
+ * the string compare covers names built at runtime (e.g. **{"out": x}). */
+static inline int
+ufg_is_out_keyword(PyObject *name)
+{
+    return name == ufg_out_name ||
+           PyUnicode_CompareWithASCIIString(name, "out") == 0;
+}
+
+/* `out` may be a single array or a tuple with one entry per output. */
+static Py_ssize_t
+ufg_scan_out_value(PyObject *out, Py_ssize_t index)
+{
+    Py_ssize_t i, n;
+    int found;
+
+    if (!PyTuple_Check(out)) {
+        found = ufg_is_device_buffer(out);
+        if (found != 0) {
+            return found < 0 ? UFG_DISPATCH_ERROR : index;
+        }
+        return UFG_DISPATCH_HOST;
+    }
+    n = PyTuple_GET_SIZE(out);
+    for (i = 0; i < n; i++) {
+        found = ufg_is_device_buffer(PyTuple_GET_ITEM(out, i));
+        if (found != 0) {
+            return found < 0 ? UFG_DISPATCH_ERROR : index;
+        }
+    }
+    return UFG_DISPATCH_HOST;
+}
+
+static Py_ssize_t
+ufg_scan_keywords(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    Py_ssize_t k, nkw = PyTuple_GET_SIZE(kwnames);
+
+    for (k = 0; k < nkw; k++) {
+        if (ufg_is_out_keyword(PyTuple_GET_ITEM(kwnames, k))) {
+            /* Vectorcall forbids duplicate keywords: the first match is
+             * the only one. */
+            return ufg_scan_out_value(args[nargs + k], nargs + k);
+        }
+    }
+    return UFG_DISPATCH_HOST;
+}
+
+Py_ssize_t
+ufg_dispatch_find_device_argument(PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *kwnames)
+{
+    Py_ssize_t i;
+    int found;
+
+    for (i = 0; i < nargs; i++) {
+        found = ufg_is_device_buffer(args[i]);
+        if (found != 0) {
+            return found < 0 ? UFG_DISPATCH_ERROR : i;
+        }
+    }
+    if (kwnames == NULL) {
+        return UFG_DISPATCH_HOST;
+    }
+    return ufg_scan_keywords(args, nargs, kwnames);
+}

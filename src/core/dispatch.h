@@ -1,0 +1,44 @@
+/*
+ * Device-argument detection for ufuncgen.Function calls.
+ *
+ * A Function forwards every call to its wrapped NumPy ufunc unless one of
+ * the arguments lives on a CUDA device, in which case the call has to be
+ * routed to ufuncgen._device_dispatch instead.  This file only answers the
+ * question "is there such an argument, and where"; it never calls anything.
+ */
+#ifndef UFG_CORE_DISPATCH_H
+#define UFG_CORE_DISPATCH_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* Returned by ufg_dispatch_find_device_argument. */
+#define UFG_DISPATCH_HOST ((Py_ssize_t)-1)
+#define UFG_DISPATCH_ERROR ((Py_ssize_t)-2)
+
+/*
+ * Create the interned attribute names used by the detector.  Must succeed
+ * (return 0) before the first call to ufg_dispatch_find_device_argument;
+ * returns -1 with an exception set on failure.
+ */
+int ufg_dispatch_init(void);
+
+/*
+ * Scan a vectorcall argument vector for a CUDA buffer.
+ *
+ * args/nargs/kwnames are exactly what a vectorcall function receives
+ * (nargs already stripped of PY_VECTORCALL_ARGUMENTS_OFFSET).  Positional
+ * arguments and the value of the `out` keyword (a single object or a tuple
+ * of objects) are inspected, in that order.
+ *
+ * Returns the index into `args` of the first device argument (for `out`,
+ * the index of the keyword's value, i.e. nargs + position in kwnames),
+ * UFG_DISPATCH_HOST (-1) if every argument is host memory, or
+ * UFG_DISPATCH_ERROR (-2) with an exception set if probing an argument
+ * raised (e.g. its __dlpack_device__ failed).
+ */
+Py_ssize_t ufg_dispatch_find_device_argument(PyObject *const *args,
+                                             Py_ssize_t nargs,
+                                             PyObject *kwnames);
+
+#endif /* UFG_CORE_DISPATCH_H */

@@ -1,0 +1,516 @@
+/*
+ * ufuncgen.Function: a thin, picklable, named wrapper around a numpy.ufunc.
+ *
+ * Calls are forwarded verbatim (same argument vector, same keyword names)
+ * so that every NumPy behaviour -- __array_ufunc__ overrides, errstate,
+ * out=/where=/dtype=/axes= -- is NumPy's own and needs no code here.  The
+ * only extra work per call is a cheap scan for CUDA buffers, which are
+ * handed to the Python-level device hook instead.
+ */
+#define NPY_NO_DEPRECATED_API NPY_2_1_API_VERSION
+#define NPY_TARGET_VERSION NPY_2_1_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL ufg_core_ARRAY_API
+#define PY_UFUNC_UNIQUE_SYMBOL ufg_core_UFUNC_API
+#define NO_IMPORT_ARRAY
+#define NO_IMPORT_UFUNC
+
+#include "function_object.h"
+
+#include <stddef.h>
+
+#include <numpy/arrayobject.h>
+#include <numpy/ufuncobject.h>
+
+#include "dispatch.h"
+
+/* Python 3.12 moved the member constants into Python.h under new names;
+ * 3.11 only has the old spellings in structmember.h. */
+#if PY_VERSION_HEX < 0x030C0000
+#include <structmember.h>
+#define Py_T_OBJECT_EX T_OBJECT_EX
+#define Py_READONLY READONLY
+#endif
+
+#define UFG_DEVICE_MODULE "ufuncgen._device_dispatch"
+
+static PyObject *ufg_device_module_name = NULL; /* UFG_DEVICE_MODULE */
+static PyObject *ufg_device_call_name = NULL;   /* "call" */
+
+/* ------------------------------------------------------------------ */
+/* Device hook                                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The hook module is resolved through sys.modules (a single dict lookup)
+ * and only imported through the import machinery when it is not there yet.
+ * Holding our own reference instead would silently ignore a module that
+ * was replaced in sys.modules, which tests and plugins rely on doing.
+ */
+static PyObject *
+ufg_device_hook_module(void)
+{
+    PyObject *module = PyImport_GetModule(ufg_device_module_name);
+
+    if (module == NULL && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (module != NULL && module != Py_None) {
+        return module;
+    }
+    /* Missing, or blocked with None: let import raise the proper error. */
+    Py_XDECREF(module);
+    return PyImport_Import(ufg_device_module_name);
+}
+
+static PyObject *
+ufg_args_as_tuple(PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *tuple = PyTuple_New(nargs);
+    Py_ssize_t i;
+
+    if (tuple == NULL) {
+        return NULL;
+    }
+    for (i = 0; i < nargs; i++) {
+        PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
+    }
+    return tuple;
+}
+
+static PyObject *
+ufg_kwargs_as_dict(PyObject *const *values, PyObject *kwnames)
+{
+    PyObject *kwargs = PyDict_New();
+    Py_ssize_t k, nkw;
+
+    if (kwargs == NULL || kwnames == NULL) {
+        return kwargs;
+    }
+    nkw = PyTuple_GET_SIZE(kwnames);
+    for (k = 0; k < nkw; k++) {
+        if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, k),
+                           values[k]) < 0) {
+            Py_DECREF(kwargs);
+            return NULL;
+        }
+    }
+    return kwargs;
+}
+
+/* Calls ufuncgen._device_dispatch.call(function, args, kwargs). */
+static PyObject *
+ufg_function_call_device(PyObject *function, PyObject *const *args,
+                         Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *module = NULL, *call_args = NULL, *call_kwargs = NULL;
+    PyObject *result = NULL;
+
+    module = ufg_device_hook_module();
+    if (module == NULL) {
+        goto done;
+    }
+    call_args = ufg_args_as_tuple(args, nargs);
+    if (call_args == NULL) {
+        goto done;
+    }
+    call_kwargs = ufg_kwargs_as_dict(args + nargs, kwnames);
+    if (call_kwargs == NULL) {
+        goto done;
+    }
+    result = PyObject_CallMethodObjArgs(module, ufg_device_call_name,
+                                        function, call_args, call_kwargs,
+                                        NULL);
+done:
+    Py_XDECREF(call_kwargs);
+    Py_XDECREF(call_args);
+    Py_XDECREF(module);
+    return result;
+}
+
+/* ------------------------------------------------------------------ */
+/* Calling                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Only reachable if a reference cycle through the ufunc (e.g. a
+ * frompyfunc callback holding the Function) was broken by the GC while
+ * something still tried to call it. */
+static PyObject *
+ufg_function_cleared_error(ufg_FunctionObject *self)
+{
+    PyErr_Format(PyExc_RuntimeError,
+                 "ufuncgen.Function '%U.%U' no longer wraps a ufunc "
+                 "(it was cleared by the garbage collector)",
+                 self->module, self->name);
+    return NULL;
+}
+
+static PyObject *
+ufg_function_vectorcall(PyObject *callable, PyObject *const *args,
+                        size_t nargsf, PyObject *kwnames)
+{
+    ufg_FunctionObject *self = (ufg_FunctionObject *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t device_index;
+
+    if (self->ufunc == NULL) {
+        return ufg_function_cleared_error(self);
+    }
+    device_index = ufg_dispatch_find_device_argument(args, nargs, kwnames);
+    if (device_index == UFG_DISPATCH_HOST) {
+        /* nargsf is passed through untouched so the ufunc may still use
+         * the PY_VECTORCALL_ARGUMENTS_OFFSET slot our caller granted. */
+        return PyObject_Vectorcall(self->ufunc, args, nargsf, kwnames);
+    }
+    if (device_index == UFG_DISPATCH_ERROR) {
+        return NULL;
+    }
+    return ufg_function_call_device(callable, args, nargs, kwnames);
+}
+
+/* ------------------------------------------------------------------ */
+/* Construction and lifetime                                            */
+/* ------------------------------------------------------------------ */
+
+static int
+ufg_check_argument_type(const char *argument, PyObject *value,
+                        int matches, const char *expected)
+{
+    if (matches) {
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError,
+                 "Function() argument '%s' must be %s, not %.200s",
+                 argument, expected, Py_TYPE(value)->tp_name);
+    return -1;
+}
+
+static int
+ufg_check_constructor_arguments(PyObject *ufunc, PyObject *name,
+                                PyObject *module, PyObject *doc)
+{
+    if (ufg_check_argument_type("ufunc", ufunc,
+                                PyObject_TypeCheck(ufunc, &PyUFunc_Type),
+                                "numpy.ufunc") < 0 ||
+        ufg_check_argument_type("name", name, PyUnicode_Check(name),
+                                "str") < 0 ||
+        ufg_check_argument_type("module", module, PyUnicode_Check(module),
+                                "str") < 0 ||
+        ufg_check_argument_type("doc", doc, PyUnicode_Check(doc),
+                                "str") < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+ufg_function_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"ufunc", "name", "module", "doc", NULL};
+    PyObject *ufunc, *name, *module, *doc;
+    ufg_FunctionObject *self;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO:Function", kwlist,
+                                     &ufunc, &name, &module, &doc)) {
+        return NULL;
+    }
+    if (ufg_check_constructor_arguments(ufunc, name, module, doc) < 0) {
+        return NULL;
+    }
+    self = (ufg_FunctionObject *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->ufunc = Py_NewRef(ufunc);
+    self->name = Py_NewRef(name);
+    self->module = Py_NewRef(module);
+    self->doc = Py_NewRef(doc);
+    self->weakreflist = NULL;
+    self->vectorcall = ufg_function_vectorcall;
+    return (PyObject *)self;
+}
+
+/* Only the ufunc can take part in a cycle (a frompyfunc ufunc holds an
+ * arbitrary Python callable); the str fields cannot, so they are neither
+ * visited nor cleared, which keeps repr() usable after a clear. */
+static int
+ufg_function_traverse(PyObject *op, visitproc visit, void *arg)
+{
+    ufg_FunctionObject *self = (ufg_FunctionObject *)op;
+
+    Py_VISIT(self->ufunc);
+    return 0;
+}
+
+static int
+ufg_function_clear(PyObject *op)
+{
+    ufg_FunctionObject *self = (ufg_FunctionObject *)op;
+
+    Py_CLEAR(self->ufunc);
+    return 0;
+}
+
+static void
+ufg_function_dealloc(PyObject *op)
+{
+    ufg_FunctionObject *self = (ufg_FunctionObject *)op;
+
+    PyObject_GC_UnTrack(op);
+    if (self->weakreflist != NULL) {
+        PyObject_ClearWeakRefs(op);
+    }
+    Py_CLEAR(self->ufunc);
+    Py_CLEAR(self->name);
+    Py_CLEAR(self->module);
+    Py_CLEAR(self->doc);
+    Py_TYPE(op)->tp_free(op);
+}
+
+/* ------------------------------------------------------------------ */
+/* Attribute access                                                     */
+/* ------------------------------------------------------------------ */
+
+static PyObject *
+ufg_function_getattr_from_ufunc(ufg_FunctionObject *self, PyObject *name)
+{
+    PyObject *value;
+
+    if (self->ufunc != NULL) {
+        value = PyObject_GetAttr(self->ufunc, name);
+        if (value != NULL ||
+            !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            return value;
+        }
+        PyErr_Clear();
+    }
+    /* Report the miss against the object the user actually touched. */
+    PyErr_Format(PyExc_AttributeError,
+                 "'ufuncgen.Function' object has no attribute '%U'", name);
+    return NULL;
+}
+
+/*
+ * Names defined by the type win; everything else is the wrapped ufunc's
+ * (nin, types, reduce, ...).  Function has no instance __dict__, so the
+ * generic lookup can only succeed for names found on the type: asking the
+ * type first is equivalent to "generic lookup, fall back on AttributeError"
+ * without raising and discarding an exception on every delegated access.
+ */
+static PyObject *
+ufg_function_getattro(PyObject *op, PyObject *name)
+{
+    if (_PyType_Lookup(Py_TYPE(op), name) != NULL) {
+        return PyObject_GenericGetAttr(op, name);
+    }
+    return ufg_function_getattr_from_ufunc((ufg_FunctionObject *)op, name);
+}
+
+/* Generated functions are shared module globals: mutating one would leak
+ * into every user of the module, so nothing is writable. */
+static int
+ufg_function_setattro(PyObject *Py_UNUSED(op), PyObject *name,
+                      PyObject *value)
+{
+    PyErr_Format(PyExc_AttributeError,
+                 "cannot %s attribute '%U' of ufuncgen.Function objects: "
+                 "they are read-only",
+                 value == NULL ? "delete" : "set", name);
+    return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* repr                                                                 */
+/* ------------------------------------------------------------------ */
+
+/* "ufunc", or "gufunc <core signature>" for generalized ufuncs. */
+static PyObject *
+ufg_ufunc_kind(PyUFuncObject *ufunc)
+{
+    if (ufunc->core_enabled && ufunc->core_signature != NULL) {
+        return PyUnicode_FromFormat("gufunc %s", ufunc->core_signature);
+    }
+    return PyUnicode_FromString("ufunc");
+}
+
+static PyObject *
+ufg_function_repr(PyObject *op)
+{
+    ufg_FunctionObject *self = (ufg_FunctionObject *)op;
+    PyUFuncObject *ufunc = (PyUFuncObject *)self->ufunc;
+    PyObject *kind, *result;
+
+    if (ufunc == NULL) {
+        return PyUnicode_FromFormat("<ufuncgen.Function '%U.%U' (cleared)>",
+                                    self->module, self->name);
+    }
+    kind = ufg_ufunc_kind(ufunc);
+    if (kind == NULL) {
+        return NULL;
+    }
+    result = PyUnicode_FromFormat(
+        "<ufuncgen.Function '%U.%U' (%U, nin=%d, nout=%d)>",
+        self->module, self->name, kind, ufunc->nin, ufunc->nout);
+    Py_DECREF(kind);
+    return result;
+}
+
+/* ------------------------------------------------------------------ */
+/* Methods                                                              */
+/* ------------------------------------------------------------------ */
+
+/* A bare string tells pickle to store a global reference module.name,
+ * resolved through __module__; the wrapped ufunc is never serialised. */
+static PyObject *
+ufg_function_reduce(PyObject *op, PyObject *Py_UNUSED(ignored))
+{
+    return Py_NewRef(((ufg_FunctionObject *)op)->name);
+}
+
+/* Immutable and identified by its module-level name, like a function. */
+static PyObject *
+ufg_function_copy(PyObject *op, PyObject *Py_UNUSED(ignored))
+{
+    return Py_NewRef(op);
+}
+
+static PyObject *
+ufg_function_deepcopy(PyObject *op, PyObject *Py_UNUSED(memo))
+{
+    return Py_NewRef(op);
+}
+
+static int
+ufg_set_add_all(PyObject *set, PyObject *names)
+{
+    Py_ssize_t i, n = PyList_GET_SIZE(names);
+
+    for (i = 0; i < n; i++) {
+        if (PySet_Add(set, PyList_GET_ITEM(names, i)) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Tab completion should offer the delegated ufunc attributes too. */
+static PyObject *
+ufg_function_dir(PyObject *op, PyObject *Py_UNUSED(ignored))
+{
+    ufg_FunctionObject *self = (ufg_FunctionObject *)op;
+    PyObject *type_names, *ufunc_names = NULL, *names = NULL;
+    PyObject *result = NULL;
+
+    type_names = PyObject_Dir((PyObject *)Py_TYPE(op));
+    if (type_names == NULL) {
+        return NULL;
+    }
+    names = PySet_New(type_names);
+    if (names == NULL) {
+        goto done;
+    }
+    if (self->ufunc != NULL) {
+        ufunc_names = PyObject_Dir(self->ufunc);
+        if (ufunc_names == NULL || ufg_set_add_all(names, ufunc_names) < 0) {
+            goto done;
+        }
+    }
+    result = PySequence_List(names);
+done:
+    Py_XDECREF(names);
+    Py_XDECREF(ufunc_names);
+    Py_DECREF(type_names);
+    return result;
+}
+
+static PyMethodDef ufg_function_methods[] = {
+    {"__reduce__", ufg_function_reduce, METH_NOARGS,
+     "Pickle by reference to module.name."},
+    {"__copy__", ufg_function_copy, METH_NOARGS,
+     "Return self: Function objects are immutable."},
+    {"__deepcopy__", ufg_function_deepcopy, METH_O,
+     "Return self: Function objects are immutable."},
+    {"__dir__", ufg_function_dir, METH_NOARGS,
+     "Names of the Function type and of the wrapped ufunc."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef ufg_function_members[] = {
+    {"ufunc", Py_T_OBJECT_EX, offsetof(ufg_FunctionObject, ufunc),
+     Py_READONLY, "The wrapped numpy.ufunc."},
+    {"__name__", Py_T_OBJECT_EX, offsetof(ufg_FunctionObject, name),
+     Py_READONLY, NULL},
+    {"__qualname__", Py_T_OBJECT_EX, offsetof(ufg_FunctionObject, name),
+     Py_READONLY, NULL},
+    {"__module__", Py_T_OBJECT_EX, offsetof(ufg_FunctionObject, module),
+     Py_READONLY, NULL},
+    {"__doc__", Py_T_OBJECT_EX, offsetof(ufg_FunctionObject, doc),
+     Py_READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+/* ------------------------------------------------------------------ */
+/* Type                                                                 */
+/* ------------------------------------------------------------------ */
+
+PyDoc_STRVAR(ufg_function_type_doc,
+"Function(ufunc, name, module, doc)\n"
+"--\n"
+"\n"
+"A named NumPy ufunc generated by ufuncgen.\n"
+"\n"
+"Calls are forwarded unchanged to the wrapped ufunc; attributes not\n"
+"defined here (nin, types, reduce, ...) are those of the ufunc.");
+
+PyTypeObject ufg_FunctionType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ufuncgen.Function",
+    .tp_basicsize = sizeof(ufg_FunctionObject),
+    .tp_dealloc = ufg_function_dealloc,
+    .tp_vectorcall_offset = offsetof(ufg_FunctionObject, vectorcall),
+    .tp_repr = ufg_function_repr,
+    .tp_call = PyVectorcall_Call,
+    .tp_getattro = ufg_function_getattro,
+    .tp_setattro = ufg_function_setattro,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC |
+                Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = ufg_function_type_doc,
+    .tp_traverse = ufg_function_traverse,
+    .tp_clear = ufg_function_clear,
+    .tp_weaklistoffset = offsetof(ufg_FunctionObject, weakreflist),
+    .tp_methods = ufg_function_methods,
+    .tp_members = ufg_function_members,
+    .tp_new = ufg_function_new,
+};
+
+static int
+ufg_function_intern_names(void)
+{
+    if (ufg_device_module_name == NULL) {
+        ufg_device_module_name = PyUnicode_InternFromString(UFG_DEVICE_MODULE);
+        if (ufg_device_module_name == NULL) {
+            return -1;
+        }
+    }
+    if (ufg_device_call_name == NULL) {
+        ufg_device_call_name = PyUnicode_InternFromString("call");
+        if (ufg_device_call_name == NULL) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int
+ufg_function_type_register(PyObject *module)
+{
+    /* The call path relies on both; readying them here means no caller
+     * can register the type and forget one. */
+    if (ufg_dispatch_init() < 0 || ufg_function_intern_names() < 0) {
+        return -1;
+    }
+    if (PyType_Ready(&ufg_FunctionType) < 0) {
+        return -1;
+    }
+    return PyModule_AddObjectRef(module, "Function",
+                                 (PyObject *)&ufg_FunctionType);
+}

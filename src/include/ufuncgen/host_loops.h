@@ -1,0 +1,133 @@
+/*
+ * Host loop runtime, included by every generated module.
+ *
+ * A generated elementwise loop has one hand-off point: a contiguous kernel, compiled once per
+ * CPU level (target_clones) so that the compiler vectorizes it for the machine it runs on.
+ * NumPy may call a loop with any strides; `ufg_run_elementwise` turns those calls into
+ * kernel calls on contiguous blocks, so every call, strided or broadcast, runs vectorized code.
+ */
+#ifndef UFUNCGEN_HOST_LOOPS_H
+#define UFUNCGEN_HOST_LOOPS_H
+
+#include <Python.h>   /* first, as Python requires */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ufuncgen/vecmath.h"
+#include <tgmath.h>
+
+#include <numpy/ndarraytypes.h>
+
+#define UFG_MAX_ARGS 16
+#define UFG_MAX_ITEMSIZE 8
+/* Elements per block: small enough that every argument's block stays in L1. */
+#define UFG_BLOCK 256
+
+#define UFG_INLINE static inline __attribute__((always_inline))
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(UFG_NO_TARGET_CLONES)
+#define UFG_TARGET_CLONES \
+    __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
+#else
+#define UFG_TARGET_CLONES
+#endif
+
+typedef void (*ufg_contiguous_kernel)(npy_intp n, char **args);
+
+static void
+ufg_gather(char *dst, const char *src, npy_intp stride, npy_intp n, int itemsize)
+{
+    for (npy_intp i = 0; i < n; i++, src += stride, dst += itemsize) {
+        memcpy(dst, src, (size_t)itemsize);
+    }
+}
+
+static void
+ufg_scatter(char *dst, npy_intp stride, const char *src, npy_intp n, int itemsize)
+{
+    for (npy_intp i = 0; i < n; i++, dst += stride, src += itemsize) {
+        memcpy(dst, src, (size_t)itemsize);
+    }
+}
+
+/*
+ * Strided or broadcast call: gather strided inputs into block buffers, fill broadcast
+ * (stride 0) inputs once, run the kernel, scatter strided outputs.  Exact in-place aliasing
+ * (out=x) stays correct because each block is read before it is written.
+ */
+static void
+ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
+                            const int *itemsizes, ufg_contiguous_kernel kernel)
+{
+    _Alignas(64) char buffers[UFG_MAX_ARGS][UFG_BLOCK * UFG_MAX_ITEMSIZE];
+    char *block_args[UFG_MAX_ARGS];
+
+    for (int k = 0; k < nin; k++) {
+        if (steps[k] == 0) {
+            ufg_gather(buffers[k], args[k], 0, n < UFG_BLOCK ? n : UFG_BLOCK, itemsizes[k]);
+        }
+    }
+    for (npy_intp start = 0; start < n; start += UFG_BLOCK) {
+        const npy_intp m = n - start < UFG_BLOCK ? n - start : UFG_BLOCK;
+        for (int k = 0; k < nargs; k++) {
+            char *base = args[k] + start * steps[k];
+            if (steps[k] == itemsizes[k]) {
+                block_args[k] = base;
+            }
+            else {
+                block_args[k] = buffers[k];
+                if (k < nin && steps[k] != 0) {
+                    ufg_gather(buffers[k], base, steps[k], m, itemsizes[k]);
+                }
+            }
+        }
+        kernel(m, block_args);
+        for (int k = nin; k < nargs; k++) {
+            if (steps[k] != itemsizes[k]) {
+                ufg_scatter(args[k] + start * steps[k], steps[k], buffers[k], m, itemsizes[k]);
+            }
+        }
+    }
+}
+
+static inline void
+ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
+                    const int *itemsizes, ufg_contiguous_kernel kernel)
+{
+    for (int k = 0; k < nargs; k++) {
+        if (steps[k] != itemsizes[k]) {
+            ufg_run_elementwise_blocked(args, n, steps, nin, nargs, itemsizes, kernel);
+            return;
+        }
+    }
+    kernel(n, args);
+}
+
+/*
+ * An output core dimension given by a size expression over input dimensions (`dim: p = ...`):
+ * fills it in when NumPy allocates the output, checks it when the caller passed out=.
+ */
+static int
+ufg_set_computed_core_dim(npy_intp *sizes, int index, npy_intp value, const char *function,
+                          const char *dim, const char *expression)
+{
+    if (value < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: core dimension %s = %s is negative (%zd)",
+                     function, dim, expression, (Py_ssize_t)value);
+        return -1;
+    }
+    if (sizes[index] == -1) {
+        sizes[index] = value;
+    }
+    else if (sizes[index] != value) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: output core dimension %s has size %zd, expected %s = %zd",
+                     function, dim, (Py_ssize_t)sizes[index], expression, (Py_ssize_t)value);
+        return -1;
+    }
+    return 0;
+}
+
+#endif /* UFUNCGEN_HOST_LOOPS_H */

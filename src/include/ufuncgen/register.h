@@ -1,0 +1,94 @@
+/*
+ * Module registration, included by every generated module: each generated function is one
+ * row of a table; this turns the rows into np.ufunc objects wrapped in ufuncgen.Function.
+ */
+#ifndef UFUNCGEN_REGISTER_H
+#define UFUNCGEN_REGISTER_H
+
+#include <Python.h>
+#include <numpy/ndarraytypes.h>
+#include <numpy/ufuncobject.h>
+
+typedef struct {
+    const char *name;
+    const char *doc;                /* the wrapper's docstring: call signature, text, types */
+    const char *ufunc_doc;          /* the bare ufunc's: text and types */
+    int nin, nout, ntypes;
+    PyUFuncGenericFunction *loops;
+    void **data;
+    const char *types;              /* ntypes * (nin + nout) NumPy type numbers */
+    const char *signature;          /* gufunc layout, NULL for an elementwise ufunc */
+    int identity;                   /* PyUFunc_None, PyUFunc_ReorderableNone, PyUFunc_IdentityValue */
+    char identity_kind;             /* 'i', 'f', 'b' for a value identity */
+    const char *identity_literal;
+    PyUFunc_ProcessCoreDimsFunc *process_core_dims;
+} ufg_function_spec;
+
+static PyObject *
+ufg_identity_value(const ufg_function_spec *spec)
+{
+    switch (spec->identity_kind) {
+    case 'i': return PyLong_FromString(spec->identity_literal, NULL, 10);
+    case 'f': {
+        double value = PyOS_string_to_double(spec->identity_literal, NULL, NULL);
+        return value == -1.0 && PyErr_Occurred() ? NULL : PyFloat_FromDouble(value);
+    }
+    case 'b': return PyBool_FromLong(spec->identity_literal[0] == 'T');
+    default: Py_RETURN_NONE;
+    }
+}
+
+static PyObject *
+ufg_new_ufunc(const ufg_function_spec *spec)
+{
+    PyObject *identity = ufg_identity_value(spec);
+    if (identity == NULL) {
+        return NULL;
+    }
+    PyObject *ufunc = PyUFunc_FromFuncAndDataAndSignatureAndIdentity(
+        spec->loops, spec->data, (char *)spec->types, spec->ntypes, spec->nin, spec->nout,
+        spec->identity, spec->name, spec->ufunc_doc, 0, spec->signature,
+        spec->identity == PyUFunc_IdentityValue ? identity : NULL);
+    Py_DECREF(identity);
+    if (ufunc != NULL && spec->process_core_dims != NULL) {
+        ((PyUFuncObject *)ufunc)->process_core_dims_func = spec->process_core_dims;
+    }
+    return ufunc;
+}
+
+/* Adds each function to `module` as a ufuncgen.Function; 0 on success, -1 with an exception. */
+static int
+ufg_register_functions(PyObject *module, const char *qualified_name,
+                       const ufg_function_spec *specs, int count)
+{
+    PyObject *core = PyImport_ImportModule("ufuncgen._core");
+    if (core == NULL) {
+        return -1;
+    }
+    PyObject *function_type = PyObject_GetAttrString(core, "Function");
+    Py_DECREF(core);
+    if (function_type == NULL) {
+        return -1;
+    }
+    int status = 0;
+    for (int i = 0; i < count && status == 0; i++) {
+        PyObject *ufunc = ufg_new_ufunc(&specs[i]);
+        if (ufunc == NULL) {
+            status = -1;
+            break;
+        }
+        PyObject *function = PyObject_CallFunction(function_type, "Osss", ufunc, specs[i].name,
+                                                   qualified_name, specs[i].doc);
+        Py_DECREF(ufunc);
+        if (function == NULL) {
+            status = -1;
+            break;
+        }
+        status = PyModule_AddObjectRef(module, specs[i].name, function);
+        Py_DECREF(function);
+    }
+    Py_DECREF(function_type);
+    return status;
+}
+
+#endif /* UFUNCGEN_REGISTER_H */
