@@ -103,6 +103,9 @@ class RawFile:
     helpers: tuple[RawHelper, ...]
 
 
+_DELIMITERS = frozenset("(),:=")   # what ends a name even without a space before it
+
+
 class _Cursor:
     """Tokens of one line, with `expect` that reports at the spot it stopped."""
 
@@ -142,10 +145,20 @@ class _Cursor:
         return self.next()
 
     def expect_name(self, what: str) -> Token:
+        """A name; a word that is not an identifier (`my-func`, `2fast`, `café`) comes back
+        whole, as one name token, for the model to reject by name."""
         tok = self.peek()
-        if tok.kind != "name":
+        if tok.kind in ("end", "arrow") or tok.text in _DELIMITERS:
             raise _ParseError(tok.location, f"expected {what}, found {_describe(tok)}")
-        return self.next()
+        self.next()
+        text, end_col = tok.text, tok.location.col + len(tok.text)
+        while True:
+            nxt = self.peek()
+            if nxt.kind in ("end", "arrow") or nxt.text in _DELIMITERS or nxt.location.col != end_col:
+                break
+            self.next()
+            text, end_col = text + nxt.text, end_col + len(nxt.text)
+        return tok if text == tok.text and tok.kind == "name" else Token(text, tok.location, "name")
 
     def expect_end(self) -> None:
         tok = self.peek()

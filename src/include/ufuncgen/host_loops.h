@@ -34,6 +34,15 @@
 #define UFG_TARGET_CLONES
 #endif
 
+/* A function's `fastmath: true` turns on -ffast-math for its loops alone. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define UFG_FASTMATH_BEGIN _Pragma("GCC push_options") _Pragma("GCC optimize(\"fast-math\")")
+#define UFG_FASTMATH_END _Pragma("GCC pop_options")
+#else
+#define UFG_FASTMATH_BEGIN
+#define UFG_FASTMATH_END
+#endif
+
 typedef void (*ufg_contiguous_kernel)(npy_intp n, char **args);
 
 static void
