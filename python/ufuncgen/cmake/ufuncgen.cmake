@@ -68,8 +68,12 @@ function(ufuncgen_add_module target)
     # -fopenmp-simd: honour `omp declare simd` (vector math) without OpenMP threads.
     # -fno-math-errno: math calls have no side effect, so loops calling them vectorize.
     # Never -ffast-math here: NaN, Inf and -0.0 must come out as NumPy's own loops give them.
+    # -ffp-contract=off: gnu11 would fuse `x*y + x` into one FMA in the x86-64-v3 clone only,
+    # rounding once where NumPy (built as ISO C) rounds twice, so results (even overflow to
+    # Inf) would differ from NumPy's and from one CPU to another.
     target_compile_options(${target} PRIVATE
-      -O3 -fopenmp-simd -fno-math-errno -Wall -Wdouble-promotion -Wno-unknown-pragmas)
+      -O3 -fopenmp-simd -fno-math-errno -ffp-contract=off -Wall -Wdouble-promotion
+      -Wno-unknown-pragmas)
   endif()
   if(UFUNCGEN_LIBMVEC)
     target_link_libraries(${target} PRIVATE "${UFUNCGEN_LIBMVEC}")

@@ -4,14 +4,15 @@ Runs at build time only; nothing here is imported when a generated module is use
 """
 from .diagnostics import SignatureError
 from .load import load_module
-from .render import render_module, write_outputs
 
-__all__ = ["SignatureError", "load_module", "render_module", "write_outputs", "generate"]
+__all__ = ["SignatureError", "load_module", "generate"]
 
 
 def generate(qualified_name: str, paths: list[str], out_dir: str, source_root: str | None = None,
              command: str | None = None) -> list[str]:
     """Generates the sources of one module into out_dir; returns the files rewritten."""
+    from .render import render_module, write_outputs   # Jinja2 loads only when rendering
+
     module = load_module(qualified_name, paths, source_root)
     if command is None:
         command = f"python -m ufuncgen.gen --module {qualified_name} -o OUTDIR " + " ".join(module.sources)

@@ -40,8 +40,10 @@ class SignatureError(Exception):
     """Raised with every diagnostic found in one run of the generator."""
 
     def __init__(self, diagnostics: list[Diagnostic]):
+        # Files in the order given (the order of the command line), each file top to bottom.
+        files = {d.location.path: i for i, d in reversed(list(enumerate(diagnostics)))}
         self.diagnostics = sorted(
-            diagnostics, key=lambda d: (d.location.path, d.location.line, d.location.col)
+            diagnostics, key=lambda d: (files[d.location.path], d.location.line, d.location.col)
         )
         super().__init__(self.format())
 

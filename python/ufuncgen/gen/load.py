@@ -22,31 +22,35 @@ def _decode(path: str, shown: str, data: bytes) -> str | Diagnostic:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        start = data.rfind(b"\n", 0, exc.start) + 1
+        end = data.find(b"\n", exc.start)
+        source = data[start:end if end >= 0 else len(data)].decode("utf-8", "replace")
+        col = len(data[start:exc.start].decode("utf-8", "replace")) + 1   # in characters, as shown
         return Diagnostic(Location(shown, line, col),
-                          f"file is not valid UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start}")
+                          f"file is not valid UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start}",
+                          source)
 
 
 def load_module(qualified_name: str, paths: list[str], source_root: str | None = None) -> Module:
     files = []
-    failures: list[Diagnostic] = []
+    sinks: list[DiagnosticSink] = []     # one per path, in the order given
     for path in paths:
         shown = display_path(path, source_root)
+        sink = DiagnosticSink(shown, [])
+        sinks.append(sink)
         try:
             with open(path, "rb") as f:
                 data = f.read()
         except OSError as exc:
-            failures.append(Diagnostic(Location(shown, 1, 1), f"cannot read file: {exc.strerror}"))
+            sink.diagnostics.append(Diagnostic(Location(shown, 1, 1), f"cannot read file: {exc.strerror}"))
             continue
         text = _decode(path, shown, data)
         if isinstance(text, Diagnostic):
-            failures.append(text)
+            sink.diagnostics.append(text)
             continue
-        sink = DiagnosticSink(shown, [])
         raw = parse_text(shown, text, sink)
         files.append((raw, sink, shown))
     module = build_module(qualified_name, files)
-    if module is None or failures:
-        diagnostics = failures + [d for _, sink, _ in files for d in sink.diagnostics]
-        raise SignatureError(diagnostics)
+    if module is None or any(sink.diagnostics for sink in sinks):
+        raise SignatureError([d for sink in sinks for d in sink.diagnostics])
     return module

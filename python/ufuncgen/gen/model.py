@@ -10,7 +10,7 @@ import keyword
 import re
 from dataclasses import dataclass
 
-from .ctypes import ELEMENT_TYPES, ElementType
+from .element_types import ELEMENT_TYPES, ElementType
 from .diagnostics import DiagnosticSink, Location
 from .parse import RawDimDefinition, RawFile, RawFunction, RawHelper, RawLayout, Token
 
@@ -240,6 +240,8 @@ class _Validator:
 
     def _signatures(self, raw: RawFunction) -> tuple[TypeSignature, ...] | None:
         if not raw.types:
+            if "types" in raw.broken:
+                return None   # its line is already reported
             self.error(raw.name, f"function '{raw.name.text}' has no type signatures: add a line "
                                  "such as 'types: float64(float64, float64)'")
             return None
@@ -302,8 +304,10 @@ class _Validator:
             return None
         name = raw.name.text
         if raw.layout is not None or len(raw.args) != 2 or len(raw.outputs) != 1:
+            actual = ("is a gufunc" if raw.layout is not None else
+                      f"has {_count(len(raw.args), 'input')} and {_count(len(raw.outputs), 'output')}")
             self.error(tok, f"identity is only meaningful for a ufunc of two inputs and one output "
-                            f"(it is what '{name}.reduce' starts from); '{name}' is not one")
+                            f"(it is what '{name}.reduce' starts from); '{name}' {actual}")
             return False
         text = tok.text.lower()
         if text == "none":
@@ -343,6 +347,8 @@ class _Validator:
                                        "meaningful for a gufunc")
             return None, (None if raw.dims else ())
         if raw.layout is None:
+            if "layout" in raw.broken:
+                return None, None   # its line is already reported
             self.error(raw.name, f"gufunc '{name}' needs a layout such as 'layout: (n)->()'")
             return None, None
         return self._core_layout(raw, raw.layout)
@@ -381,9 +387,9 @@ class _Validator:
                 self.error(tok, f"'{tok.text}' names both an argument and a core dimension of '{name}'")
                 ok = False
         expressions = self._dim_definitions(raw.dims, input_dims, order)
-        if expressions is None:
+        if expressions is None:   # reported; its dims count as defined, so nothing else is said of them
             ok = False
-            expressions = {}
+            expressions = {d.name.text: "" for d in raw.dims}
         for group in lay.outputs:
             for tok in group:
                 if tok.kind == "name" and tok.text not in input_dims and tok.text not in expressions:
@@ -421,8 +427,9 @@ class _Validator:
             pieces = []
             for tok in d.expression:
                 if tok.kind == "name" and tok.text not in input_dims:
-                    self.error(tok, f"size expression may use input core dimensions only; "
-                                    f"'{tok.text}' is not one")
+                    known = ", ".join(t for t in order if t in input_dims and not t.isdigit())
+                    self.error(tok, f"the size of '{target}' may use only input core dimensions "
+                                    f"({known or 'none here'}); '{tok.text}' is not one")
                     ok = False
                 elif tok.kind == "number" and not tok.text.isdigit():
                     self.error(tok, f"size expression takes whole numbers only, not '{tok.text}'")

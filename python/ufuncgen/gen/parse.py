@@ -85,6 +85,7 @@ class RawFunction:
     fastmath: Token | None
     dims: tuple[RawDimDefinition, ...]
     body: RawBody | None
+    broken: frozenset[str] = frozenset()   # option keys with a line already reported as an error
 
 
 @dataclass(frozen=True)
@@ -259,11 +260,12 @@ class _FunctionBuilder:
         self.identity: Token | None = None
         self.fastmath: Token | None = None
         self.dims: list[RawDimDefinition] = []
+        self.broken: set[str] = set()
 
     def build(self, body: RawBody | None) -> RawFunction:
         return RawFunction(self.kind, self.name, tuple(self.args), tuple(self.outputs),
                            tuple(self.doc), tuple(self.types), self.layout, self.identity,
-                           self.fastmath, tuple(self.dims), body)
+                           self.fastmath, tuple(self.dims), body, frozenset(self.broken))
 
 
 def _parse_header(cur: _Cursor, kind: Token) -> _FunctionBuilder:
@@ -297,6 +299,15 @@ def _parse_option(sink: DiagnosticSink, fn: _FunctionBuilder, text: str, number:
         fn.doc.append(value.strip())
         return
     cur = _Cursor(sink, value, number, value_col)
+    try:
+        _parse_option_value(sink, fn, key, cur, number, col)
+    except _ParseError:
+        fn.broken.add(key)   # so that the model does not also report the option as missing
+        raise
+
+
+def _parse_option_value(sink: DiagnosticSink, fn: _FunctionBuilder, key: str, cur: _Cursor,
+                        number: int, col: int) -> None:
     if key == "types":
         fn.types.extend(parse_type_signatures(cur))
     elif key == "layout":
@@ -384,7 +395,6 @@ def _skip_declaration(lines: list[str], i: int) -> int:
 
 
 def _parse_helper(sink, lines, i, cur, head, helpers) -> int:
-    number = i + 1
     prototype_start = cur.peek()
     prototype = lines[i][prototype_start.location.col - 1:].strip()
     name = None
@@ -400,7 +410,7 @@ def _parse_helper(sink, lines, i, cur, head, helpers) -> int:
     if i < len(lines) and lines[i].rstrip() == "{":
         body, i = _read_body(sink, lines, i)
     else:
-        sink.error(sink.at(number, 1), f"helper '{name.text}' has no body: expected a line holding only '{{'")
+        sink.error(name.location, f"helper '{name.text}' has no body: expected a line holding only '{{'")
     helpers.append(RawHelper(name, prototype, head.location, body))
     return i
 

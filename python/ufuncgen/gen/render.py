@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import jinja2
 
-from .ctypes import ElementType
+from .element_types import ElementType
 from .model import Arg, Body, Function, Module
 
 TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "templates")

@@ -101,10 +101,65 @@ ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int 
     }
 }
 
+/* Whether n elements at a (step sa, itemsize ia) and at b (sb, ib) share any byte. */
+static inline bool
+ufg_spans_overlap(const char *a, npy_intp sa, int ia, const char *b, npy_intp sb, int ib,
+                  npy_intp n)
+{
+    const char *a_lo = sa < 0 ? a + (n - 1) * sa : a;
+    const char *a_hi = (sa < 0 ? a : a + (n - 1) * sa) + ia;
+    const char *b_lo = sb < 0 ? b + (n - 1) * sb : b;
+    const char *b_hi = (sb < 0 ? b : b + (n - 1) * sb) + ib;
+    return a_lo < b_hi && b_lo < a_hi;
+}
+
+/*
+ * Whether an output overlaps an input other than exactly (same start, same nonzero step).
+ * NumPy copies overlapping operands of an ordinary call, but its reductions call the loop
+ * with the accumulator as both input 0 and output (stride 0 for reduce, shifted by one
+ * element for accumulate): each element must then see the one written just before it.
+ */
+static inline bool
+ufg_outputs_overlap_inputs(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
+                           const int *itemsizes)
+{
+    for (int j = nin; j < nargs; j++) {
+        for (int k = 0; k < nin; k++) {
+            if (args[j] == args[k] && steps[j] == steps[k] && steps[j] != 0) {
+                continue;
+            }
+            if (ufg_spans_overlap(args[j], steps[j], itemsizes[j], args[k], steps[k],
+                                  itemsizes[k], n)) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* One element at a time, in order: for the reductions above. */
+static void
+ufg_run_elementwise_serial(char **args, npy_intp n, const npy_intp *steps, int nargs,
+                           ufg_contiguous_kernel kernel)
+{
+    char *element_args[UFG_MAX_ARGS];
+
+    for (npy_intp i = 0; i < n; i++) {
+        for (int k = 0; k < nargs; k++) {
+            element_args[k] = args[k] + i * steps[k];
+        }
+        kernel(1, element_args);
+    }
+}
+
 static inline void
 ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
                     const int *itemsizes, ufg_contiguous_kernel kernel)
 {
+    if (n > 1 && ufg_outputs_overlap_inputs(args, n, steps, nin, nargs, itemsizes)) {
+        ufg_run_elementwise_serial(args, n, steps, nargs, kernel);
+        return;
+    }
     for (int k = 0; k < nargs; k++) {
         if (steps[k] != itemsizes[k]) {
             ufg_run_elementwise_blocked(args, n, steps, nin, nargs, itemsizes, kernel);
@@ -118,7 +173,7 @@ ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int
  * An output core dimension given by a size expression over input dimensions (`dim: p = ...`):
  * fills it in when NumPy allocates the output, checks it when the caller passed out=.
  */
-static int
+static inline int
 ufg_set_computed_core_dim(npy_intp *sizes, int index, npy_intp value, const char *function,
                           const char *dim, const char *expression)
 {

@@ -1,0 +1,1 @@
+# A package, so that these test modules' names cannot clash with other tests/ directories.

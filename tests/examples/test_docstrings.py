@@ -1,0 +1,85 @@
+"""Docstrings: `name(arg1, arg2, /, ...` with the argument names of the signature file, and
+every type signature listed; names read independently from signatures/examples.ufunc."""
+import pathlib
+import re
+
+import pytest
+
+import ufuncgen.examples as ex
+
+from .conftest import FUNCTION_NAMES
+
+SIGNATURE_FILE = pathlib.Path(__file__).resolve().parents[2] / "signatures" / "examples.ufunc"
+HEADER = re.compile(r"^(g?ufunc)\s+(\w+)\((.*?)\)\s*->\s*\(?([\w\s,]+?)\)?\s*$")
+
+
+def split_top_level(text):
+    """'a, (b, c)(d)' -> ['a', '(b, c)(d)']: commas outside parentheses."""
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    return parts + [current.strip()] if current.strip() else parts
+
+
+def parse_declarations():
+    """{name: (kind, [argument names], [output names], [type signatures])} in plain Python."""
+    declarations, current = {}, None
+    for line in SIGNATURE_FILE.read_text().splitlines():
+        match = HEADER.match(line)
+        if match:
+            kind, name, args, outs = match.groups()
+            current = declarations[name] = (
+                kind, [a.strip() for a in args.split(",")], [o.strip() for o in outs.split(",")], [])
+        elif current is not None and line.strip().startswith("types:"):
+            current[3].extend(split_top_level(line.split(":", 1)[1]))
+    return declarations
+
+
+DECLARATIONS = parse_declarations()
+
+
+def test_signature_file_declares_exactly_the_module_functions():
+    assert sorted(DECLARATIONS) == FUNCTION_NAMES
+    assert len(FUNCTION_NAMES) == 15
+
+
+@pytest.mark.parametrize("name", FUNCTION_NAMES)
+def test_docstring_starts_with_the_call_signature_using_the_real_argument_names(name):
+    kind, args, outs, _ = DECLARATIONS[name]
+    doc = getattr(ex, name).__doc__
+    assert doc.startswith(f"{name}({', '.join(args)}, /, "), doc.splitlines()[0]
+    first = doc.splitlines()[0]
+    assert "out=None" in first
+    assert ("axes=None" in first) == (kind == "gufunc")
+    assert ("where=True" in first) == (kind == "ufunc")
+
+
+@pytest.mark.parametrize("name", FUNCTION_NAMES)
+def test_docstring_lists_every_type_signature_and_the_outputs(name):
+    kind, _, outs, types = DECLARATIONS[name]
+    fn = getattr(ex, name)
+    doc = fn.__doc__
+    lines = [line.strip() for line in doc.splitlines()]
+    assert types and len(types) == len(fn.ufunc.types)
+    for signature in types:
+        assert signature in lines, f"{signature!r} not listed in {name}.__doc__"
+    assert f"Returns: {', '.join(outs)}" in lines
+    if kind == "gufunc":
+        assert f"Layout: {fn.signature}" in lines
+
+
+@pytest.mark.parametrize("name", FUNCTION_NAMES)
+def test_function_identifies_itself_by_name_module_and_argument_counts(name):
+    kind, args, outs, _ = DECLARATIONS[name]
+    fn = getattr(ex, name)
+    assert fn.__name__ == name
+    assert fn.__module__ == "ufuncgen.examples"
+    assert (fn.nin, fn.nout) == (len(args), len(outs))
+    assert (fn.signature is None) == (kind == "ufunc")
+    assert name in repr(fn)

@@ -1,0 +1,242 @@
+"""Elementwise seed functions against NumPy's composed expressions: every loop, size, layout,
+dimensionality, broadcasting, out=/where= and type resolution."""
+import numpy as np
+import pytest
+
+import ufuncgen.examples as ex
+
+from .conftest import (
+    ELEMENTWISE_NAMES,
+    LAYOUTS,
+    SIZES,
+    assert_exactly_equal,
+    check_elementwise,
+    elementwise_inputs,
+    elementwise_reference,
+    function_dtype_cases,
+    loop_dtypes,
+    with_layout,
+)
+
+CASES = function_dtype_cases(ELEMENTWISE_NAMES)
+
+
+def as_tuple(result):
+    return result if isinstance(result, tuple) else (result,)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("name, dtype", CASES)
+def test_elementwise_function_matches_reference_for_every_size_and_layout(
+        name, dtype, size, layout, rng):
+    inputs = elementwise_inputs(name, dtype, (size,), rng)
+    args = [with_layout(a, layout) for a in inputs]
+    actual = getattr(ex, name)(*args)
+    check_elementwise(name, as_tuple(actual), elementwise_reference(name, *inputs), inputs)
+
+
+@pytest.mark.parametrize("name, dtype", CASES)
+def test_elementwise_function_matches_reference_when_every_argument_has_another_layout(
+        name, dtype, rng):
+    inputs = elementwise_inputs(name, dtype, (519,), rng)
+    args = [with_layout(a, LAYOUTS[(i + 1) % len(LAYOUTS)]) for i, a in enumerate(inputs)]
+    actual = getattr(ex, name)(*args)
+    check_elementwise(name, as_tuple(actual), elementwise_reference(name, *inputs), inputs)
+
+
+ND_SHAPES = [(), (0,), (3, 0, 2), (5, 7), (3, 4, 17), (2, 1, 3, 9)]
+ND_VIEWS = ["contiguous", "fortran", "reversed", "strided", "unaligned", "transposed"]
+
+
+def nd_view(a, view):
+    if view == "transposed":
+        if a.ndim == 0:
+            return a.copy()
+        # A non-trivial axis permutation of a C-contiguous array (not just .T).
+        axes = list(range(a.ndim))[1:] + [0] if a.ndim else []
+        return np.ascontiguousarray(np.transpose(a, np.argsort(axes))).transpose(axes)
+    return with_layout(a, view)
+
+
+@pytest.mark.parametrize("view", ND_VIEWS)
+@pytest.mark.parametrize("shape", ND_SHAPES, ids=str)
+@pytest.mark.parametrize("name, dtype", CASES)
+def test_elementwise_function_matches_reference_for_0d_and_nd_arrays(
+        name, dtype, shape, view, rng):
+    inputs = elementwise_inputs(name, dtype, shape, rng)
+    args = [nd_view(a, view) for a in inputs]
+    for a, b in zip(args, inputs):
+        np.testing.assert_array_equal(a, b)
+    actual = getattr(ex, name)(*args)
+    expected = elementwise_reference(name, *inputs)
+    for got in as_tuple(actual):
+        assert got.shape == shape
+    check_elementwise(name, tuple(np.asarray(r) for r in as_tuple(actual)), expected, inputs)
+
+
+@pytest.mark.parametrize("name, dtype", CASES)
+def test_elementwise_function_of_numpy_scalars_returns_numpy_scalars_like_numpy(
+        name, dtype, rng):
+    inputs = [a[()] for a in elementwise_inputs(name, dtype, (), rng)]
+    assert all(isinstance(a, np.generic) for a in inputs)
+    actual = as_tuple(getattr(ex, name)(*inputs))
+    for got in actual:
+        assert isinstance(got, np.generic) and got.dtype == dtype
+    check_elementwise(name, tuple(np.asarray(r) for r in actual),
+                      elementwise_reference(name, *[np.asarray(a) for a in inputs]), inputs)
+
+
+@pytest.mark.parametrize("size", [1, 17, 519])
+@pytest.mark.parametrize("name, dtype", CASES)
+def test_elementwise_function_broadcasts_stride_0_and_scalar_operands_mixed_with_arrays(
+        name, dtype, size, rng):
+    fn = getattr(ex, name)
+    inputs = elementwise_inputs(name, dtype, (size,), rng)
+    for k in range(len(inputs)):
+        # Argument k as a stride-0 view of one value, as a NumPy scalar, as a 0-d array.
+        single = inputs[k][:1]
+        full = [a if i != k else np.broadcast_to(single, (size,)).copy()
+                for i, a in enumerate(inputs)]
+        expected = elementwise_reference(name, *full)
+        stride0 = np.broadcast_to(single, (size,))
+        assert stride0.strides == (0,)
+        # With one input a scalar would make the whole call 0-d: only the stride-0 view.
+        operands = (stride0, single[0], single.reshape(())) if len(inputs) > 1 else (stride0,)
+        for operand in operands:
+            args = [a if i != k else operand for i, a in enumerate(inputs)]
+            check_elementwise(name, as_tuple(fn(*args)), expected, full)
+
+
+@pytest.mark.parametrize("name, dtype", CASES)
+def test_elementwise_function_broadcasts_row_and_column_operands(name, dtype, rng):
+    fn = getattr(ex, name)
+    nin = fn.nin
+    shapes = [(5, 1) if i % 2 == 0 else (1, 19) for i in range(nin)]
+    inputs = [elementwise_inputs(name, dtype, s, rng)[i] for i, s in enumerate(shapes)]
+    full = [np.broadcast_to(a, (5, 19)).copy() for a in inputs]
+    if nin == 1:
+        inputs = [np.broadcast_to(inputs[0], (5, 19))]
+    actual = as_tuple(fn(*inputs))
+    assert all(r.shape == (5, 19) for r in actual)
+    check_elementwise(name, actual, elementwise_reference(name, *full), full)
+
+
+@pytest.mark.parametrize("out_layout", ["contiguous", "strided", "reversed"])
+@pytest.mark.parametrize("name, dtype", CASES)
+def test_elementwise_function_writes_out_and_leaves_unselected_where_elements_untouched(
+        name, dtype, out_layout, rng):
+    fn = getattr(ex, name)
+    size = 519
+    inputs = elementwise_inputs(name, dtype, (size,), rng)
+    expected = elementwise_reference(name, *inputs)
+    mask = rng.random(size) < 0.5
+    sentinel = 77
+    outs = tuple(with_layout(np.full(size, sentinel, dtype=e.dtype), out_layout)
+                 for e in expected)
+    result = fn(*inputs, out=outs if len(outs) > 1 else outs[0], where=mask)
+    for got, out in zip(as_tuple(result), outs):
+        assert got is out
+    for out, want in zip(outs, expected):
+        assert np.all(out[~mask] == sentinel), "where=False elements were written"
+    check_elementwise(name, tuple(np.asarray(o[mask]) for o in outs),
+                      tuple(e[mask] for e in expected), [a[mask] for a in inputs])
+
+
+@pytest.mark.parametrize("name, dtype", CASES)
+def test_elementwise_function_writes_out_in_place_over_its_first_input(name, dtype, rng):
+    fn = getattr(ex, name)
+    inputs = elementwise_inputs(name, dtype, (1000,), rng)
+    expected = elementwise_reference(name, *inputs)
+    if fn.nout != 1 or expected[0].dtype != inputs[0].dtype:
+        pytest.skip("one output of the input's dtype needed")
+    for view in (slice(None), slice(None, None, 3), slice(None, None, -2)):
+        buf = inputs[0].copy()
+        args = [buf[view]] + [a[view] for a in inputs[1:]]
+        fn(*args, out=buf[view])
+        check_elementwise(name, (buf[view],), tuple(e[view] for e in expected),
+                          [a[view] for a in inputs])
+
+
+@pytest.mark.parametrize("name, dtype", CASES)
+def test_elementwise_function_result_has_the_loop_output_dtype(name, dtype, rng):
+    fn = getattr(ex, name)
+    (ins, outs), = [(i, o) for i, o in loop_dtypes(fn) if i[0] == dtype]
+    args = [a.astype(t) for a, t in zip(elementwise_inputs(name, dtype, (8,), rng), ins)]
+    assert tuple(r.dtype for r in as_tuple(fn(*args))) == outs
+
+
+def test_float32_add_computes_in_float32_not_double():
+    result = ex.add(np.float32(16777216), np.float32(1))
+    assert result.dtype == np.float32
+    assert result == np.float32(16777216)
+    assert np.float32(16777216) + np.float32(1) == np.float32(16777216)
+    big = ex.add(np.full(10007, 16777216, np.float32), np.ones(10007, np.float32))
+    assert big.dtype == np.float32
+    assert np.all(big == np.float32(16777216))
+    # Rounding to float32 after a double sum would also give 16777216 here, so check a case
+    # where the float32 sum of three terms differs: (2**24 + 1) + 1 in float32 is 2**24.
+    acc = ex.add(ex.add(np.float32(16777216), np.float32(1)), np.float32(1))
+    assert acc == np.float32(16777216)
+
+
+def test_float32_gaussian_pdf_and_sincos_stay_in_float32():
+    x = np.linspace(-3, 3, 33, dtype=np.float32)
+    assert ex.gaussian_pdf(x, np.float32(0), np.float32(1)).dtype == np.float32
+    assert all(r.dtype == np.float32 for r in ex.sincos(x))
+    assert ex.polar_distance(x, x, x, x).dtype == np.float32
+    assert ex.hypot(x, x).dtype == np.float32
+
+
+# NumPy's type resolution picks the first loop all inputs cast to safely (Python scalars are
+# "weak" under NumPy 2 and take the array's dtype).  Each row: args -> expected dtype(s).
+I64, F32, F64 = np.int64, np.float32, np.float64
+TYPE_RESOLUTION = [
+    ("gaussian_pdf", (np.array([1, 2]), 2, 3), F64),
+    ("gaussian_pdf", (np.array([1, 2], np.int32), np.int8(2), np.uint16(3)), F64),
+    ("gaussian_pdf", (np.array([1.0], F32), 2.0, 3.0), F32),
+    ("gaussian_pdf", (np.array([1.0], F32), 2, 3), F32),
+    ("gaussian_pdf", (np.array([1.0], F32), np.array([2.0]), 3.0), F64),
+    ("gaussian_pdf", (np.array([1.0], np.float16), np.float16(0), np.float16(1)), F32),
+    ("add", (np.array([1.0], F32), 1.5), F32),
+    ("add", (np.array([1.0], F32), np.float64(1.5)), F64),
+    ("add", (np.array([1], np.int32), np.array([1], np.int8)), I64),
+    ("add", (np.array([True]), np.array([True])), I64),
+    ("add", (np.array([1], np.uint64), np.array([1], I64)), F64),
+    ("add", (np.array([1], I64), 1.5), F64),
+    ("add", (np.array([1], np.int16), np.array([1.0], F32)), F32),
+    ("add", (np.array([1], np.int32), np.array([1.0], F32)), F64),
+    ("hypot", (3, 4), F64),
+    ("hypot", (np.float32(3), 4), F32),
+    ("lucas", (np.array([5], np.int8),), I64),
+    ("lucas", (np.uint32(5),), I64),
+    ("sincos", (np.array([1], np.int16),), (F32, F32)),
+    ("sincos", (1,), (F64, F64)),
+    ("polar_distance", (np.float32(1), 0.0, 1, np.float32(0.5)), F32),
+]
+
+
+@pytest.mark.parametrize("name, args, expected", TYPE_RESOLUTION,
+                         ids=[f"{r[0]}-{i}" for i, r in enumerate(TYPE_RESOLUTION)])
+def test_mixed_dtype_inputs_follow_numpy_type_resolution(name, args, expected):
+    fn = getattr(ex, name)
+    result = as_tuple(fn(*args))
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    assert tuple(np.asarray(r).dtype for r in result) == tuple(np.dtype(e) for e in expected)
+    loop = [np.dtype(e) for e in expected][0]
+    cast = [np.asarray(a).astype(loop) if not isinstance(a, (int, float)) else loop.type(a)
+            for a in args]
+    check_elementwise(name, tuple(np.asarray(r) for r in result),
+                      elementwise_reference(name, *[np.asarray(c) for c in cast]), cast)
+
+
+def test_add_resolves_types_like_numpy_add_where_numpy_add_has_the_same_loops():
+    operands = [np.array([3], I64), np.array([3.0], F32), np.array([3.0], F64),
+                np.array([True]), np.array([3], np.int16), np.float32(2), 2, 2.0]
+    for x in operands:
+        for y in operands:
+            want = np.add(x, y).dtype
+            if want in (np.dtype(I64), np.dtype(F32), np.dtype(F64)):
+                got = ex.add(x, y)
+                assert np.asarray(got).dtype == want, (x, y)
+                assert_exactly_equal(np.asarray(got), np.asarray(np.add(x, y)))

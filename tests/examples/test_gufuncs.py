@@ -1,0 +1,354 @@
+"""Generalized ufuncs against float64 / plain-Python references: every loop, core and loop
+size and layout, broadcasting, axes=/axis=/keepdims=, frozen and computed core dims."""
+import numpy as np
+import pytest
+
+import ufuncgen.examples as ex
+
+from .conftest import (
+    GUFUNC_NAMES,
+    LAYOUTS,
+    SIZES,
+    assert_within,
+    eps,
+    function_dtype_cases,
+    pdist_python,
+    sum_bound,
+    with_layout,
+)
+
+CASES = function_dtype_cases(GUFUNC_NAMES)
+RGB_WEIGHTS = (0.299, 0.587, 0.114)
+
+
+def gufunc_inputs(name, dtype, loop, size, rng):
+    """Inputs with loop shape `loop`, their variable core dimension set to `size`."""
+    def r(*shape, lo=-2.0, hi=2.0):
+        return rng.uniform(lo, hi, loop + shape).astype(dtype)
+
+    return {
+        "l2_norm": lambda: [r(size)],
+        "inner1d": lambda: [r(size), r(size)],
+        "matmul": lambda: [r(5, size), r(size, 3)],
+        "rgb_to_gray": lambda: [r(3, lo=0.0, hi=1.0)],
+        "sq_norm3": lambda: [r(3)],
+        "centroid_distances": lambda: [r(size), r(4, size)],
+        "pairwise_distances": lambda: [r(size, 3)],
+        "condensed_distances": lambda: [r(size, 3)],
+    }[name]()
+
+
+def gufunc_reference(name, *inputs):
+    """(expected in float64 or wider, absolute error bound) for the loop's dtype."""
+    dtype = inputs[0].dtype
+    wide = [np.asarray(a, dtype=np.longdouble) for a in inputs]
+    if name == "l2_norm":
+        (x,) = wide
+        sq = np.sum(x * x, axis=-1)
+        ref = np.sqrt(sq)
+        return ref, sum_bound(dtype, x.shape[-1], ref)
+    if name == "inner1d":
+        x, y = wide
+        return np.sum(x * y, axis=-1), sum_bound(dtype, x.shape[-1], np.sum(np.abs(x * y), -1))
+    if name == "matmul":
+        a, b = wide
+        ref = np.einsum("...ik,...kj->...ij", a, b)
+        mag = np.einsum("...ik,...kj->...ij", np.abs(a), np.abs(b))
+        return ref, sum_bound(dtype, a.shape[-1], mag)
+    if name == "rgb_to_gray":
+        (rgb,) = wide
+        w = np.array([dtype.type(v) for v in RGB_WEIGHTS], dtype=np.longdouble)
+        ref = np.sum(rgb * w, axis=-1)
+        return ref, sum_bound(dtype, 3, ref)
+    if name == "sq_norm3":
+        (v,) = wide
+        ref = np.sum(v * v, axis=-1)
+        return ref, sum_bound(dtype, 3, ref)
+    if name == "centroid_distances":
+        point, centroids = inputs
+        diff = np.asarray(point[..., None, :] - centroids, dtype=np.longdouble)
+        ref = np.sqrt(np.sum(diff * diff, axis=-1))
+        return ref, sum_bound(dtype, point.shape[-1], ref)
+    if name == "pairwise_distances":
+        (points,) = inputs
+        diff = np.asarray(points[..., :, None, :] - points[..., None, :, :], dtype=np.longdouble)
+        ref = np.sqrt(np.sum(diff * diff, axis=-1))
+        return ref, sum_bound(dtype, points.shape[-1], ref)
+    if name == "condensed_distances":
+        (points,) = inputs
+        n = points.shape[-2]
+        stack = points.reshape((int(np.prod(points.shape[:-2])),) + points.shape[-2:])
+        ref = np.array([pdist_python(p) for p in stack], dtype=np.float64)
+        ref = ref.reshape(points.shape[:-2] + (n * (n - 1) // 2,))
+        return ref, sum_bound(dtype, points.shape[-1], ref)
+    raise KeyError(name)
+
+
+def check_gufunc(name, actual, inputs):
+    ref, bound = gufunc_reference(name, *inputs)
+    assert actual.dtype == inputs[0].dtype
+    assert_within(actual, ref.astype(actual.dtype), bound + eps(actual.dtype) * np.abs(ref))
+
+
+# The variable core dimension's sizes (for frozen (3) layouts: the loop size instead).
+CORE_SIZES = {
+    "l2_norm": SIZES,
+    "inner1d": SIZES,
+    "matmul": (0, 1, 7, 8, 17, 33),
+    "centroid_distances": SIZES[:-1],
+    "pairwise_distances": (0, 1, 2, 7, 17, 40),
+    "condensed_distances": (0, 1, 2, 7, 17, 40),
+}
+
+
+def size_cases():
+    for case in CASES:
+        name = case.values[0]
+        for size in CORE_SIZES.get(name, SIZES):
+            yield pytest.param(*case.values, size, id=f"{case.id}-{size}")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("name, dtype, size", list(size_cases()))
+def test_gufunc_matches_reference_for_every_core_size_and_layout(name, dtype, size, layout, rng):
+    fn = getattr(ex, name)
+    frozen = name in ("rgb_to_gray", "sq_norm3")
+    loop = (size,) if frozen else (2,)
+    inputs = gufunc_inputs(name, dtype, loop, 0 if frozen else size, rng)
+    args = [with_layout(a, layout) for a in inputs]
+    check_gufunc(name, fn(*args), inputs)
+
+
+@pytest.mark.parametrize("loop", [(), (1,), (3, 2), (2, 0, 3)], ids=str)
+@pytest.mark.parametrize("name, dtype", CASES)
+def test_gufunc_matches_reference_for_0d_and_nd_loop_shapes(name, dtype, loop, rng):
+    inputs = gufunc_inputs(name, dtype, loop, 5, rng)
+    result = getattr(ex, name)(*inputs)
+    assert result.shape[:len(loop)] == loop
+    check_gufunc(name, result, inputs)
+
+
+@pytest.mark.parametrize("name, dtype", CASES)
+def test_gufunc_core_dims_may_be_transposed_views(name, dtype, rng):
+    inputs = gufunc_inputs(name, dtype, (3,), 6, rng)
+    # Swap the loop axis to the end in memory: core dims strided, loop dim contiguous.
+    args = [np.moveaxis(np.moveaxis(a, 0, -1).copy(), -1, 0) for a in inputs]
+    check_gufunc(name, getattr(ex, name)(*args), inputs)
+
+
+def test_gufunc_loop_dims_broadcast_between_inputs_and_against_stride_0(rng):
+    x = rng.uniform(-1, 1, (4, 1, 9))
+    y = rng.uniform(-1, 1, (3, 9))
+    result = ex.inner1d(x, y)
+    assert result.shape == (4, 3)
+    full = np.broadcast_arrays(x, y)
+    check_gufunc("inner1d", result, [a.copy() for a in full])
+    # A stride-0 broadcast core and loop dimension.
+    x0 = np.broadcast_to(x[:1, :1, :1], (4, 3, 9))
+    check_gufunc("inner1d", ex.inner1d(x0, y), [x0.copy(), np.broadcast_to(y, (4, 3, 9)).copy()])
+    point = rng.uniform(-1, 1, (5, 1, 3))
+    centroids = rng.uniform(-1, 1, (2, 4, 3))
+    result = ex.centroid_distances(point, centroids)
+    assert result.shape == (5, 2, 4)
+    a = np.broadcast_to(point, (5, 2, 3)).copy()
+    b = np.broadcast_to(centroids, (5, 2, 4, 3)).copy()
+    check_gufunc("centroid_distances", result, [a, b])
+    m1 = rng.uniform(-1, 1, (2, 1, 4, 5)).astype(np.float32)
+    m2 = rng.uniform(-1, 1, (3, 5, 2)).astype(np.float32)
+    result = ex.matmul(m1, m2)
+    assert result.shape == (2, 3, 4, 2) and result.dtype == np.float32
+    check_gufunc("matmul", result, [np.broadcast_to(m1, (2, 3, 4, 5)).copy(),
+                                    np.broadcast_to(m2, (2, 3, 5, 2)).copy()])
+
+
+# ----------------------------------------------------------------------------- axes / axis
+
+def test_gufunc_axes_match_numpy_gufuncs_of_the_same_layout(rng):
+    x = rng.uniform(-1, 1, (7, 4, 5))
+    y = rng.uniform(-1, 1, (4, 7, 5))
+    for axes in ([(0,), (1,), ()], [(-1,), (-1,), ()], [(2,), (2,), ()]):
+        try:
+            want = np.vecdot(x, y, axes=axes)
+        except ValueError:
+            with pytest.raises(ValueError):
+                ex.inner1d(x, y, axes=axes)
+            continue
+        got = ex.inner1d(x, y, axes=axes)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+    a = rng.uniform(-1, 1, (3, 4, 2))
+    b = rng.uniform(-1, 1, (4, 5, 2))
+    axes = [(0, 1), (0, 1), (1, 0)]
+    want = np.matmul(a, b, axes=axes)
+    got = ex.matmul(a, b, axes=axes)
+    assert got.shape == want.shape == (5, 3, 2)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+    norms = ex.l2_norm(x, axes=[(0,), ()])
+    np.testing.assert_allclose(norms, np.sqrt(np.vecdot(x, x, axes=[(0,), (0,), ()])),
+                               rtol=1e-13)
+    rgb = rng.uniform(0, 1, (3, 6))
+    np.testing.assert_array_equal(ex.rgb_to_gray(rgb, axes=[(0,), ()]), ex.rgb_to_gray(rgb.T))
+    dist = ex.condensed_distances(rng.uniform(-1, 1, (3, 5, 4)), axes=[(2, 0), (1,)])
+    assert dist.shape == (5, 6)
+
+
+def test_gufunc_axis_and_keepdims_match_numpy_vecdot(rng):
+    x = rng.uniform(-1, 1, (6, 5, 4))
+    y = rng.uniform(-1, 1, (6, 5, 4))
+    for axis in (0, 1, -1):
+        for keepdims in (False, True):
+            want = np.vecdot(x, y, axis=axis, keepdims=keepdims)
+            got = ex.inner1d(x, y, axis=axis, keepdims=keepdims)
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+            got = ex.l2_norm(x, axis=axis, keepdims=keepdims)
+            np.testing.assert_allclose(got, np.sqrt(np.vecdot(x, x, axis=axis,
+                                                              keepdims=keepdims)), rtol=1e-13)
+    got = ex.sq_norm3(rng.uniform(-1, 1, (3, 2)), axis=0, keepdims=True)
+    assert got.shape == (1, 2)
+
+
+def assert_raises_like(numpy_call, our_call):
+    """Our call raises exactly the exception type the NumPy call raises."""
+    with pytest.raises(Exception) as numpy_error:
+        numpy_call()
+    with pytest.raises(Exception) as our_error:
+        our_call()
+    assert type(our_error.value) is type(numpy_error.value), (our_error.value,
+                                                              numpy_error.value)
+    return our_error.value
+
+
+def test_gufunc_bad_axes_axis_and_keepdims_raise_like_numpy(rng):
+    x = rng.uniform(-1, 1, (3, 4))
+    a = rng.uniform(-1, 1, (3, 3))
+    assert_raises_like(lambda: np.vecdot(x, x, axes=[(5,), (0,), ()]),
+                       lambda: ex.inner1d(x, x, axes=[(5,), (0,), ()]))
+    assert_raises_like(lambda: np.vecdot(x, x, axes=[(0,), ()]),
+                       lambda: ex.inner1d(x, x, axes=[(0,), ()]))
+    assert_raises_like(lambda: np.vecdot(x, x, axes=[(0,), (0,), ()], axis=0),
+                       lambda: ex.inner1d(x, x, axes=[(0,), (0,), ()], axis=0))
+    assert_raises_like(lambda: np.matmul(a, a, axis=0), lambda: ex.matmul(a, a, axis=0))
+    assert_raises_like(lambda: np.matmul(a, a, keepdims=True),
+                       lambda: ex.matmul(a, a, keepdims=True))
+    assert_raises_like(lambda: np.matmul(a, a, axes=[(0, 1), (0, 1)]),
+                       lambda: ex.matmul(a, a, axes=[(0, 1), (0, 1)]))
+
+
+# ----------------------------------------------------------------------------- core dims
+
+@pytest.mark.parametrize("last", [0, 1, 2, 4, 5])
+@pytest.mark.parametrize("name", ["rgb_to_gray", "sq_norm3"])
+def test_frozen_core_dim_mismatch_raises_value_error_like_numpy(name, last):
+    x = np.zeros((2, last))
+    with pytest.raises(ValueError, match="mismatch in its core dimension") as error:
+        getattr(ex, name)(x)
+    assert f"size {last} is different from 3" in str(error.value)
+    # NumPy's own test gufunc with a frozen dimension, cross1d (3),(3)->(3), fails alike.
+    umath_tests = pytest.importorskip("numpy._core._umath_tests")
+    with pytest.raises(ValueError, match="mismatch in its core dimension") as numpy_error:
+        umath_tests.cross1d(x, x)
+    assert type(numpy_error.value) is type(error.value)
+
+
+def test_frozen_core_dim_mismatch_leaves_out_untouched():
+    out = np.full(2, -7.0)
+    with pytest.raises(ValueError):
+        ex.rgb_to_gray(np.zeros((2, 4)), out=out)
+    assert np.all(out == -7.0)
+
+
+@pytest.mark.parametrize("name, shapes, numpy_call", [
+    ("inner1d", [(3,), (4,)], lambda x, y: np.vecdot(x, y)),
+    ("matmul", [(2, 3), (4, 5)], lambda a, b: np.matmul(a, b)),
+    ("matmul", [(3,), (3, 3)], None),
+    ("l2_norm", [()], None),
+    ("centroid_distances", [(3,), (4, 2)], None),
+    ("pairwise_distances", [(4,)], None),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_gufunc_wrong_core_dim_shapes_raise_value_error(name, shapes, numpy_call):
+    args = [np.ones(s) for s in shapes]
+    with pytest.raises(ValueError) as error:
+        getattr(ex, name)(*args)
+    if numpy_call is not None:
+        with pytest.raises(ValueError) as numpy_error:
+            numpy_call(*args)
+        assert type(error.value) is type(numpy_error.value)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 9])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_condensed_distances_output_has_n_times_n_minus_1_over_2_elements(n, dtype, rng):
+    points = rng.uniform(-3, 3, (n, 4)).astype(dtype)
+    result = ex.condensed_distances(points)
+    assert result.shape == (n * (n - 1) // 2,) and result.dtype == dtype
+    check_gufunc("condensed_distances", result, [points])
+    stacked = rng.uniform(-3, 3, (2, 3, n, 4)).astype(dtype)
+    result = ex.condensed_distances(stacked)
+    assert result.shape == (2, 3, n * (n - 1) // 2)
+    check_gufunc("condensed_distances", result, [stacked])
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_condensed_distances_of_zero_or_one_point_is_empty(n):
+    assert ex.condensed_distances(np.zeros((n, 3))).shape == (0,)
+    assert ex.condensed_distances(np.zeros((n, 0))).shape == (0,)
+
+
+def test_condensed_distances_writes_out_of_the_right_size(rng):
+    points = rng.uniform(-1, 1, (6, 2))
+    out = np.full(15, -1.0)
+    assert ex.condensed_distances(points, out=out) is out
+    check_gufunc("condensed_distances", out, [points])
+    out = np.full((3, 15), -1.0)[:, ::-1]
+    ex.condensed_distances(np.stack([points] * 3), out=out)
+    for row in out:
+        check_gufunc("condensed_distances", row, [points])
+
+
+@pytest.mark.parametrize("p", [0, 14, 16, 36])
+def test_condensed_distances_out_of_the_wrong_size_raises_and_stays_untouched(p, rng):
+    out = np.full(p, -5.0)
+    with pytest.raises(ValueError):
+        ex.condensed_distances(rng.uniform(-1, 1, (6, 2)), out=out)
+    assert np.all(out == -5.0)
+
+
+def test_pairwise_distances_are_symmetric_with_a_zero_diagonal(rng):
+    for dtype in (np.float32, np.float64):
+        d = ex.pairwise_distances(rng.uniform(-1, 1, (3, 12, 5)).astype(dtype))
+        np.testing.assert_array_equal(d, np.swapaxes(d, -1, -2))
+        np.testing.assert_array_equal(np.diagonal(d, axis1=-2, axis2=-1), 0)
+        assert not np.any(np.signbit(d))
+
+
+def test_pairwise_and_condensed_distances_agree_exactly(rng):
+    points = rng.uniform(-1, 1, (4, 9, 3))
+    full = ex.pairwise_distances(points)
+    i, j = np.triu_indices(9, 1)
+    np.testing.assert_array_equal(ex.condensed_distances(points), full[..., i, j])
+
+
+@pytest.mark.parametrize("name, dtype", CASES)
+def test_gufunc_writes_out_including_strided_out(name, dtype, rng):
+    fn = getattr(ex, name)
+    inputs = gufunc_inputs(name, dtype, (4,), 5, rng)
+    expected = fn(*inputs)
+    big = np.full((2,) + expected.shape, -3, dtype=dtype)
+    out = big[1, ::-1] if expected.ndim else big[1]
+    assert fn(*[a[::-1] for a in inputs], out=out) is out
+    check_gufunc(name, out[::-1], inputs)
+    assert np.all(big[0] == -3)
+
+
+def test_gufunc_nan_and_inf_propagate_like_the_math(rng):
+    x = np.array([[1.0, np.nan, 2.0], [1.0, np.inf, 2.0], [-np.inf, 0.0, 1.0], [0.0, -0.0, 0.0]])
+    np.testing.assert_array_equal(ex.l2_norm(x), [np.nan, np.inf, np.inf, 0.0])
+    np.testing.assert_array_equal(ex.sq_norm3(x), [np.nan, np.inf, np.inf, 0.0])
+    assert not np.signbit(ex.l2_norm(x)[3])
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(ex.inner1d(x, x[::-1]), np.vecdot(x, x[::-1]))
+    # Empty core dimension: sums are 0, norms 0.
+    assert ex.l2_norm(np.zeros((3, 0))).tolist() == [0.0] * 3
+    assert ex.inner1d(np.zeros((2, 0)), np.zeros((2, 0))).tolist() == [0.0] * 2
+    assert ex.matmul(np.zeros((2, 0)), np.zeros((0, 3))).tolist() == [[0.0] * 3] * 2

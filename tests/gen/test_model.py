@@ -1,0 +1,292 @@
+"""The model: raw declarations → validated, frozen data with what the templates need."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ufuncgen.gen import SignatureError, load_module
+from ufuncgen.gen.diagnostics import DiagnosticSink
+from ufuncgen.gen.model import MAX_ARGS, Identity, Module, build_module
+from ufuncgen.gen.parse import parse_text
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "signatures" / "examples.ufunc"
+
+
+def model(text: str, name: str = "pkg.mod") -> Module:
+    sink = DiagnosticSink("t.ufunc", [])
+    raw = parse_text("t.ufunc", textwrap.dedent(text).lstrip("\n"), sink)
+    module = build_module(name, [(raw, sink, "t.ufunc")])
+    assert module is not None, "\n".join(d.format() for d in sink.diagnostics)
+    return module
+
+
+def errors(text: str) -> list[str]:
+    sink = DiagnosticSink("t.ufunc", [])
+    raw = parse_text("t.ufunc", textwrap.dedent(text).lstrip("\n"), sink)
+    assert build_module("m", [(raw, sink, "t.ufunc")]) is None
+    return [f"{d.location.line}:{d.location.col}: {d.message}"
+            for d in sorted(sink.diagnostics, key=lambda d: (d.location.line, d.location.col))]
+
+
+def function(text: str):
+    (fn,) = model(text).functions
+    return fn
+
+
+def ufunc(types: str, header: str = "f(x, y) -> r", extra: str = "") -> str:
+    return f"""
+        ufunc {header}
+            types: {types}
+            {extra}
+        {{
+            r = x;
+        }}
+    """
+
+
+def gufunc(layout: str, header: str, types: str, extra: str = "") -> str:
+    return f"""
+        gufunc {header}
+            layout: {layout}
+            types: {types}
+            {extra}
+        {{
+        }}
+    """
+
+
+# --------------------------------------------------------------------------- type signatures
+
+def test_a_signature_of_one_type_throughout_is_suffixed_with_that_type():
+    fn = function(ufunc("float32(float32, float32), float64(float64, float64)"))
+    assert [s.suffix for s in fn.signatures] == ["float32", "float64"]
+
+
+def test_a_signature_of_mixed_types_is_suffixed_with_inputs_then_outputs():
+    fn = function(ufunc("float64(int64, float64), float64(float64, float64)"))
+    assert [s.suffix for s in fn.signatures] == ["int64_float64__float64", "float64"]
+
+
+def test_a_two_output_signature_lists_inputs_then_outputs_and_reads_back_as_written():
+    fn = function(ufunc("(float32, int32)(float32)", header="frexp(x) -> (m, e)"))
+    (sig,) = fn.signatures
+    assert [t.name for t in sig.inputs] == ["float32"]
+    assert [t.name for t in sig.outputs] == ["float32", "int32"]
+    assert [t.name for t in sig.all_types] == ["float32", "float32", "int32"]
+    assert sig.text == "(float32, int32)(float32)"
+    assert sig.suffix == "float32__float32_int32"
+
+
+def test_the_body_type_t_is_the_first_arguments_type():
+    fn = function(ufunc("float64(int64, float64), float32(float32, float32)"))
+    assert [s.element_type.name for s in fn.signatures] == ["int64", "float32"]
+    assert [t.c_type for t in fn.element_types] == ["int64_t", "float"]
+
+
+def test_a_function_with_no_inputs_takes_its_body_type_from_its_first_output():
+    fn = function(ufunc("float32()", header="zero() -> r"))
+    assert fn.signatures[0].element_type.name == "float32"
+
+
+def test_signatures_with_the_same_inputs_but_different_outputs_are_duplicates():
+    assert errors(ufunc("float64(float64, float64), float32(float64, float64)")) == [
+        "2:39: duplicate type signature float32(float64, float64): inputs (float64, float64) "
+        "already have a loop, given at line 2"]
+
+
+def test_an_unknown_type_is_reported_once_per_misspelling_with_every_known_type():
+    (message,) = errors(ufunc("float64(float64, double)"))
+    assert message.startswith("2:29: unknown type 'double'; expected one of bool, int8, ")
+    assert message.endswith(", float32, float64")
+
+
+# --------------------------------------------------------------------------- arguments
+
+def test_arguments_are_numbered_inputs_first_and_know_whether_they_are_outputs():
+    fn = function(ufunc("(float64, float64)(float64, float64)", header="f(x, y) -> (s, d)"))
+    assert [(a.name, a.index, a.is_output, a.is_scalar) for a in fn.args] == [
+        ("x", 0, False, True), ("y", 1, False, True), ("s", 2, True, True), ("d", 3, True, True)]
+    assert [a.name for a in fn.inputs] == ["x", "y"] and [a.name for a in fn.outputs] == ["s", "d"]
+
+
+def test_more_arguments_than_the_loop_driver_supports_is_an_error():
+    names = [f"a{i}" for i in range(MAX_ARGS)]
+    text = ufunc("float64(" + ", ".join(["float64"] * MAX_ARGS) + ")",
+                 header=f"f({', '.join(names)}) -> r")
+    assert errors(text) == [f"1:7: 'f' has {MAX_ARGS + 1} arguments and outputs; at most {MAX_ARGS} "
+                            "are supported"]
+
+
+def test_a_name_is_checked_against_identifiers_and_python_and_c_keywords_and_reserved_names():
+    assert errors(ufunc("float64(float64, float64)", header="f(x, char) -> r")) == [
+        "1:12: argument name 'char' is a C or C++ keyword"]
+    assert errors(ufunc("float64(float64, float64)", header="f(x, None) -> r")) == [
+        "1:12: argument name 'None' is a Python keyword"]
+    assert errors(ufunc("float64(float64, float64)", header="f(x, __y) -> r")) == [
+        "1:12: argument name '__y' is reserved by ufuncgen (T, ufg_*, UFG_*, __*)"]
+    assert errors(ufunc("float64(float64, float64)", header="f(x, y) -> UFG_r")) == [
+        "1:18: argument name 'UFG_r' is reserved by ufuncgen (T, ufg_*, UFG_*, __*)"]
+
+
+# --------------------------------------------------------------------------- gufunc layouts
+
+def test_core_dimensions_are_numbered_in_numpys_order_of_first_appearance():
+    fn = function(gufunc("(m,n),(n,p)->(m,p)", "matmul(a, b) -> c", "float64(float64, float64)"))
+    assert [(d.name, d.index) for d in fn.layout.dims] == [("m", 0), ("n", 1), ("p", 2)]
+    assert [[d.name for d in a.core_dims] for a in fn.args] == [["m", "n"], ["n", "p"], ["m", "p"]]
+
+
+def test_each_arguments_core_strides_start_after_those_of_the_arguments_before_it():
+    fn = function(gufunc("(m,n),(n,p)->(m,p)", "matmul(a, b) -> c", "float64(float64, float64)"))
+    assert [a.first_core_stride for a in fn.args] == [0, 2, 4]
+    fn = function(gufunc("(d),(k,d)->(k)", "dist(p, c) -> r", "float64(float64, float64)"))
+    assert [a.first_core_stride for a in fn.args] == [0, 1, 3]
+
+
+def test_a_scalar_argument_of_a_gufunc_takes_no_core_strides():
+    fn = function(gufunc("(),(n)->(),(n)", "f(s, v) -> (t, w)", "(float64, float64)(float64, float64)"))
+    assert [(a.is_scalar, a.first_core_stride) for a in fn.args] == [
+        (True, 0), (False, 0), (True, 1), (False, 1)]
+
+
+def test_a_frozen_dimension_has_a_size_and_is_not_variable():
+    fn = function(gufunc("(3),(n,3)->(3)", "f(u, v) -> w", "float64(float64, float64)"))
+    assert [(d.name, d.index, d.frozen_size, d.is_variable) for d in fn.layout.dims] == [
+        ("3", 0, 3, False), ("n", 1, None, True)]
+    assert [d.name for d in fn.layout.variable_dims] == ["n"]
+    assert fn.layout.text == "(3),(n,3)->(3)"
+
+
+def test_an_output_only_dimension_defined_by_dim_comes_after_the_input_dimensions():
+    fn = function(gufunc("(n,d)->(p)", "pdist(x) -> y", "float64(float64)",
+                         extra="dim: p = n * (n - 1) / 2"))
+    assert [(d.name, d.index, d.size_expression) for d in fn.layout.dims] == [
+        ("n", 0, None), ("d", 1, None), ("p", 2, "n * ( n - 1 ) / 2")]
+    assert [d.name for d in fn.layout.computed_dims] == ["p"]
+
+
+def test_a_dim_line_for_an_input_dimension_or_an_unused_one_is_an_error():
+    assert errors(gufunc("(n)->(p)", "f(x) -> y", "float64(float64)", extra="dim: n = 3")) == [
+        "2:19: output core dimension 'p' is not given by any input; define its size with a line "
+        "such as 'dim: p = n*(n-1)/2'",
+        "4:10: core dimension 'n' is given by an input; 'dim' defines only output-only dimensions"]
+    assert errors(gufunc("(n)->()", "f(x) -> y", "float64(float64)", extra="dim: q = n")) == [
+        "4:10: 'dim' defines 'q', which the layout does not use"]
+
+
+def test_a_size_expression_in_error_does_not_also_report_its_dimension_as_undefined():
+    assert errors(gufunc("(n)->(p)", "f(x) -> y", "float64(float64)", extra="dim: p = n ** 2.5")) == [
+        "4:19: size expression takes whole numbers only, not '2.5'"]
+
+
+def test_a_dimension_may_not_share_a_name_with_an_argument():
+    assert errors(gufunc("(x)->()", "f(x) -> y", "float64(float64)")) == [
+        "2:14: 'x' names both an argument and a core dimension of 'f'"]
+
+
+# --------------------------------------------------------------------------- identity
+
+@pytest.mark.parametrize("text, types, expected", [
+    ("0", "int64(int64, int64)", Identity("value", "0", "int")),
+    ("+1", "uint8(uint8, uint8)", Identity("value", "1", "int")),
+    ("255", "uint8(uint8, uint8)", Identity("value", "255", "int")),
+    ("0", "float64(float64, float64)", Identity("value", "0", "int")),
+    ("1.5", "float32(float32, float32)", Identity("value", "1.5", "float")),
+    ("-inf", "float64(float64, float64)", Identity("value", "-inf", "float")),
+    ("true", "bool(bool, bool)", Identity("value", "True", "bool")),
+    ("none", "int64(int64, int64)", Identity("reorderable", "None", "none")),
+])
+def test_an_identity_becomes_the_python_value_numpy_is_given(text, types, expected):
+    assert function(ufunc(types, extra=f"identity: {text}")).identity == expected
+
+
+@pytest.mark.parametrize("text, types, problem", [
+    ("0.5", "int64(int64, int64)", "identity 0.5 is not an integer (int64 output), but 'f' has the type "
+                                   "signature int64(int64, int64)"),
+    ("256", "uint8(uint8, uint8)", "identity 256 does not fit in uint8 (0 to 255), but 'f' has the type "
+                                   "signature uint8(uint8, uint8)"),
+    ("-129", "int8(int8, int8)", "identity -129 does not fit in int8 (-128 to 127), but 'f' has the "
+                                 "type signature int8(int8, int8)"),
+    ("true", "int32(int32, int32)", "identity true is a boolean (int32 output), but 'f' has the type "
+                                    "signature int32(int32, int32)"),
+    ("zero", "int32(int32, int32)", "identity must be a number, inf, -inf, true, false or none, not 'zero'"),
+])
+def test_an_identity_that_does_not_fit_every_output_type_is_an_error(text, types, problem):
+    assert errors(ufunc(types, extra=f"identity: {text}")) == [f"3:15: {problem}"]
+
+
+def test_fastmath_is_a_flag():
+    assert function(ufunc("float64(float64, float64)", extra="fastmath: yes")).fastmath is True
+    assert function(ufunc("float64(float64, float64)", extra="fastmath: off")).fastmath is False
+    assert function(ufunc("float64(float64, float64)")).fastmath is False
+    assert errors(ufunc("float64(float64, float64)", extra="fastmath: maybe")) == [
+        "3:15: fastmath must be true or false, not 'maybe'"]
+
+
+# --------------------------------------------------------------------------- module
+
+def test_doc_lines_are_joined_with_newlines():
+    fn = function(ufunc("float64(float64, float64)", extra="doc: one\n            doc: two"))
+    assert fn.doc == "one\ntwo"
+
+
+def test_a_module_knows_its_short_name_sources_and_every_body_type_in_first_use_order():
+    m = model("""
+        helper T twice(T v)
+        {
+            return v + v;
+        }
+
+        ufunc f(x) -> y
+            types: float32(float32), int64(int64)
+        {
+            y = twice(x);
+        }
+
+        ufunc g(x) -> y
+            types: float64(float64), float32(float32)
+        {
+            y = twice(x);
+        }
+    """)
+    assert m.qualified_name == "pkg.mod" and m.short_name == "mod"
+    assert m.sources == ("t.ufunc",)
+    assert [t.name for t in m.element_types] == ["float32", "int64", "float64"]
+    (helper,) = m.helpers
+    assert (helper.name, helper.prototype, helper.body.first_line) == ("twice", "T twice(T v)", 3)
+
+
+def test_a_function_body_remembers_where_it_starts_in_the_signature_file():
+    fn = function(ufunc("float64(float64, float64)"))
+    assert (fn.body.path, fn.body.first_line, fn.body.lines) == ("t.ufunc", 5, ("    r = x;",))
+    assert (fn.location.line, fn.location.col) == (1, 7)
+
+
+def test_duplicate_helpers_are_an_error():
+    text = "helper T h(T v)\n{\n    return v;\n}\n" * 2 + "ufunc f(x) -> y\n    types: float64(float64)\n{\n    y = h(x);\n}\n"
+    assert errors(text) == ["5:10: duplicate helper name 'h' (first defined at t.ufunc:1:10)"]
+
+
+def test_a_file_of_helpers_only_is_accepted():
+    assert model("helper T h(T v)\n{\n    return v;\n}\n").functions == ()
+
+
+def test_the_seed_examples_load_and_paths_are_relative_to_the_source_root():
+    m = load_module("ufuncgen.examples", [str(EXAMPLES)], source_root=str(EXAMPLES.parent.parent))
+    assert m.sources == ("signatures/examples.ufunc",)
+    names = [f.name for f in m.functions]
+    assert names[:2] == ["add", "custom_op"] and "condensed_distances" in names
+    assert all(f.body.path == "signatures/examples.ufunc" for f in m.functions)
+
+
+def test_a_signature_error_holds_every_diagnostic_and_formats_like_a_compiler(tmp_path):
+    bad = tmp_path / "bad.ufunc"
+    bad.write_text(textwrap.dedent(ufunc("float64(float64, flot64)", header="f(x, int) -> r")).lstrip("\n"))
+    with pytest.raises(SignatureError) as info:
+        load_module("m", [str(bad)], source_root=str(tmp_path))
+    text = info.value.format()
+    assert [d.location.line for d in info.value.diagnostics] == [1, 2]
+    assert text.splitlines()[0] == "bad.ufunc:1:12: error: argument name 'int' is a C or C++ keyword"
+    assert text.endswith("\n2 errors generated.")

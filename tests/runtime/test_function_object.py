@@ -1,0 +1,484 @@
+"""Behaviour of ufuncgen._core.Function, the wrapper type of generated ufuncs.
+
+These tests wrap NumPy's own ufuncs, so they need the compiled
+``ufuncgen._core`` extension but nothing generated.
+"""
+
+import copy
+import gc
+import pickle
+import sys
+import types
+import weakref
+
+import numpy as np
+import pytest
+
+from ufuncgen._core import Function
+
+DEVICE_MODULE = "ufuncgen._device_dispatch"
+
+
+def wrap(ufunc, name=None, module="ufg_tests.generated", doc="Test doc."):
+    return Function(ufunc, name or ufunc.__name__, module, doc)
+
+
+@pytest.fixture
+def add():
+    return wrap(np.add)
+
+
+@pytest.fixture
+def device_hook(monkeypatch):
+    """Replace ufuncgen._device_dispatch with a recorder; returns its calls."""
+    calls = []
+    module = types.ModuleType(DEVICE_MODULE)
+
+    def call(function, args, kwargs):
+        calls.append((function, args, kwargs))
+        return "device result"
+
+    module.call = call
+    monkeypatch.setitem(sys.modules, DEVICE_MODULE, module)
+    return calls
+
+
+@pytest.fixture
+def forbidden_device_hook(monkeypatch):
+    """A device hook that fails the test if the host path is not taken."""
+    module = types.ModuleType(DEVICE_MODULE)
+
+    def call(function, args, kwargs):
+        raise AssertionError("host call was routed to the device hook")
+
+    module.call = call
+    monkeypatch.setitem(sys.modules, DEVICE_MODULE, module)
+
+
+class CudaArrayInterfaceBuffer:
+    """Looks like a CUDA array; evaluating the interface is an error."""
+
+    evaluations = 0
+
+    @property
+    def __cuda_array_interface__(self):
+        type(self).evaluations += 1
+        raise AssertionError("__cuda_array_interface__ must not be evaluated")
+
+
+class DLPackBuffer:
+    """Host-convertible object that reports a configurable DLPack device."""
+
+    def __init__(self, device, values=(1.0, 2.0, 3.0)):
+        self.device = device
+        self.values = np.asarray(values)
+
+    def __dlpack_device__(self):
+        return self.device
+
+    def __array__(self, dtype=None, copy=None):
+        return self.values if dtype is None else self.values.astype(dtype)
+
+
+class BrokenDLPackBuffer:
+    def __dlpack_device__(self):
+        raise ZeroDivisionError("device query failed")
+
+
+# --------------------------------------------------------------------------
+# Forwarding calls
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ufunc", [np.add, np.hypot])
+def test_call_is_forwarded_to_the_wrapped_ufunc(ufunc):
+    function = wrap(ufunc)
+    x = np.linspace(-2.0, 3.0, 10)
+    y = np.arange(10, dtype=np.float32)
+
+    for args in [(x, y), (x, 2.5), (1.5, 2), (np.float32(1), True), ([1, 2], x[:2])]:
+        expected = ufunc(*args)
+        result = function(*args)
+        assert type(result) is type(expected)
+        assert np.asarray(result).dtype == np.asarray(expected).dtype
+        np.testing.assert_array_equal(result, expected)
+
+
+def test_gufunc_call_is_forwarded_to_the_wrapped_gufunc():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 3, 3))
+    b = rng.standard_normal((4, 3, 2))
+
+    np.testing.assert_array_equal(wrap(np.matmul)(a, b), np.matmul(a, b))
+    np.testing.assert_array_equal(wrap(np.vecdot)(a, a), np.vecdot(a, a))
+    det = np.linalg._umath_linalg.det
+    np.testing.assert_array_equal(wrap(det, "det")(a), det(a))
+
+
+def test_argument_errors_come_from_the_wrapped_ufunc(add):
+    with pytest.raises(TypeError) as from_function:
+        add(1)
+    with pytest.raises(TypeError) as from_ufunc:
+        np.add(1)
+    assert str(from_function.value) == str(from_ufunc.value)
+
+
+def test_out_keyword_writes_into_the_given_array(add):
+    out = np.zeros(3)
+    result = add(np.ones(3), 2.0, out=out)
+    assert result is out
+    np.testing.assert_array_equal(out, [3.0, 3.0, 3.0])
+
+    out_tuple = np.zeros(3)
+    assert add(np.ones(3), 1.0, out=(out_tuple,)) is out_tuple
+    np.testing.assert_array_equal(out_tuple, [2.0, 2.0, 2.0])
+
+
+def test_out_keyword_with_a_runtime_built_name_is_forwarded(add):
+    out = np.zeros(2)
+    assert add(np.ones(2), 1.0, **{"".join(["o", "ut"]): out}) is out
+    np.testing.assert_array_equal(out, [2.0, 2.0])
+
+
+def test_where_keyword_leaves_masked_elements_untouched(add):
+    out = np.full(4, -1.0)
+    add(np.ones(4), 1.0, out=out, where=np.array([True, False, True, False]))
+    np.testing.assert_array_equal(out, [2.0, -1.0, 2.0, -1.0])
+
+
+def test_dtype_keyword_selects_the_loop(add):
+    result = add(np.arange(3), np.arange(3), dtype=np.float32)
+    assert result.dtype == np.float32
+    np.testing.assert_array_equal(result, [0.0, 2.0, 4.0])
+
+
+def test_axes_keyword_is_honoured_for_gufuncs():
+    matmul = wrap(np.matmul)
+    a = np.arange(12.0).reshape(3, 2, 2)
+    b = np.arange(12.0, 24.0).reshape(3, 2, 2)
+    axes = [(1, 2), (1, 2), (1, 2)]
+    np.testing.assert_array_equal(
+        matmul(a, b, axes=axes), np.matmul(a, b, axes=axes)
+    )
+
+
+def test_errstate_is_honoured():
+    divide = wrap(np.divide)
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError):
+            divide(np.array([1.0]), np.array([0.0]))
+    with np.errstate(divide="ignore"):
+        assert divide(np.array([1.0]), np.array([0.0]))[0] == np.inf
+
+
+def test_array_ufunc_override_is_honoured(add):
+    seen = []
+
+    class Overriding:
+        def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+            seen.append((ufunc, method, inputs, kwargs))
+            return "overridden"
+
+    other = Overriding()
+    assert add(1, other, dtype=float) == "overridden"
+    assert add.reduce(other) == "overridden"
+    assert seen[0] == (np.add, "__call__", (1, other), {"dtype": float})
+    assert seen[1][:2] == (np.add, "reduce")
+
+
+def test_ndarray_subclasses_are_computed_on_the_host(add, forbidden_device_hook):
+    class Sub(np.ndarray):
+        pass
+
+    x = np.arange(3.0).view(Sub)
+    result = add(x, x)
+    assert type(result) is Sub
+    np.testing.assert_array_equal(result, [0.0, 2.0, 4.0])
+
+
+def test_repeated_calls_do_not_leak_references(add):
+    x = np.arange(10.0)
+    y = np.arange(10.0)
+    out = np.empty(10)
+    before = (sys.getrefcount(x), sys.getrefcount(y), sys.getrefcount(out),
+              sys.getrefcount(add))
+    for _ in range(10_000):
+        add(x, y)
+        add(x, y, out=out)
+        add(x, 2.0, out=(out,))
+    after = (sys.getrefcount(x), sys.getrefcount(y), sys.getrefcount(out),
+             sys.getrefcount(add))
+    assert after == before
+
+
+# --------------------------------------------------------------------------
+# Attributes
+# --------------------------------------------------------------------------
+
+
+def test_ufunc_methods_are_reached_through_the_function(add):
+    x = np.arange(1.0, 6.0)
+    np.testing.assert_array_equal(add.reduce(x), np.add.reduce(x))
+    np.testing.assert_array_equal(add.accumulate(x), np.add.accumulate(x))
+    np.testing.assert_array_equal(add.outer(x, x), np.add.outer(x, x))
+    np.testing.assert_array_equal(
+        add.reduceat(x, [0, 2]), np.add.reduceat(x, [0, 2])
+    )
+    target = np.zeros(3)
+    add.at(target, [0, 0, 2], 1.0)
+    np.testing.assert_array_equal(target, [2.0, 0.0, 1.0])
+    dtypes = (np.dtype("f4"), np.dtype("f8"), None)
+    assert add.resolve_dtypes(dtypes) == np.add.resolve_dtypes(dtypes)
+
+
+@pytest.mark.parametrize(
+    "ufunc", [np.add, np.hypot, np.matmul, np.linalg._umath_linalg.det]
+)
+@pytest.mark.parametrize(
+    "attribute", ["nin", "nout", "nargs", "ntypes", "types", "signature", "identity"]
+)
+def test_ufunc_attributes_fall_back_to_the_wrapped_ufunc(ufunc, attribute):
+    assert getattr(wrap(ufunc, "f"), attribute) == getattr(ufunc, attribute)
+
+
+def test_ufunc_attribute_is_the_wrapped_ufunc(add):
+    assert add.ufunc is np.add
+
+
+def test_name_qualname_module_and_doc_are_the_stored_values():
+    function = Function(np.hypot, "length", "pkg.geometry", "Length of (x, y).")
+    assert function.__name__ == "length"
+    assert function.__qualname__ == "length"
+    assert function.__module__ == "pkg.geometry"
+    assert function.__doc__ == "Length of (x, y)."
+
+
+def test_the_type_keeps_its_own_name_and_doc():
+    assert Function.__name__ == "Function"
+    assert Function.__module__ == "ufuncgen"
+    assert Function.__doc__.startswith("A named NumPy ufunc")
+
+
+def test_unknown_attributes_raise_attribute_error_naming_function(add):
+    with pytest.raises(
+        AttributeError, match="^'ufuncgen.Function' object has no attribute 'nope'$"
+    ):
+        add.nope
+    assert getattr(add, "nope", "default") == "default"
+
+
+@pytest.mark.parametrize(
+    "attribute", ["__name__", "__qualname__", "__module__", "__doc__", "ufunc", "nin", "new"]
+)
+def test_attributes_cannot_be_set_or_deleted(add, attribute):
+    with pytest.raises(AttributeError, match="read-only"):
+        setattr(add, attribute, "x")
+    with pytest.raises(AttributeError, match="read-only"):
+        delattr(add, attribute)
+    assert add.__name__ == "add"
+
+
+def test_dir_lists_the_function_and_the_ufunc_names(add):
+    names = dir(add)
+    for name in ["__reduce__", "ufunc", "__name__", "reduce", "outer", "nin", "types"]:
+        assert name in names
+    assert names == sorted(set(names))
+
+
+def test_weak_references_are_supported():
+    add = wrap(np.add)
+    ref = weakref.ref(add)
+    assert ref() is add
+    del add
+    gc.collect()
+    assert ref() is None
+
+
+def test_a_cycle_through_the_ufunc_is_collected():
+    holder = {}
+    ufunc = np.frompyfunc(lambda x: holder["function"], 1, 1)
+    holder["function"] = wrap(ufunc, "cyclic")
+    ref = weakref.ref(holder["function"])
+    del holder, ufunc
+    gc.collect()
+    assert ref() is None
+
+
+# --------------------------------------------------------------------------
+# repr
+# --------------------------------------------------------------------------
+
+
+def test_repr_names_the_function_and_its_arity():
+    function = Function(np.hypot, "length", "pkg.geometry", "")
+    assert repr(function) == (
+        "<ufuncgen.Function 'pkg.geometry.length' (ufunc, nin=2, nout=1)>"
+    )
+
+
+def test_repr_of_a_gufunc_shows_its_core_signature():
+    function = Function(np.matmul, "matmul", "pkg.linalg", "")
+    assert repr(function) == (
+        "<ufuncgen.Function 'pkg.linalg.matmul' "
+        "(gufunc (n?,k),(k,m?)->(n?,m?), nin=2, nout=1)>"
+    )
+
+
+def test_repr_of_a_multi_output_ufunc_counts_all_outputs():
+    function = Function(np.divmod, "divmod", "pkg", "")
+    assert repr(function) == "<ufuncgen.Function 'pkg.divmod' (ufunc, nin=2, nout=2)>"
+
+
+# --------------------------------------------------------------------------
+# Construction
+# --------------------------------------------------------------------------
+
+
+def test_constructor_accepts_keywords():
+    function = Function(ufunc=np.add, name="add", module="m", doc="d")
+    assert function(1, 2) == 3
+
+
+def test_constructor_rejects_a_non_ufunc_with_a_clear_message():
+    with pytest.raises(TypeError) as excinfo:
+        Function(len, "len", "m", "")
+    assert str(excinfo.value) == (
+        "Function() argument 'ufunc' must be numpy.ufunc, "
+        "not builtin_function_or_method"
+    )
+
+
+@pytest.mark.parametrize(
+    "position, argument", [(1, "name"), (2, "module"), (3, "doc")]
+)
+def test_constructor_rejects_non_str_text_arguments(position, argument):
+    args = [np.add, "add", "m", "doc"]
+    args[position] = 42
+    with pytest.raises(TypeError) as excinfo:
+        Function(*args)
+    assert str(excinfo.value) == f"Function() argument '{argument}' must be str, not int"
+
+
+def test_constructor_requires_all_four_arguments():
+    with pytest.raises(TypeError, match="Function"):
+        Function(np.add, "add", "m")
+
+
+# --------------------------------------------------------------------------
+# Pickling and copying
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def global_function(monkeypatch):
+    module = types.ModuleType("ufg_pickle_target")
+    module.hypot = Function(np.hypot, "hypot", "ufg_pickle_target", "")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    return module.hypot
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_pickle_round_trip_returns_the_module_level_global(global_function, protocol):
+    data = pickle.dumps(global_function, protocol=protocol)
+    assert b"ufg_pickle_target" in data
+    assert pickle.loads(data) is global_function
+
+
+def test_pickling_a_function_that_is_not_its_module_global_fails(monkeypatch):
+    monkeypatch.setitem(
+        sys.modules, "ufg_pickle_empty", types.ModuleType("ufg_pickle_empty")
+    )
+    with pytest.raises(pickle.PicklingError):
+        pickle.dumps(Function(np.add, "add", "ufg_pickle_empty", ""))
+
+
+def test_copy_and_deepcopy_return_the_same_object(add):
+    assert copy.copy(add) is add
+    assert copy.deepcopy(add) is add
+    assert copy.deepcopy({"f": [add]})["f"][0] is add
+
+
+# --------------------------------------------------------------------------
+# Device seam
+# --------------------------------------------------------------------------
+
+
+def test_host_arguments_never_reach_the_device_hook(add, forbidden_device_hook):
+    x = np.arange(3.0)
+    add(x, x)
+    add(x, 1, out=x)
+    add(1.0, 2)
+    add(np.float32(1), 2j)
+    add([1, 2], (3, 4))
+    add(np.ma.masked_array([1.0, 2.0]), 1.0)
+
+
+def test_cuda_array_interface_argument_is_routed_to_the_device_hook(add, device_hook):
+    CudaArrayInterfaceBuffer.evaluations = 0
+    buffer = CudaArrayInterfaceBuffer()
+    x = np.arange(3.0)
+
+    assert add(x, buffer, dtype=np.float32) == "device result"
+
+    assert device_hook == [(add, (x, buffer), {"dtype": np.float32})]
+    assert CudaArrayInterfaceBuffer.evaluations == 0
+
+
+def test_device_hook_receives_an_empty_kwargs_dict_when_there_are_none(add, device_hook):
+    buffer = CudaArrayInterfaceBuffer()
+    add(buffer, 1)
+    function, args, kwargs = device_hook[0]
+    assert type(args) is tuple and args == (buffer, 1)
+    assert type(kwargs) is dict and kwargs == {}
+
+
+def test_dlpack_cpu_device_takes_the_host_path(add, forbidden_device_hook):
+    buffer = DLPackBuffer((1, 0))
+    np.testing.assert_array_equal(add(buffer, 1.0), [2.0, 3.0, 4.0])
+
+
+def test_dlpack_pinned_host_memory_takes_the_host_path(add, forbidden_device_hook):
+    np.testing.assert_array_equal(add(DLPackBuffer((3, 0)), 0.0), [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("device_type", [2, 13])
+def test_dlpack_cuda_device_is_routed_to_the_device_hook(add, device_hook, device_type):
+    buffer = DLPackBuffer((device_type, 0))
+    assert add(1.0, buffer) == "device result"
+    assert device_hook == [(add, (1.0, buffer), {})]
+
+
+@pytest.mark.parametrize("make_out", [lambda b: b, lambda b: (b,)])
+def test_device_out_argument_is_detected(add, device_hook, make_out):
+    out = make_out(DLPackBuffer((2, 0)))
+    x = np.arange(3.0)
+    assert add(x, x, out=out) == "device result"
+    assert device_hook == [(add, (x, x), {"out": out})]
+
+
+def test_device_out_argument_is_detected_in_a_multi_output_tuple(device_hook):
+    divmod_ = wrap(np.divmod)
+    out = (np.empty(3), CudaArrayInterfaceBuffer())
+    divmod_(np.arange(3.0), 2.0, out=out)
+    assert device_hook[0][2] == {"out": out}
+
+
+def test_error_in_dlpack_device_propagates(add, forbidden_device_hook):
+    with pytest.raises(ZeroDivisionError, match="device query failed"):
+        add(np.arange(3.0), BrokenDLPackBuffer())
+    with pytest.raises(ZeroDivisionError, match="device query failed"):
+        add(np.arange(3.0), 1.0, out=(BrokenDLPackBuffer(),))
+
+
+def test_device_hook_module_replaced_in_sys_modules_is_used(add, monkeypatch):
+    for label in ["first", "second"]:
+        module = types.ModuleType(DEVICE_MODULE)
+        module.call = lambda function, args, kwargs, label=label: label
+        monkeypatch.setitem(sys.modules, DEVICE_MODULE, module)
+        assert add(CudaArrayInterfaceBuffer(), 1) == label
+
+
+def test_missing_device_hook_module_raises_import_error(add, monkeypatch):
+    monkeypatch.setitem(sys.modules, DEVICE_MODULE, None)
+    with pytest.raises(ImportError):
+        add(CudaArrayInterfaceBuffer(), 1)

@@ -1,0 +1,270 @@
+"""The user's workflow: write a signature file, `ufuncgen build` it, import the module.
+
+Builds take seconds, so each module is built once per session (fixtures below) and the
+tests share it. Built modules are imported in subprocesses, with the output directory on
+sys.path, as a user's program would.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
+
+USER_FILE = """\
+# A user's first signature file.
+
+helper T clamp01(T v)
+{
+    return v < (T)0 ? (T)0 : (v > (T)1 ? (T)1 : v);
+}
+
+ufunc lerp(a, b, t) -> r
+    doc: Linear interpolation a + (b - a) * t, with t clamped to [0, 1].
+    types: float32(float32, float32, float32), float64(float64, float64, float64)
+{
+    r = a + (b - a) * clamp01(t);
+}
+
+ufunc wrapping_add(x, y) -> s
+    doc: x + y, an identity of 0 so that reduce works on empty input.
+    types: int64(int64, int64), float64(float64, float64)
+    identity: 0
+{
+    s = x + y;
+}
+
+gufunc cross3(u, v) -> w
+    doc: Cross product of 3-vectors.
+    layout: (3),(3)->(3)
+    types: float32(float32, float32), float64(float64, float64)
+{
+    w(0) = u(1) * v(2) - u(2) * v(1);
+    w(1) = u(2) * v(0) - u(0) * v(2);
+    w(2) = u(0) * v(1) - u(1) * v(0);
+}
+
+ufunc floor_divmod(x, y) -> (q, r)
+    doc: Floor quotient and remainder, as numpy.divmod.
+    types: (float64, float64)(float64, float64)
+{
+    q = floor(x / y);
+    r = x - q * y;
+}
+"""
+
+CHECKS = """
+import numpy as np
+rng = np.random.default_rng(0)
+
+a, b = rng.standard_normal((2, 50))
+t = np.linspace(-0.5, 1.5, 50)
+np.testing.assert_allclose(m.lerp(a, b, t), a + (b - a) * np.clip(t, 0, 1), rtol=1e-15)
+r32 = m.lerp(a.astype(np.float32), b.astype(np.float32), t.astype(np.float32))
+assert r32.dtype == np.float32, r32.dtype
+np.testing.assert_allclose(r32, a + (b - a) * np.clip(t, 0, 1), rtol=1e-5, atol=1e-6)
+
+x = np.arange(-5, 7, dtype=np.int64)
+assert m.wrapping_add(x, x).dtype == np.int64
+assert np.array_equal(m.wrapping_add(x, 3), x + 3)
+assert m.wrapping_add.reduce(x) == x.sum()
+assert m.wrapping_add.reduce(np.array([], dtype=np.int64)) == 0
+assert m.wrapping_add.identity == 0
+
+u, v = rng.standard_normal((2, 4, 7, 3))
+np.testing.assert_allclose(m.cross3(u, v), np.cross(u, v), rtol=1e-12, atol=1e-15)
+np.testing.assert_allclose(m.cross3(u[..., ::-1].T, v.T, axes=[0, 0, 0]),
+                           np.cross(u[..., ::-1], v).T, rtol=1e-12, atol=1e-15)
+assert m.cross3(u.astype(np.float32), v.astype(np.float32)).dtype == np.float32
+assert m.cross3.signature == "(3),(3)->(3)"
+try:
+    m.cross3(np.ones(4), np.ones(4))
+except ValueError:
+    pass
+else:
+    raise AssertionError("a core dimension of 4 where 3 is frozen was accepted")
+
+x, y = rng.uniform(-10, 10, (2, 100))
+q, r = m.floor_divmod(x, y)
+nq, nr = np.divmod(x, y)
+np.testing.assert_allclose(q, nq)
+np.testing.assert_allclose(r, nr, atol=1e-12)
+assert m.floor_divmod.nin == 2 and m.floor_divmod.nout == 2
+print("checks passed")
+"""
+
+
+def _ufuncgen(*args: str, cwd: Path, via_python_m: bool = False) -> subprocess.CompletedProcess:
+    command = shutil.which("ufuncgen")
+    argv = [sys.executable, "-m", "ufuncgen"] if via_python_m or not command else [command]
+    return subprocess.run([*argv, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def _python(code: str, path: Path, cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(path), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _built(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert result.returncode == 0, f"ufuncgen failed:\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+@pytest.fixture(scope="session")
+def mymod(tmp_path_factory):
+    """`ufuncgen build f.ufunc --name mymod -o out`, in a fresh directory: (dir, seconds)."""
+    work = tmp_path_factory.mktemp("user")
+    (work / "f.ufunc").write_text(USER_FILE)
+    start = time.perf_counter()
+    result = _built(_ufuncgen("build", "f.ufunc", "--name", "mymod", "-o", "out", cwd=work))
+    seconds = time.perf_counter() - start
+    assert result.stdout.strip() == f"built {work / 'out' / ('mymod' + EXT_SUFFIX)}"
+    return work, seconds
+
+
+@pytest.fixture(scope="session")
+def pkgmod(tmp_path_factory):
+    """`python -m ufuncgen build f.ufunc --name pkg.mod -o out/pkg`: the directory holding out."""
+    work = tmp_path_factory.mktemp("package")
+    (work / "f.ufunc").write_text(USER_FILE)
+    (work / "out" / "pkg").mkdir(parents=True)
+    (work / "out" / "pkg" / "__init__.py").write_text("")
+    _built(_ufuncgen("build", "f.ufunc", "--name", "pkg.mod", "-o", "out/pkg", cwd=work,
+                     via_python_m=True))
+    return work
+
+
+# --------------------------------------------------------------------------- a working module
+
+def test_a_built_module_lands_in_the_output_directory_with_its_stub(mymod):
+    work, _ = mymod
+    assert (work / "out" / ("mymod" + EXT_SUFFIX)).is_file()
+    assert (work / "out" / "mymod.pyi").is_file()
+
+
+def test_a_built_module_imports_and_agrees_with_numpy(mymod):
+    work, _ = mymod
+    result = _python("import mymod as m\n" + CHECKS, work / "out", cwd=work)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "checks passed"
+
+
+def test_the_generated_stub_is_valid_python_and_declares_every_function(mymod):
+    work, _ = mymod
+    stub = (work / "out" / "mymod.pyi").read_text()
+    compile(stub, "mymod.pyi", "exec")
+    for name in ("lerp", "wrapping_add", "cross3", "floor_divmod"):
+        assert f"\n{name}: _{name}\n" in stub
+    assert stub.startswith("# mymod: generated by ufuncgen from f.ufunc.")
+
+
+def test_docstrings_carry_the_users_doc_layout_types_and_source_line(mymod):
+    work, _ = mymod
+    result = _python("""
+        import mymod
+        print(mymod.cross3.__doc__)
+        print(mymod.cross3.__module__, mymod.cross3.__name__)
+    """, work / "out", cwd=work)
+    assert result.returncode == 0, result.stderr
+    doc = result.stdout
+    assert doc.startswith("cross3(u, v, /, out=None, *, axes=None")
+    assert "Cross product of 3-vectors." in doc
+    assert "Layout: (3),(3)->(3)" in doc
+    assert "    float32(float32, float32)\n    float64(float64, float64)" in doc
+    assert "Generated by ufuncgen from f.ufunc:23 into mymod." in doc
+    assert doc.rstrip().endswith("mymod cross3")
+
+
+def test_a_dotted_name_gives_functions_that_name_their_package_module_and_pickle(pkgmod):
+    result = _python("""
+        import pickle
+        import numpy as np
+        import pkg.mod as m
+        assert m.__name__ == "pkg.mod", m.__name__
+        for f in (m.lerp, m.wrapping_add, m.cross3, m.floor_divmod):
+            assert f.__module__ == "pkg.mod", f.__module__
+            assert pickle.loads(pickle.dumps(f)) is f
+        u = np.eye(3)
+        assert np.array_equal(m.cross3(u[0], u[1]), u[2])
+        print("ok")
+    """, pkgmod / "out", cwd=pkgmod)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+    assert (pkgmod / "out" / "pkg" / "mod.pyi").is_file()
+
+
+def test_a_second_build_with_nothing_changed_rewrites_nothing_and_is_quick(mymod):
+    work, first_seconds = mymod
+    generated = work / "out" / ".ufuncgen-build" / "mymod" / "cmake" / "mymod_generated" / "mymod_module.c"
+    extension = work / "out" / ("mymod" + EXT_SUFFIX)
+    assert generated.is_file()
+    before = {p: p.stat().st_mtime_ns for p in (generated, extension, work / "out" / "mymod.pyi")}
+    start = time.perf_counter()
+    _built(_ufuncgen("build", "f.ufunc", "--name", "mymod", "-o", "out", cwd=work))
+    seconds = time.perf_counter() - start
+    assert {p: p.stat().st_mtime_ns for p in before} == before
+    assert seconds < max(first_seconds, 5.0), (seconds, first_seconds)
+
+
+# --------------------------------------------------------------------------- failures
+
+BAD_BODY = """\
+# A typo in a body: the C compiler finds it.
+ufunc scale(x, k) -> y
+    types: float64(float64, float64)
+{
+    const T twice = 2 * x;
+    y = twice * kk;
+}
+"""
+
+
+def test_a_c_error_in_a_body_is_reported_at_the_users_line_without_a_traceback(tmp_path):
+    (tmp_path / "bad.ufunc").write_text(BAD_BODY)
+    result = _ufuncgen("build", "bad.ufunc", "--name", "badmod", "-o", str(tmp_path / "out"),
+                       cwd=tmp_path)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if ": error:" in line]
+    assert errors and errors[0].startswith("bad.ufunc:6:"), result.stderr
+    assert "kk" in errors[0]
+    assert result.stderr.rstrip().splitlines()[-1].startswith("ufuncgen: error: ")
+    assert not (tmp_path / "out" / ("badmod" + EXT_SUFFIX)).exists()
+
+
+def test_a_bad_signature_file_stops_the_build_with_the_checkers_messages_only(tmp_path):
+    (tmp_path / "bad.ufunc").write_text(BAD_BODY.replace("float64(float64, float64)",
+                                                         "float64(float64, float46)"))
+    result = _ufuncgen("build", "bad.ufunc", "--name", "badmod", "-o", "out", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.startswith("bad.ufunc:3:29: error: unknown type 'float46'; expected one of ")
+    assert result.stderr.endswith("\n1 error generated.\n")
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()     # CMake never ran
+
+
+def test_check_accepts_a_good_file_and_counts_its_functions(tmp_path):
+    (tmp_path / "f.ufunc").write_text(USER_FILE)
+    result = _ufuncgen("check", "f.ufunc", cwd=tmp_path)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "ok: 4 functions\n", "")
+
+
+def test_cmake_dir_prints_where_ufuncgen_cmake_is(tmp_path):
+    result = _ufuncgen("cmake-dir", cwd=tmp_path)
+    assert result.returncode == 0
+    assert (Path(result.stdout.strip()) / "ufuncgen.cmake").is_file()
+
+
+def test_build_without_a_name_is_a_usage_error(tmp_path):
+    result = _ufuncgen("build", "f.ufunc", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "--name" in result.stderr and "Traceback" not in result.stderr
