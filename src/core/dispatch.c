@@ -117,8 +117,11 @@ ufg_dlpack_device_is_cuda(PyObject *obj)
  * it is usually a property that builds a dict and may synchronise the
  * device, and its mere presence is all we need.  _PyType_Lookup uses the
  * type attribute cache and neither raises nor allocates.
+ *
+ * Out of line (like ufg_scan_keywords) so the scan over plain ndarrays
+ * and scalars compiles to a short loop with no register spills.
  */
-static int
+static Py_NO_INLINE int
 ufg_probe_device_buffer(PyObject *obj)
 {
     PyTypeObject *type = Py_TYPE(obj);
@@ -175,7 +178,7 @@ ufg_scan_out_value(PyObject *out, Py_ssize_t index)
     return UFG_DISPATCH_HOST;
 }
 
-static Py_ssize_t
+static Py_NO_INLINE Py_ssize_t
 ufg_scan_keywords(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     Py_ssize_t k, nkw = PyTuple_GET_SIZE(kwnames);

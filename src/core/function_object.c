@@ -97,8 +97,10 @@ ufg_kwargs_as_dict(PyObject *const *values, PyObject *kwnames)
     return kwargs;
 }
 
-/* Calls ufuncgen._device_dispatch.call(function, args, kwargs). */
-static PyObject *
+/* Calls ufuncgen._device_dispatch.call(function, args, kwargs).
+ * Kept out of line so the host fast path in ufg_function_vectorcall stays
+ * a small frame that saves no extra registers. */
+static Py_NO_INLINE PyObject *
 ufg_function_call_device(PyObject *function, PyObject *const *args,
                          Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -134,7 +136,7 @@ done:
 /* Only reachable if a reference cycle through the ufunc (e.g. a
  * frompyfunc callback holding the Function) was broken by the GC while
  * something still tried to call it. */
-static PyObject *
+static Py_NO_INLINE PyObject *
 ufg_function_cleared_error(ufg_FunctionObject *self)
 {
     PyErr_Format(PyExc_RuntimeError,

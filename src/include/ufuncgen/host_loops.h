@@ -17,6 +17,12 @@
 
 #include "ufuncgen/vecmath.h"
 #include <tgmath.h>
+#ifdef UFG_SIMD_SIN_COS
+#undef sin
+#undef cos
+#define sin(x) __builtin_tgmath(ufg_sinf, ufg_sin, sinl, (x))
+#define cos(x) __builtin_tgmath(ufg_cosf, ufg_cos, cosl, (x))
+#endif
 
 #include <numpy/ndarraytypes.h>
 

@@ -25,9 +25,27 @@
 /* In libmvec since glibc 2.22. */
 UFG_SIMD_1(exp)
 UFG_SIMD_1(log)
+UFG_SIMD_2(pow)
+
+/*
+ * sin and cos of the same value are merged by GCC into one scalar sincos call, which does
+ * not vectorize.  Under other C names (same symbols, so the same libmvec variants) GCC does
+ * not recognize them; host_loops.h points tgmath's sin and cos at these after <tgmath.h>.
+ */
+#if defined(__GNUC__) && !defined(__clang__)
+#define UFG_SIMD_ALIAS(alias, symbol, type) \
+    _Pragma("omp declare simd notinbranch") \
+    extern type alias(type) __asm__(symbol) __attribute__((const, nothrow));
+UFG_SIMD_ALIAS(ufg_sinf, "sinf", float)
+UFG_SIMD_ALIAS(ufg_sin, "sin", double)
+UFG_SIMD_ALIAS(ufg_cosf, "cosf", float)
+UFG_SIMD_ALIAS(ufg_cos, "cos", double)
+#undef UFG_SIMD_ALIAS
+#define UFG_SIMD_SIN_COS 1
+#else
 UFG_SIMD_1(sin)
 UFG_SIMD_1(cos)
-UFG_SIMD_2(pow)
+#endif
 
 #if __GLIBC_PREREQ(2, 35)
 UFG_SIMD_1(acos) UFG_SIMD_1(acosh) UFG_SIMD_1(asin) UFG_SIMD_1(asinh)
