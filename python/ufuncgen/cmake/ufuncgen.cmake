@@ -67,7 +67,8 @@ function(ufuncgen_add_module target)
   if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
     # -fopenmp-simd: honour `omp declare simd` (vector math) without OpenMP threads.
     # -fno-math-errno: math calls have no side effect, so loops calling them vectorize.
-    # Never -ffast-math here: NaN, Inf and -0.0 must come out as NumPy's own loops give them.
+    # Fast math only where a function opts in (fastmath: true): otherwise NaN, Inf and -0.0
+    # must come out as NumPy's own loops give them.
     # -ffp-contract=off: gnu11 would fuse `x*y + x` into one FMA in the x86-64-v3 clone only,
     # rounding once where NumPy (built as ISO C) rounds twice, so results (even overflow to
     # Inf) would differ from NumPy's and from one CPU to another.

@@ -5,7 +5,7 @@
  * vectorized loop only when it knows they exist, which is what these
  * `#pragma omp declare simd` redeclarations say (they need -fopenmp-simd, and
  * -fno-math-errno so that a call has no side effect to preserve).  This keeps NumPy's
- * results for NaN and Inf, unlike -ffast-math.  Elsewhere the header is empty and the
+ * results for NaN and Inf, unlike fast math (a per-function opt-in).  Elsewhere the header is empty and the
  * loops call the scalar functions.
  */
 #ifndef UFUNCGEN_VECMATH_H
