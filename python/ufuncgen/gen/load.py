@@ -17,7 +17,7 @@ def display_path(path: str, source_root: str | None) -> str:
     return path
 
 
-def _decode(path: str, shown: str, data: bytes) -> str | Diagnostic:
+def _decode(shown: str, data: bytes) -> str | Diagnostic:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -44,7 +44,7 @@ def load_module(qualified_name: str, paths: list[str], source_root: str | None =
         except OSError as exc:
             sink.diagnostics.append(Diagnostic(Location(shown, 1, 1), f"cannot read file: {exc.strerror}"))
             continue
-        text = _decode(path, shown, data)
+        text = _decode(shown, data)
         if isinstance(text, Diagnostic):
             sink.diagnostics.append(text)
             continue
