@@ -21,6 +21,34 @@ file(GLOB _UFUNCGEN_GENERATOR_FILES
      "${_UFUNCGEN_PACKAGE_DIR}/gen/*.py" "${_UFUNCGEN_PACKAGE_DIR}/templates/*.j2"
      "${_UFUNCGEN_INCLUDE_DIR}/ufuncgen/*.h")
 
+# CUDA is optional: used when a CUDA compiler is found, unless -DUFUNCGEN_CUDA=OFF.  Without it
+# the modules still carry the simulator's kernels (UFUNCGEN_DEVICE=sim), compiled as C.
+include(CheckLanguage)
+check_language(CUDA)
+if(CMAKE_CUDA_COMPILER)
+  option(UFUNCGEN_CUDA "Compile the device kernels with nvcc" ON)
+else()
+  option(UFUNCGEN_CUDA "Compile the device kernels with nvcc" OFF)
+endif()
+set(UFUNCGEN_CUDA_ENABLED OFF)
+if(UFUNCGEN_CUDA)
+  if(NOT CMAKE_CUDA_COMPILER)
+    message(FATAL_ERROR "UFUNCGEN_CUDA=ON but no CUDA compiler was found (set CMAKE_CUDA_COMPILER)")
+  endif()
+  # Turing (sm_75, the oldest CUDA 13 supports) through Hopper (sm_90) as machine code, and
+  # sm_90 PTX that newer GPUs compile when the module loads.
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES "75-real;80-real;86-real;89-real;90")
+  endif()
+  enable_language(CUDA)
+  find_package(CUDAToolkit REQUIRED)
+  set(UFUNCGEN_CUDA_ENABLED ON)
+  message(STATUS "ufuncgen: CUDA kernels for ${CMAKE_CUDA_ARCHITECTURES}")
+else()
+  message(STATUS "ufuncgen: no CUDA compiler (or UFUNCGEN_CUDA=OFF): device calls run only "
+                 "under the simulator, UFUNCGEN_DEVICE=sim")
+endif()
+
 # glibc's vector math library: the generated loops call its SIMD exp, sin, ... when present.
 find_library(UFUNCGEN_LIBMVEC NAMES mvec)
 

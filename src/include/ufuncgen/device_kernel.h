@@ -1,0 +1,176 @@
+/*
+ * The device kernel contract: what the runtime (src/device) hands a generated kernel and how
+ * the same kernel text compiles for the two backends.
+ *
+ *   nvcc (__CUDACC__)   real CUDA: __global__ kernels, launched with <<<grid, block, 0, stream>>>
+ *   host compiler       the simulator: every "thread" of the grid is run in turn on the CPU,
+ *                       with blockIdx/threadIdx emulated, so the grid-stride loops, the offset
+ *                       arithmetic and the launch configuration are exercised for real
+ *
+ * Kernel parameters are passed by value, as CUDA passes them (they must stay under the 4 KiB
+ * kernel parameter limit, hence the fixed, small maxima below).
+ */
+#ifndef UFUNCGEN_DEVICE_KERNEL_H
+#define UFUNCGEN_DEVICE_KERNEL_H
+
+#include <stdint.h>
+#include <stddef.h>
+#ifndef __cplusplus
+#include <stdbool.h>
+#endif
+
+/* Dimensions left after the runtime merges contiguous ones; more is refused before launch. */
+#define UFG_DEVICE_MAX_DIMS 12
+/* Inputs + outputs (16, as on the host) + the where= mask. */
+#define UFG_DEVICE_MAX_ARGS 17
+/* Core strides of a gufunc: one per core dimension of each argument. */
+#define UFG_DEVICE_MAX_CORE_STRIDES 48
+#define UFG_DEVICE_MAX_CORE_DIMS 16
+
+/* One scalar passed by value (a Python scalar argument), in the loop's C type. */
+typedef union {
+    int64_t i64;
+    uint64_t u64;
+    double f64;
+    float f32;
+    unsigned char bytes[8];
+} ufg_value;
+
+/* An elementwise or gufunc launch: `n` outer elements over an N-d (collapsed) shape. */
+typedef struct {
+    int64_t n;                      /* outer elements: the product of shape */
+    int32_t ndim;                   /* outer dimensions after collapsing, 0..UFG_DEVICE_MAX_DIMS */
+    int32_t nargs;                  /* inputs + outputs (+ 1 for the mask, which comes last) */
+    uint32_t by_value;              /* bit k: argument k is values[k], not data[k] */
+    int32_t has_where;              /* argument nargs - 1 is a bool mask: skip elements where 0 */
+    int32_t contiguous;             /* ndim <= 1: offset of element i is i * strides[k][0] */
+    int32_t grid, block;            /* launch configuration, chosen by the runtime */
+    int64_t shape[UFG_DEVICE_MAX_DIMS];
+    char *data[UFG_DEVICE_MAX_ARGS];
+    int64_t strides[UFG_DEVICE_MAX_ARGS][UFG_DEVICE_MAX_DIMS];   /* bytes */
+    ufg_value values[UFG_DEVICE_MAX_ARGS];
+    int64_t core_sizes[UFG_DEVICE_MAX_CORE_DIMS];     /* a gufunc's variable core dims, in layout order */
+    int64_t core_strides[UFG_DEVICE_MAX_CORE_STRIDES];/* bytes, in NumPy's order (steps[nargs:]) */
+} ufg_kernel_params;
+
+/*
+ * A reduction with a binary elementwise body (out = f(acc, x)) over the `reduce` dimensions of
+ * `in`, for each element of the `keep` dimensions.  Thread t reduces chunk t % n_chunks of
+ * output t / n_chunks, starting from `identity`, in index order; with n_chunks > 1 the partial
+ * results land `out_chunk_stride` bytes apart and the runtime reduces them in a second launch.
+ */
+typedef struct {
+    int64_t n_out;                  /* elements of the kept dimensions */
+    int64_t n_reduce;               /* elements reduced into each output */
+    int64_t n_chunks;
+    int64_t chunk_len;
+    int32_t keep_ndim, reduce_ndim;
+    int32_t grid, block;
+    int64_t keep_shape[UFG_DEVICE_MAX_DIMS];
+    int64_t reduce_shape[UFG_DEVICE_MAX_DIMS];
+    const char *in;
+    int64_t in_keep_strides[UFG_DEVICE_MAX_DIMS];
+    int64_t in_reduce_strides[UFG_DEVICE_MAX_DIMS];
+    char *out;
+    int64_t out_keep_strides[UFG_DEVICE_MAX_DIMS];
+    int64_t out_chunk_stride;
+    ufg_value identity;
+} ufg_reduce_params;
+
+/* A generated launcher: 0, or the backend's error code (a cudaError_t under CUDA). */
+typedef int (*ufg_elementwise_launcher)(const ufg_kernel_params *params, void *stream);
+typedef int (*ufg_reduce_launcher)(const ufg_reduce_params *params, void *stream);
+
+enum { UFG_BACKEND_SIM = 0, UFG_BACKEND_CUDA = 1, UFG_BACKEND_COUNT = 2 };
+
+/* One type signature's launchers, per backend; NULL where not built. */
+typedef struct {
+    ufg_elementwise_launcher elementwise[UFG_BACKEND_COUNT];
+    ufg_reduce_launcher reduce[UFG_BACKEND_COUNT];
+} ufg_device_loop;
+
+/* A function's device loops, in the order of its ufunc's `types`.  Travels to the runtime in a
+ * PyCapsule named UFG_DEVICE_TABLE_CAPSULE. */
+typedef struct {
+    int ntypes;
+    const ufg_device_loop *loops;
+} ufg_device_table;
+
+#define UFG_DEVICE_TABLE_CAPSULE "ufuncgen.device_table"
+
+/* ------------------------------------------------------------------ kernel-side helpers */
+
+#if defined(__CUDACC__)
+#include <cuda_runtime.h>
+#define UFG_DEVICE_FN static __device__ __forceinline__
+#define UFG_KERNEL static __global__ void __launch_bounds__(UFG_DEVICE_BLOCK)
+#define UFG_THREAD_INDEX ((int64_t)blockIdx.x * (int64_t)blockDim.x + (int64_t)threadIdx.x)
+#define UFG_THREAD_COUNT ((int64_t)gridDim.x * (int64_t)blockDim.x)
+#define UFG_RESTRICT __restrict__
+#define UFG_EXTERN_C extern "C"
+/* Defines `int name(const params_type *p, void *stream)`: launches `kernel` on the stream and
+ * returns the launch's cudaError_t (errors inside the kernel surface at the next sync). */
+#define UFG_DEFINE_LAUNCHER(name, kernel, params_type)                                   \
+    extern "C" int name(const params_type *p, void *stream)                            \
+    {                                                                                   \
+        kernel<<<p->grid, p->block, 0, (cudaStream_t)stream>>>(*p);                     \
+        return (int)cudaGetLastError();                                                 \
+    }
+#else
+/* The simulator's grid coordinates.  Thread-local so that simulated launches made from
+ * several Python threads at once (the GIL is released around them) keep apart. */
+typedef struct { int64_t block, thread, grid_dim, block_dim; } ufg_sim_coordinates;
+static _Thread_local ufg_sim_coordinates ufg_sim_at;
+#define UFG_DEVICE_FN static inline
+#define UFG_KERNEL static void
+#define UFG_THREAD_INDEX (ufg_sim_at.block * ufg_sim_at.block_dim + ufg_sim_at.thread)
+#define UFG_THREAD_COUNT (ufg_sim_at.grid_dim * ufg_sim_at.block_dim)
+#define UFG_RESTRICT restrict
+#define UFG_EXTERN_C
+/* Runs every (block, thread) of the grid in turn, as one CPU thread. */
+#define UFG_DEFINE_LAUNCHER(name, kernel, params_type)                                   \
+    int name(const params_type *p, void *stream)                                        \
+    {                                                                                   \
+        (void)stream;                                                                   \
+        for (int64_t b = 0; b < p->grid; b++) {                                         \
+            for (int64_t t = 0; t < p->block; t++) {                                    \
+                ufg_sim_at = (ufg_sim_coordinates){b, t, p->grid, p->block};            \
+                kernel(*p);                                                             \
+            }                                                                           \
+        }                                                                               \
+        return 0;                                                                       \
+    }
+#endif
+
+/* Threads per block: a multiple of the warp size that leaves registers to the body. */
+#define UFG_DEVICE_BLOCK 256
+
+/* Byte offsets of outer element i in each argument: one unravel of i, shared by all. */
+UFG_DEVICE_FN void
+ufg_element_offsets(const ufg_kernel_params *p, int64_t i, int64_t *offsets)
+{
+    for (int k = 0; k < p->nargs; k++) {
+        offsets[k] = 0;
+    }
+    for (int d = p->ndim - 1; d >= 0; d--) {
+        const int64_t index = i % p->shape[d];
+        i /= p->shape[d];
+        for (int k = 0; k < p->nargs; k++) {
+            offsets[k] += index * p->strides[k][d];
+        }
+    }
+}
+
+/* Byte offset of element i of an N-d index space with the given shape and strides. */
+UFG_DEVICE_FN int64_t
+ufg_unravel_offset(int ndim, const int64_t *shape, const int64_t *strides, int64_t i)
+{
+    int64_t offset = 0;
+    for (int d = ndim - 1; d >= 0; d--) {
+        offset += (i % shape[d]) * strides[d];
+        i /= shape[d];
+    }
+    return offset;
+}
+
+#endif /* UFUNCGEN_DEVICE_KERNEL_H */
