@@ -301,9 +301,12 @@ ufg_from_pointer_device(const ufg_backend *backend, PyObject *device_obj, uintpt
     }
     *device = backend->pointer_device((const void *)ptr);
     if (*device < 0) {
+        char address[32];
+        /* PyErr_Format has no %llx, and its %p prints NULL as "0x(nil)". */
+        PyOS_snprintf(address, sizeof(address), "0x%llx", (unsigned long long)ptr);
         PyErr_Format(PyExc_ValueError,
-                     "ptr: 0x%llx is not device memory the %s backend knows; pass device=",
-                     (unsigned long long)ptr, backend->name);
+                     "ptr: %s is not device memory the %s backend knows; pass device=",
+                     address, backend->name);
         return -1;
     }
     return 0;
