@@ -37,7 +37,7 @@ enum {
 
 typedef struct ufg_backend {
     const char *name;                       /* "cuda" or "sim" */
-    int id;                                 /* UFG_BACKEND_CUDA / _SIM: index into launcher tables */
+    int id;                     /* UFG_BACKEND_CUDA / _SIM: the index into launcher tables */
 
     /* 1 if devices can be used; else 0 and *reason says why (a static string). */
     int (*is_available)(const char **reason);

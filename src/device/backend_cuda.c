@@ -317,7 +317,12 @@ ufg_nocuda_fail(void)
 }
 
 static int ufg_nocuda_int(int *out) { (void)out; return ufg_nocuda_fail(); }
-static int ufg_nocuda_device_int(int device, int *out) { (void)device; (void)out; return ufg_nocuda_fail(); }
+static int
+ufg_nocuda_device_int(int device, int *out)
+{
+    (void)device; (void)out;
+    return ufg_nocuda_fail();
+}
 static void ufg_nocuda_leave(int previous) { (void)previous; }
 static int
 ufg_nocuda_malloc(void **ptr, size_t nbytes, int device, void *stream)
