@@ -10,6 +10,7 @@ import gc
 import os
 import subprocess
 import sys
+import threading
 import tracemalloc
 import weakref
 
@@ -600,6 +601,31 @@ def test_launch_cast_matches_numpy_astype_for_every_dtype_pair(src_dtype, dst_dt
                         dst.strides, dst_dtype)
         np.testing.assert_array_equal(dst.copy_to_host(), host_view.astype(dst_dtype),
                                       strict=True)
+
+
+def test_simulated_launches_from_several_threads_at_once_keep_their_grids_apart():
+    # Launches release the GIL and the simulator's grid coordinates are per thread: each
+    # thread's strided cast must come out right while the others run.
+    n, errors = 50_000, []
+
+    def work(k):
+        try:
+            host = np.arange(2 * n, dtype=np.int64) * (k + 1)
+            src = to_device(host, device=k % 2)
+            dst = dev.empty(n, np.float64, k % 2)
+            for _ in range(3):
+                dev.launch_cast(k % 2, 0, (n,), src.ptr, (16,), np.int64, dst.ptr, (8,),
+                                np.float64)
+                np.testing.assert_array_equal(dst.copy_to_host(), host[::2].astype(float))
+        except BaseException as error:      # reported by the main thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
 
 
 def test_launch_cast_to_bool_means_nonzero_and_from_bool_gives_zero_or_one():
