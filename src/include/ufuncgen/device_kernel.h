@@ -120,6 +120,8 @@ typedef struct {
 /* The simulator's grid coordinates.  Thread-local so that simulated launches made from
  * several Python threads at once (the GIL is released around them) keep apart. */
 typedef struct { int64_t block, thread, grid_dim, block_dim; } ufg_sim_coordinates;
+/* Marked unused: files that include this header only for the structs (the runtime) define no
+ * kernel. */
 static _Thread_local ufg_sim_coordinates ufg_sim_at __attribute__((unused));
 #define UFG_DEVICE_FN static inline
 #define UFG_KERNEL static void

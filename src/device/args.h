@@ -1,0 +1,37 @@
+/*
+ * Argument conversion for the module's functions: each helper names the argument, what it
+ * expected and what it got in the TypeError/ValueError it raises, and returns 0 or -1.
+ */
+#ifndef UFG_DEVICE_ARGS_H
+#define UFG_DEVICE_ARGS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+
+#include "backend.h"
+
+/* A Python int (or an object with __index__, but not bool's cousins float etc.). */
+int ufg_arg_int64(PyObject *obj, const char *argname, int64_t *out);
+
+/* An int from 0 to 2**64 - 1: a pointer or a stream handle. */
+int ufg_arg_uintptr(PyObject *obj, const char *argname, uintptr_t *out);
+
+/* A device ordinal the backend has (DeviceError when it cannot count its devices). */
+int ufg_arg_device(const ufg_backend *backend, PyObject *obj, const char *argname, int *out);
+
+/*
+ * A tuple (or list) of at most max_len ints into out[]; *len receives its length.
+ * With nonnegative set, negative entries are a ValueError.
+ */
+int ufg_arg_int64_tuple(PyObject *obj, const char *argname, int max_len, int nonnegative,
+                        int64_t *out, int *len);
+
+/* A shape: a tuple of non-negative ints, or one int for a 1-d shape. */
+int ufg_arg_shape(PyObject *obj, const char *argname, int max_len, int64_t *out, int *len);
+
+/* A bytes object of at most 8 bytes copied into out (zero-filled first); None gives zeros. */
+int ufg_arg_value_bytes(PyObject *obj, const char *argname, unsigned char out[8]);
+
+#endif /* UFG_DEVICE_ARGS_H */

@@ -1,0 +1,85 @@
+/*
+ * The device backend interface: everything the runtime asks of "a CUDA device", as one table
+ * of function pointers with two implementations.
+ *
+ *   cuda  backend_cuda.c   the CUDA runtime, linked statically (UFG_HAVE_CUDA builds only)
+ *   sim   backend_sim.c    the host simulator: "device" memory is host RAM
+ *
+ * Every operation returns 0 or an error code with the CUDA runtime's numbering
+ * (cudaError_t), which error_name/error_string turn into words.  Backends never touch Python:
+ * the callers (holding or not holding the GIL) turn codes into exceptions.
+ *
+ * Streams are opaque handles (cudaStream_t); 0 is the default stream, 1 and 2 CUDA's legacy
+ * and per-thread default streams.  Operations on a device take its ordinal and make it current
+ * only for their own duration, so the caller's current device is left as it was.
+ */
+#ifndef UFG_DEVICE_BACKEND_H
+#define UFG_DEVICE_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    UFG_MEMCPY_HOST_TO_DEVICE,
+    UFG_MEMCPY_DEVICE_TO_HOST,      /* waits for the copy: the host buffer is readable after */
+    UFG_MEMCPY_DEVICE_TO_DEVICE,
+} ufg_memcpy_kind;
+
+/* The CUDA error codes the runtime itself produces or tests for. */
+enum {
+    UFG_ERROR_INVALID_VALUE = 1,            /* cudaErrorInvalidValue */
+    UFG_ERROR_MEMORY_ALLOCATION = 2,        /* cudaErrorMemoryAllocation */
+    UFG_ERROR_CUDART_UNLOADING = 4,         /* cudaErrorCudartUnloading */
+    UFG_ERROR_NO_DEVICE = 100,              /* cudaErrorNoDevice */
+    UFG_ERROR_INVALID_DEVICE = 101,         /* cudaErrorInvalidDevice */
+    UFG_ERROR_INVALID_RESOURCE_HANDLE = 400,/* cudaErrorInvalidResourceHandle */
+};
+
+typedef struct ufg_backend {
+    const char *name;                       /* "cuda" or "sim" */
+    int id;                                 /* UFG_BACKEND_CUDA / _SIM: index into launcher tables */
+
+    /* 1 if devices can be used; else 0 and *reason says why (a static string). */
+    int (*is_available)(const char **reason);
+    int (*device_count)(int *count);
+    int (*current_device)(int *device);
+    int (*multiprocessor_count)(int device, int *count);
+
+    /* Make `device` current for a launch (*previous receives the one to restore), and back. */
+    int (*device_enter)(int device, int *previous);
+    void (*device_leave)(int previous);
+
+    /* Stream-ordered allocation: usable by work queued on `stream` after the call. */
+    int (*malloc_async)(void **ptr, size_t nbytes, int device, void *stream);
+    int (*free_async)(void *ptr, int device, void *stream);
+    int (*memcpy)(void *dst, const void *src, size_t nbytes, ufg_memcpy_kind kind, int device,
+                  void *stream);
+
+    int (*stream_create)(int device, void **stream);
+    int (*stream_destroy)(void *stream);
+    /* Work queued on `consumer` after this call waits for the work queued on `producer` so
+     * far (an event recorded on producer; `device` is producer's device). */
+    int (*stream_wait)(void *consumer, void *producer, int device);
+    int (*synchronize_stream)(void *stream, int device);
+    int (*synchronize_device)(int device);
+
+    /* The ordinal of the device `ptr` points into, or -1 for host memory. */
+    int (*pointer_device)(const void *ptr);
+
+    const char *(*error_name)(int code);
+    const char *(*error_string)(int code);
+
+    /* Called after each launcher returned `result`; returns the error to report (or 0). */
+    int (*after_launch)(int result, void *stream);
+} ufg_backend;
+
+/* The implementations.  Each returns NULL and sets *error (a static string) when the
+ * environment configures it wrongly. */
+const ufg_backend *ufg_backend_cuda(const char **error);
+const ufg_backend *ufg_backend_sim(const char **error);
+
+/* Simulator test hook: the next launch on any device reports the CUDA error named `name`
+ * (e.g. "cudaErrorIllegalAddress").  Returns 0, or -1 when the name is not in the table. */
+int ufg_sim_inject_error(const char *name);
+
+#endif /* UFG_DEVICE_BACKEND_H */

@@ -1,0 +1,405 @@
+/*
+ * The CUDA backend: the CUDA runtime API, linked statically (CUDA::cudart_static), so the
+ * module loads on machines with no driver and reports the missing driver or device as a CUDA
+ * error at the first device operation instead of failing at import.
+ *
+ * Builds without CUDA (no nvcc, or -DUFUNCGEN_CUDA=OFF) compile only the stub at the end,
+ * which reports the backend unavailable.
+ */
+#include "backend.h"
+
+#include "ufuncgen/device_kernel.h"
+
+#ifdef UFG_HAVE_CUDA
+
+#include <stdio.h>
+
+#include <cuda_runtime.h>
+
+/*
+ * A failed call also leaves its error as the runtime's "last error", which the next kernel
+ * launcher would read back with cudaGetLastError and report as its own.  Every call goes
+ * through here, which clears that state for non-sticky errors.
+ */
+static int
+ufg_cuda_result(cudaError_t error)
+{
+    if (error != cudaSuccess) {
+        (void)cudaGetLastError();
+    }
+    return (int)error;
+}
+
+static const char *
+ufg_cuda_error_name(int code)
+{
+    return cudaGetErrorName((cudaError_t)code);
+}
+
+static const char *
+ufg_cuda_error_string(int code)
+{
+    return cudaGetErrorString((cudaError_t)code);
+}
+
+/* Asked once: a machine does not gain a driver or a GPU while a process runs. */
+static int
+ufg_cuda_is_available(const char **reason)
+{
+    static int probed = 0, available = 0;
+    static char why[256];
+    int count = 0;
+
+    if (!probed) {
+        const cudaError_t error = cudaGetDeviceCount(&count);
+        if (error != cudaSuccess) {
+            snprintf(why, sizeof(why), "CUDA error %s (%s)", cudaGetErrorName(error),
+                     cudaGetErrorString(error));
+            (void)cudaGetLastError();
+        }
+        else if (count == 0) {
+            snprintf(why, sizeof(why), "no CUDA device is visible");
+        }
+        available = error == cudaSuccess && count > 0;
+        probed = 1;
+    }
+    *reason = available ? NULL : why;
+    return available;
+}
+
+static int
+ufg_cuda_device_count(int *count)
+{
+    return ufg_cuda_result(cudaGetDeviceCount(count));
+}
+
+static int
+ufg_cuda_current_device(int *device)
+{
+    return ufg_cuda_result(cudaGetDevice(device));
+}
+
+static int
+ufg_cuda_multiprocessor_count(int device, int *count)
+{
+    return ufg_cuda_result(
+        cudaDeviceGetAttribute(count, cudaDevAttrMultiProcessorCount, device));
+}
+
+/* Setting the device that is already current is cheap, and skipped. */
+static int
+ufg_cuda_device_enter(int device, int *previous)
+{
+    int error = ufg_cuda_result(cudaGetDevice(previous));
+
+    if (error == 0 && *previous != device) {
+        error = ufg_cuda_result(cudaSetDevice(device));
+    }
+    return error;
+}
+
+static void
+ufg_cuda_device_leave(int previous)
+{
+    int current;
+
+    if (cudaGetDevice(&current) == cudaSuccess && current != previous) {
+        (void)ufg_cuda_result(cudaSetDevice(previous));
+    }
+}
+
+static int
+ufg_cuda_malloc_async(void **ptr, size_t nbytes, int device, void *stream)
+{
+    int previous;
+    int error = ufg_cuda_device_enter(device, &previous);
+
+    if (error) {
+        return error;
+    }
+    /* A zero-byte request still gets an address: consumers expect non-null data pointers. */
+    error = ufg_cuda_result(cudaMallocAsync(ptr, nbytes ? nbytes : 1, (cudaStream_t)stream));
+    ufg_cuda_device_leave(previous);
+    return error;
+}
+
+static int
+ufg_cuda_free_async(void *ptr, int device, void *stream)
+{
+    int previous;
+    int error = ufg_cuda_device_enter(device, &previous);
+
+    if (error == 0) {
+        error = ufg_cuda_result(cudaFreeAsync(ptr, (cudaStream_t)stream));
+        ufg_cuda_device_leave(previous);
+    }
+    /* Arrays dropped at interpreter exit, after the runtime tore down its contexts: the
+     * memory went with the context. */
+    return error == UFG_ERROR_CUDART_UNLOADING ? 0 : error;
+}
+
+/* Whether ptr is page-locked host memory, which a copy reads asynchronously (pageable memory
+ * is staged before cudaMemcpyAsync returns). */
+static int
+ufg_cuda_is_pinned(const void *ptr)
+{
+    struct cudaPointerAttributes attributes;
+
+    if (ufg_cuda_result(cudaPointerGetAttributes(&attributes, ptr)) != 0) {
+        return 0;
+    }
+    return attributes.type == cudaMemoryTypeHost;
+}
+
+static int
+ufg_cuda_memcpy(void *dst, const void *src, size_t nbytes, ufg_memcpy_kind kind, int device,
+                void *stream)
+{
+    static const enum cudaMemcpyKind kinds[] = {
+        [UFG_MEMCPY_HOST_TO_DEVICE] = cudaMemcpyHostToDevice,
+        [UFG_MEMCPY_DEVICE_TO_HOST] = cudaMemcpyDeviceToHost,
+        [UFG_MEMCPY_DEVICE_TO_DEVICE] = cudaMemcpyDeviceToDevice,
+    };
+    int previous;
+    int error = ufg_cuda_device_enter(device, &previous);
+
+    if (error) {
+        return error;
+    }
+    if (nbytes > 0) {
+        error = ufg_cuda_result(
+            cudaMemcpyAsync(dst, src, nbytes, kinds[kind], (cudaStream_t)stream));
+        /* The host buffer is the caller's only until we return: wait where the copy may still
+         * be reading or writing it. */
+        if (error == 0 && (kind == UFG_MEMCPY_DEVICE_TO_HOST ||
+                           (kind == UFG_MEMCPY_HOST_TO_DEVICE && ufg_cuda_is_pinned(src)))) {
+            error = ufg_cuda_result(cudaStreamSynchronize((cudaStream_t)stream));
+        }
+    }
+    ufg_cuda_device_leave(previous);
+    return error;
+}
+
+static int
+ufg_cuda_stream_create(int device, void **stream)
+{
+    int previous;
+    int error = ufg_cuda_device_enter(device, &previous);
+
+    if (error) {
+        return error;
+    }
+    /* Blocking (the default flags): work on the legacy default stream still orders with it,
+     * which is what CAI and DLPack consumers that name stream 1 expect. */
+    error = ufg_cuda_result(cudaStreamCreate((cudaStream_t *)stream));
+    ufg_cuda_device_leave(previous);
+    return error;
+}
+
+static int
+ufg_cuda_stream_destroy(void *stream)
+{
+    return ufg_cuda_result(cudaStreamDestroy((cudaStream_t)stream));
+}
+
+static int
+ufg_cuda_stream_wait(void *consumer, void *producer, int device)
+{
+    cudaEvent_t event;
+    int previous;
+    int error = ufg_cuda_device_enter(device, &previous);
+
+    if (error) {
+        return error;
+    }
+    error = ufg_cuda_result(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    if (error == 0) {
+        error = ufg_cuda_result(cudaEventRecord(event, (cudaStream_t)producer));
+        if (error == 0) {
+            error = ufg_cuda_result(cudaStreamWaitEvent((cudaStream_t)consumer, event, 0));
+        }
+        /* Safe at once: CUDA releases the event after the wait it was recorded for. */
+        (void)cudaEventDestroy(event);
+    }
+    ufg_cuda_device_leave(previous);
+    return error;
+}
+
+static int
+ufg_cuda_synchronize_stream(void *stream, int device)
+{
+    int previous;
+    int error = ufg_cuda_device_enter(device, &previous);
+
+    if (error == 0) {
+        error = ufg_cuda_result(cudaStreamSynchronize((cudaStream_t)stream));
+        ufg_cuda_device_leave(previous);
+    }
+    return error;
+}
+
+static int
+ufg_cuda_synchronize_device(int device)
+{
+    int previous;
+    int error = ufg_cuda_device_enter(device, &previous);
+
+    if (error == 0) {
+        error = ufg_cuda_result(cudaDeviceSynchronize());
+        ufg_cuda_device_leave(previous);
+    }
+    return error;
+}
+
+static int
+ufg_cuda_pointer_device(const void *ptr)
+{
+    struct cudaPointerAttributes attributes;
+
+    if (ptr == NULL || ufg_cuda_result(cudaPointerGetAttributes(&attributes, ptr)) != 0) {
+        return -1;
+    }
+    if (attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged) {
+        return attributes.device;
+    }
+    return -1;
+}
+
+/* Launch errors come back from the launcher; errors inside a kernel surface at the next
+ * synchronizing call, as CUDA defines them. */
+static int
+ufg_cuda_after_launch(int result, void *stream)
+{
+    (void)stream;
+    return result;
+}
+
+static const ufg_backend ufg_cuda_backend = {
+    .name = "cuda",
+    .id = UFG_BACKEND_CUDA,
+    .is_available = ufg_cuda_is_available,
+    .device_count = ufg_cuda_device_count,
+    .current_device = ufg_cuda_current_device,
+    .multiprocessor_count = ufg_cuda_multiprocessor_count,
+    .device_enter = ufg_cuda_device_enter,
+    .device_leave = ufg_cuda_device_leave,
+    .malloc_async = ufg_cuda_malloc_async,
+    .free_async = ufg_cuda_free_async,
+    .memcpy = ufg_cuda_memcpy,
+    .stream_create = ufg_cuda_stream_create,
+    .stream_destroy = ufg_cuda_stream_destroy,
+    .stream_wait = ufg_cuda_stream_wait,
+    .synchronize_stream = ufg_cuda_synchronize_stream,
+    .synchronize_device = ufg_cuda_synchronize_device,
+    .pointer_device = ufg_cuda_pointer_device,
+    .error_name = ufg_cuda_error_name,
+    .error_string = ufg_cuda_error_string,
+    .after_launch = ufg_cuda_after_launch,
+};
+
+#else /* !UFG_HAVE_CUDA */
+
+/* Built without CUDA: every operation fails the way CUDA does on a machine without it. */
+
+#define UFG_NO_CUDA_REASON "ufuncgen was built without CUDA"
+
+static int
+ufg_nocuda_is_available(const char **reason)
+{
+    *reason = UFG_NO_CUDA_REASON;
+    return 0;
+}
+
+static int
+ufg_nocuda_fail(void)
+{
+    return UFG_ERROR_NO_DEVICE;
+}
+
+static int ufg_nocuda_int(int *out) { (void)out; return ufg_nocuda_fail(); }
+static int ufg_nocuda_device_int(int device, int *out) { (void)device; (void)out; return ufg_nocuda_fail(); }
+static void ufg_nocuda_leave(int previous) { (void)previous; }
+static int
+ufg_nocuda_malloc(void **ptr, size_t nbytes, int device, void *stream)
+{
+    (void)ptr; (void)nbytes; (void)device; (void)stream;
+    return ufg_nocuda_fail();
+}
+static int
+ufg_nocuda_free(void *ptr, int device, void *stream)
+{
+    (void)ptr; (void)device; (void)stream;
+    return ufg_nocuda_fail();
+}
+static int
+ufg_nocuda_memcpy(void *dst, const void *src, size_t nbytes, ufg_memcpy_kind kind, int device,
+                  void *stream)
+{
+    (void)dst; (void)src; (void)nbytes; (void)kind; (void)device; (void)stream;
+    return ufg_nocuda_fail();
+}
+static int
+ufg_nocuda_stream_create(int device, void **stream)
+{
+    (void)device; (void)stream;
+    return ufg_nocuda_fail();
+}
+static int ufg_nocuda_stream(void *stream) { (void)stream; return ufg_nocuda_fail(); }
+static int
+ufg_nocuda_stream_wait(void *consumer, void *producer, int device)
+{
+    (void)consumer; (void)producer; (void)device;
+    return ufg_nocuda_fail();
+}
+static int
+ufg_nocuda_sync_stream(void *stream, int device)
+{
+    (void)stream; (void)device;
+    return ufg_nocuda_fail();
+}
+static int ufg_nocuda_sync_device(int device) { (void)device; return ufg_nocuda_fail(); }
+static int ufg_nocuda_pointer_device(const void *ptr) { (void)ptr; return -1; }
+static const char *
+ufg_nocuda_error_name(int code)
+{
+    return code == UFG_ERROR_NO_DEVICE ? "cudaErrorNoDevice" : "cudaErrorUnknown";
+}
+static const char *
+ufg_nocuda_error_string(int code)
+{
+    (void)code;
+    return UFG_NO_CUDA_REASON;
+}
+static int ufg_nocuda_after_launch(int result, void *stream) { (void)stream; return result; }
+
+static const ufg_backend ufg_cuda_backend = {
+    .name = "cuda",
+    .id = UFG_BACKEND_CUDA,
+    .is_available = ufg_nocuda_is_available,
+    .device_count = ufg_nocuda_int,
+    .current_device = ufg_nocuda_int,
+    .multiprocessor_count = ufg_nocuda_device_int,
+    .device_enter = ufg_nocuda_device_int,
+    .device_leave = ufg_nocuda_leave,
+    .malloc_async = ufg_nocuda_malloc,
+    .free_async = ufg_nocuda_free,
+    .memcpy = ufg_nocuda_memcpy,
+    .stream_create = ufg_nocuda_stream_create,
+    .stream_destroy = ufg_nocuda_stream,
+    .stream_wait = ufg_nocuda_stream_wait,
+    .synchronize_stream = ufg_nocuda_sync_stream,
+    .synchronize_device = ufg_nocuda_sync_device,
+    .pointer_device = ufg_nocuda_pointer_device,
+    .error_name = ufg_nocuda_error_name,
+    .error_string = ufg_nocuda_error_string,
+    .after_launch = ufg_nocuda_after_launch,
+};
+
+#endif /* UFG_HAVE_CUDA */
+
+const ufg_backend *
+ufg_backend_cuda(const char **error)
+{
+    *error = NULL;
+    return &ufg_cuda_backend;
+}

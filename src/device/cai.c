@@ -1,0 +1,63 @@
+/*
+ * DeviceArray.__cuda_array_interface__, version 3 of Numba's CUDA array interface:
+ * https://numba.readthedocs.io/en/stable/cuda/cuda_array_interface.html
+ */
+#include "device_array.h"
+
+#include "dtypes.h"
+
+/* CAI v3 forbids stream 0 (ambiguous between legacy and per-thread default); our handle 0 is
+ * the legacy default stream, which the interface spells 1. */
+#define UFG_CAI_LEGACY_DEFAULT_STREAM 1
+
+static PyObject *
+ufg_cai_int64_tuple(const int64_t *values, int n)
+{
+    PyObject *tuple = PyTuple_New(n);
+
+    for (int i = 0; tuple != NULL && i < n; i++) {
+        PyObject *item = PyLong_FromLongLong(values[i]);
+        if (item == NULL) {
+            Py_CLEAR(tuple);
+            break;
+        }
+        PyTuple_SET_ITEM(tuple, i, item);
+    }
+    return tuple;
+}
+
+PyObject *
+ufg_device_array_cai(ufg_DeviceArrayObject *self, void *Py_UNUSED(closure))
+{
+    char typestr[4];
+    const uintptr_t stream = self->stream != 0 ? self->stream : UFG_CAI_LEGACY_DEFAULT_STREAM;
+    PyObject *shape = NULL, *strides = NULL, *result = NULL;
+
+    ufg_dtype_typestr(self->code, typestr);
+    shape = ufg_cai_int64_tuple(self->shape, self->ndim);
+    if (shape == NULL) {
+        goto done;
+    }
+    /* None marks C-contiguous data, as the interface prefers. */
+    if (ufg_device_array_is_c_contiguous(self)) {
+        strides = Py_NewRef(Py_None);
+    }
+    else {
+        strides = ufg_cai_int64_tuple(self->strides, self->ndim);
+        if (strides == NULL) {
+            goto done;
+        }
+    }
+    result = Py_BuildValue("{s:O, s:s, s:(KO), s:i, s:O, s:K}",
+                           "shape", shape,
+                           "typestr", typestr,
+                           "data", (unsigned long long)(uintptr_t)self->ptr,
+                           self->readonly ? Py_True : Py_False,
+                           "version", 3,
+                           "strides", strides,
+                           "stream", (unsigned long long)stream);
+done:
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
+    return result;
+}

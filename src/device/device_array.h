@@ -1,0 +1,85 @@
+/*
+ * ufuncgen._device.DeviceArray: an N-d strided view of device memory, with the CUDA array
+ * interface (v3) and DLPack on the outside.
+ *
+ * A DeviceArray either owns its allocation (made by empty(); freed stream-ordered on its
+ * stream when the array dies) or views memory somebody else keeps alive through `owner`:
+ * another DeviceArray, a foreign array object, or a DLPack managed tensor whose deleter runs
+ * when the view dies.
+ */
+#ifndef UFG_DEVICE_ARRAY_H
+#define UFG_DEVICE_ARRAY_H
+
+#include "numpy_api.h"
+
+#include <stdint.h>
+
+#include "cast.h"
+#include "dlpack.h"
+
+typedef struct {
+    PyObject_HEAD
+    char *ptr;                      /* the first element (may sit below other elements when
+                                     * strides are negative) */
+    int ndim;
+    int64_t *shape;                 /* ndim sizes, then ndim strides in bytes: one block */
+    int64_t *strides;
+    PyArray_Descr *dtype;           /* one of the supported types, native byte order */
+    ufg_dtype_code code;
+    int device;
+    int readonly;
+    int owns_allocation;            /* ptr came from malloc_async: free it at dealloc */
+    uintptr_t stream;               /* where it was last written; 0 = the default stream */
+    PyObject *owner;                /* kept alive for the view's lifetime, or NULL */
+    void *dlpack;                   /* a consumed DLManagedTensor(Versioned), or NULL */
+    int dlpack_versioned;
+    PyObject *weakreflist;
+} ufg_DeviceArrayObject;
+
+extern PyTypeObject ufg_DeviceArray_Type;
+
+#define ufg_DeviceArray_Check(op) PyObject_TypeCheck(op, &ufg_DeviceArray_Type)
+
+/* Maximum dimensions, NumPy's. */
+#define UFG_DEVICE_ARRAY_MAX_DIMS 64
+
+int ufg_device_array_register(PyObject *module);
+
+/*
+ * A new array over `ptr` with a copy of shape/strides (bytes; NULL: C-contiguous).  Steals
+ * nothing: takes new references to descr and owner.  The caller sets ownership fields.
+ */
+ufg_DeviceArrayObject *ufg_device_array_new(char *ptr, int ndim, const int64_t *shape,
+                                            const int64_t *strides, PyArray_Descr *descr,
+                                            int device, int readonly, uintptr_t stream,
+                                            PyObject *owner);
+
+/* A new C-contiguous array with its own allocation (stream-ordered on `stream`). */
+ufg_DeviceArrayObject *ufg_device_array_empty(int ndim, const int64_t *shape,
+                                              PyArray_Descr *descr, int device,
+                                              uintptr_t stream);
+
+/* Number of elements, and whether the strides are C-contiguous (size-1 dims ignored). */
+int64_t ufg_device_array_size(const ufg_DeviceArrayObject *self);
+int ufg_device_array_is_c_contiguous(const ufg_DeviceArrayObject *self);
+
+/* Element count of a shape, or -1 with ValueError set (negative or overflowing). */
+int64_t ufg_shape_size(int ndim, const int64_t *shape, const char *argname);
+
+/* Fills C-contiguous byte strides for shape. */
+void ufg_c_strides(int ndim, const int64_t *shape, int64_t itemsize, int64_t *strides);
+
+/* Methods defined in their own files. */
+PyObject *ufg_device_array_copy_to_host(ufg_DeviceArrayObject *self, PyObject *args,
+                                        PyObject *kwargs);
+/* A C-contiguous device copy (same device, dtype), made on `stream`. */
+ufg_DeviceArrayObject *ufg_device_array_contiguous_copy(ufg_DeviceArrayObject *self,
+                                                        uintptr_t stream);
+PyObject *ufg_device_array_cai(ufg_DeviceArrayObject *self, void *closure);
+PyObject *ufg_device_array_dlpack(ufg_DeviceArrayObject *self, PyObject *args,
+                                  PyObject *kwargs);
+PyObject *ufg_device_array_dlpack_device(ufg_DeviceArrayObject *self, PyObject *unused);
+/* Runs the deleter of a consumed DLPack tensor. */
+void ufg_dlpack_release(void *managed, int versioned);
+
+#endif /* UFG_DEVICE_ARRAY_H */

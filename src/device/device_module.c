@@ -1,0 +1,637 @@
+/*
+ * ufuncgen._device: the device runtime's Python surface.  This file holds the module
+ * definition and the small functions (backend queries, streams, memory, construction);
+ * DeviceArray, DLPack and the launch entry points live in their own files.
+ *
+ * Importing never touches CUDA: the backend is chosen, and the driver first called, by the
+ * first function that needs a device.
+ */
+#define UFG_DEVICE_IMPORTS_NUMPY
+#include "numpy_api.h"
+
+#include "args.h"
+#include "device_array.h"
+#include "dlpack_import.h"
+#include "dtypes.h"
+#include "launch_module.h"
+#include "runtime.h"
+
+#include "ufuncgen/device_kernel.h"
+
+/* ------------------------------------------------------------------ backend queries */
+
+static PyObject *
+ufg_backend_name(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
+{
+    const ufg_backend *backend = ufg_runtime_backend();
+    return backend == NULL ? NULL : PyUnicode_FromString(backend->name);
+}
+
+static PyObject *
+ufg_is_available(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
+{
+    const ufg_backend *backend = ufg_runtime_backend();
+    const char *reason;
+
+    return backend == NULL ? NULL : PyBool_FromLong(backend->is_available(&reason));
+}
+
+static PyObject *
+ufg_unavailable_reason(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
+{
+    const ufg_backend *backend = ufg_runtime_backend();
+    const char *reason = NULL;
+
+    if (backend == NULL) {
+        return NULL;
+    }
+    if (backend->is_available(&reason)) {
+        Py_RETURN_NONE;
+    }
+    return PyUnicode_FromString(reason);
+}
+
+/* 0 when the backend is unavailable, so callers can probe without catching. */
+static PyObject *
+ufg_device_count(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
+{
+    const ufg_backend *backend = ufg_runtime_backend();
+    const char *reason;
+    int count = 0, error;
+
+    if (backend == NULL) {
+        return NULL;
+    }
+    if (!backend->is_available(&reason)) {
+        return PyLong_FromLong(0);
+    }
+    error = backend->device_count(&count);
+    if (error) {
+        return ufg_device_error(backend, error, "counting devices");
+    }
+    return PyLong_FromLong(count);
+}
+
+static PyObject *
+ufg_current_device(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
+{
+    const ufg_backend *backend = ufg_runtime_backend();
+    int device = 0, error;
+
+    if (backend == NULL) {
+        return NULL;
+    }
+    error = backend->current_device(&device);
+    if (error) {
+        return ufg_device_error(backend, error, "asking for the current device");
+    }
+    return PyLong_FromLong(device);
+}
+
+static PyObject *
+ufg_multiprocessor_count(PyObject *Py_UNUSED(module), PyObject *device_obj)
+{
+    const ufg_backend *backend = ufg_runtime_backend();
+    int device, count;
+
+    if (backend == NULL || ufg_arg_device(backend, device_obj, "device", &device) < 0) {
+        return NULL;
+    }
+    count = ufg_runtime_multiprocessors(backend, device);
+    return count < 0 ? NULL : PyLong_FromLong(count);
+}
+
+/* ------------------------------------------------------------------ streams */
+
+/* `device` if given, else the current device. */
+static int
+ufg_device_or_current(const ufg_backend *backend, PyObject *obj, int *device)
+{
+    int error;
+
+    if (obj != Py_None) {
+        return ufg_arg_device(backend, obj, "device", device);
+    }
+    error = backend->current_device(device);
+    return error ? ufg_device_error_int(backend, error, "asking for the current device") : 0;
+}
+
+/* Every device's queued work, waited for with the GIL released. */
+static PyObject *
+ufg_synchronize_all(const ufg_backend *backend)
+{
+    int count = 0, error;
+
+    error = backend->device_count(&count);
+    if (error) {
+        return ufg_device_error(backend, error, "counting devices");
+    }
+    for (int device = 0; device < count && error == 0; device++) {
+        Py_BEGIN_ALLOW_THREADS
+        error = backend->synchronize_device(device);
+        Py_END_ALLOW_THREADS
+    }
+    if (error) {
+        return ufg_device_error(backend, error, "synchronizing the device");
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+ufg_synchronize(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"stream", "device", NULL};
+    PyObject *stream_obj = Py_None, *device_obj = Py_None;
+    const ufg_backend *backend;
+    uintptr_t stream = 0;
+    int device, error;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO:synchronize", keywords, &stream_obj,
+                                     &device_obj) ||
+        (backend = ufg_runtime_backend()) == NULL) {
+        return NULL;
+    }
+    if (stream_obj == Py_None && device_obj == Py_None) {
+        return ufg_synchronize_all(backend);
+    }
+    if ((stream_obj != Py_None && ufg_arg_uintptr(stream_obj, "stream", &stream) < 0) ||
+        ufg_device_or_current(backend, device_obj, &device) < 0) {
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    error = stream_obj == Py_None ? backend->synchronize_device(device)
+                                  : backend->synchronize_stream((void *)stream, device);
+    Py_END_ALLOW_THREADS
+    if (error) {
+        return ufg_device_error(backend, error, stream_obj == Py_None
+                                ? "synchronizing the device" : "synchronizing a stream");
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+ufg_stream_create(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"device", NULL};
+    PyObject *device_obj = Py_None;
+    const ufg_backend *backend;
+    void *stream = NULL;
+    int device, error;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:stream_create", keywords,
+                                     &device_obj) ||
+        (backend = ufg_runtime_backend()) == NULL ||
+        ufg_device_or_current(backend, device_obj, &device) < 0) {
+        return NULL;
+    }
+    error = backend->stream_create(device, &stream);
+    if (error) {
+        return ufg_device_error(backend, error, "creating a stream");
+    }
+    return PyLong_FromUnsignedLongLong((uintptr_t)stream);
+}
+
+static PyObject *
+ufg_stream_destroy(PyObject *Py_UNUSED(module), PyObject *handle_obj)
+{
+    const ufg_backend *backend;
+    uintptr_t handle;
+    int error;
+
+    if (ufg_arg_uintptr(handle_obj, "handle", &handle) < 0 ||
+        (backend = ufg_runtime_backend()) == NULL) {
+        return NULL;
+    }
+    if (handle <= 2) {
+        PyErr_Format(PyExc_ValueError,
+                     "handle: %llu is a default stream (0, 1 legacy, 2 per-thread), which "
+                     "cannot be destroyed", (unsigned long long)handle);
+        return NULL;
+    }
+    error = backend->stream_destroy((void *)handle);
+    if (error) {
+        return ufg_device_error(backend, error, "destroying a stream");
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+ufg_stream_wait(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"consumer", "producer", "device", NULL};
+    PyObject *consumer_obj, *producer_obj, *device_obj = Py_None;
+    const ufg_backend *backend;
+    uintptr_t consumer, producer;
+    int device, error;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|O:stream_wait", keywords,
+                                     &consumer_obj, &producer_obj, &device_obj) ||
+        ufg_arg_uintptr(consumer_obj, "consumer", &consumer) < 0 ||
+        ufg_arg_uintptr(producer_obj, "producer", &producer) < 0 ||
+        (backend = ufg_runtime_backend()) == NULL ||
+        ufg_device_or_current(backend, device_obj, &device) < 0) {
+        return NULL;
+    }
+    if (consumer == producer) {
+        Py_RETURN_NONE;     /* a stream is ordered with itself */
+    }
+    error = backend->stream_wait((void *)consumer, (void *)producer, device);
+    if (error) {
+        return ufg_device_error(backend, error, "ordering streams");
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+ufg_pointer_device(PyObject *Py_UNUSED(module), PyObject *ptr_obj)
+{
+    const ufg_backend *backend;
+    uintptr_t ptr;
+
+    if (ufg_arg_uintptr(ptr_obj, "ptr", &ptr) < 0 ||
+        (backend = ufg_runtime_backend()) == NULL) {
+        return NULL;
+    }
+    return PyLong_FromLong(backend->pointer_device((const void *)ptr));
+}
+
+/* ------------------------------------------------------------------ arrays */
+
+static PyObject *
+ufg_empty(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"shape", "dtype", "device", "stream", NULL};
+    PyObject *shape_obj, *dtype_obj, *device_obj = NULL, *stream_obj = NULL, *result;
+    int64_t shape[UFG_DEVICE_ARRAY_MAX_DIMS];
+    const ufg_backend *backend;
+    PyArray_Descr *descr;
+    uintptr_t stream = 0;
+    int ndim, device = 0;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|OO:empty", keywords, &shape_obj,
+                                     &dtype_obj, &device_obj, &stream_obj) ||
+        ufg_arg_shape(shape_obj, "shape", UFG_DEVICE_ARRAY_MAX_DIMS, shape, &ndim) < 0 ||
+        (stream_obj != NULL && ufg_arg_uintptr(stream_obj, "stream", &stream) < 0) ||
+        (backend = ufg_runtime_backend()) == NULL) {
+        return NULL;
+    }
+    if (device_obj != NULL) {
+        if (ufg_arg_device(backend, device_obj, "device", &device) < 0) {
+            return NULL;
+        }
+    }
+    else if (ufg_runtime_check_device(backend, 0, "device") < 0) {
+        return NULL;
+    }
+    if (ufg_dtype_convert(dtype_obj, "dtype", &descr) < 0) {
+        return NULL;
+    }
+    result = (PyObject *)ufg_device_array_empty(ndim, shape, descr, device, stream);
+    Py_DECREF(descr);
+    return result;
+}
+
+/* from_pointer's device: given, or where the backend says ptr points. */
+static int
+ufg_from_pointer_device(const ufg_backend *backend, PyObject *device_obj, uintptr_t ptr,
+                        int *device)
+{
+    if (device_obj != Py_None) {
+        return ufg_arg_device(backend, device_obj, "device", device);
+    }
+    *device = backend->pointer_device((const void *)ptr);
+    if (*device < 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "ptr: 0x%llx is not device memory the %s backend knows; pass device=",
+                     (unsigned long long)ptr, backend->name);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+ufg_from_pointer(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"ptr", "shape", "dtype", "strides", "device", "owner",
+                               "readonly", "stream", NULL};
+    PyObject *ptr_obj, *shape_obj, *dtype_obj, *strides_obj = Py_None, *device_obj = Py_None;
+    PyObject *owner = Py_None, *readonly_obj = Py_False, *stream_obj = NULL, *result;
+    int64_t shape[UFG_DEVICE_ARRAY_MAX_DIMS], strides[UFG_DEVICE_ARRAY_MAX_DIMS];
+    const ufg_backend *backend;
+    PyArray_Descr *descr;
+    uintptr_t ptr, stream = 0;
+    int ndim, nstrides, device, readonly;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|OOOOO:from_pointer", keywords,
+                                     &ptr_obj, &shape_obj, &dtype_obj, &strides_obj,
+                                     &device_obj, &owner, &readonly_obj, &stream_obj) ||
+        ufg_arg_uintptr(ptr_obj, "ptr", &ptr) < 0 ||
+        ufg_arg_shape(shape_obj, "shape", UFG_DEVICE_ARRAY_MAX_DIMS, shape, &ndim) < 0 ||
+        ufg_shape_size(ndim, shape, "shape") < 0 ||
+        (strides_obj != Py_None &&
+         ufg_arg_int64_tuple(strides_obj, "strides", UFG_DEVICE_ARRAY_MAX_DIMS, 0, strides,
+                             &nstrides) < 0) ||
+        (stream_obj != NULL && ufg_arg_uintptr(stream_obj, "stream", &stream) < 0) ||
+        (readonly = PyObject_IsTrue(readonly_obj)) < 0 ||
+        (backend = ufg_runtime_backend()) == NULL ||
+        ufg_from_pointer_device(backend, device_obj, ptr, &device) < 0) {
+        return NULL;
+    }
+    if (strides_obj != Py_None && nstrides != ndim) {
+        PyErr_Format(PyExc_ValueError,
+                     "strides: expected %d entries (one per dimension of shape), got %d",
+                     ndim, nstrides);
+        return NULL;
+    }
+    if (ufg_dtype_convert(dtype_obj, "dtype", &descr) < 0) {
+        return NULL;
+    }
+    result = (PyObject *)ufg_device_array_new(
+        (char *)ptr, ndim, shape, strides_obj != Py_None ? strides : NULL, descr, device,
+        readonly, stream, owner != Py_None ? owner : NULL);
+    Py_DECREF(descr);
+    return result;
+}
+
+static PyObject *
+ufg_from_dlpack_capsule_function(PyObject *Py_UNUSED(module), PyObject *capsule)
+{
+    return ufg_from_dlpack_capsule(capsule);
+}
+
+/* ------------------------------------------------------------------ memory copies */
+
+/* nbytes: a non-negative int, at most `limit` (the host buffer's size) unless limit < 0. */
+static int
+ufg_arg_nbytes(PyObject *obj, Py_ssize_t limit, const char *buffer_name, int64_t *nbytes)
+{
+    if (ufg_arg_int64(obj, "nbytes", nbytes) < 0) {
+        return -1;
+    }
+    if (*nbytes < 0) {
+        PyErr_Format(PyExc_ValueError, "nbytes: expected a non-negative int, got %lld",
+                     (long long)*nbytes);
+        return -1;
+    }
+    if (limit >= 0 && *nbytes > limit) {
+        PyErr_Format(PyExc_ValueError, "nbytes: %lld is more than the %zd bytes of %s",
+                     (long long)*nbytes, limit, buffer_name);
+        return -1;
+    }
+    return 0;
+}
+
+/* The part every copy shares: device, stream, the copy with the GIL released. */
+static PyObject *
+ufg_memcpy_common(PyObject *device_obj, PyObject *stream_obj, void *dst, const void *src,
+                  int64_t nbytes, ufg_memcpy_kind kind, const char *what)
+{
+    const ufg_backend *backend = ufg_runtime_backend();
+    uintptr_t stream = 0;
+    int device, error;
+
+    if (backend == NULL || ufg_arg_device(backend, device_obj, "device", &device) < 0 ||
+        (stream_obj != NULL && ufg_arg_uintptr(stream_obj, "stream", &stream) < 0)) {
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    error = backend->memcpy(dst, src, (size_t)nbytes, kind, device, (void *)stream);
+    Py_END_ALLOW_THREADS
+    if (error) {
+        return ufg_device_error(backend, error, what);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+ufg_memcpy_htod(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"dst_ptr", "src", "nbytes", "device", "stream", NULL};
+    PyObject *dst_obj, *src_obj, *nbytes_obj, *device_obj, *stream_obj = NULL, *result = NULL;
+    Py_buffer view;
+    uintptr_t dst;
+    int64_t nbytes;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|O:memcpy_htod", keywords, &dst_obj,
+                                     &src_obj, &nbytes_obj, &device_obj, &stream_obj) ||
+        ufg_arg_uintptr(dst_obj, "dst_ptr", &dst) < 0) {
+        return NULL;
+    }
+    if (PyObject_GetBuffer(src_obj, &view, PyBUF_C_CONTIGUOUS) < 0) {
+        PyErr_Format(PyExc_TypeError,
+                     "src: expected a C-contiguous object supporting the buffer protocol, got "
+                     "%.100s", Py_TYPE(src_obj)->tp_name);
+        return NULL;
+    }
+    if (ufg_arg_nbytes(nbytes_obj, view.len, "src", &nbytes) == 0) {
+        result = ufg_memcpy_common(device_obj, stream_obj, (void *)dst, view.buf, nbytes,
+                                   UFG_MEMCPY_HOST_TO_DEVICE, "copying host to device");
+    }
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyObject *
+ufg_memcpy_dtoh(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"dst", "src_ptr", "nbytes", "device", "stream", NULL};
+    PyObject *dst_obj, *src_obj, *nbytes_obj, *device_obj, *stream_obj = NULL, *result = NULL;
+    Py_buffer view;
+    uintptr_t src;
+    int64_t nbytes;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|O:memcpy_dtoh", keywords, &dst_obj,
+                                     &src_obj, &nbytes_obj, &device_obj, &stream_obj) ||
+        ufg_arg_uintptr(src_obj, "src_ptr", &src) < 0) {
+        return NULL;
+    }
+    if (PyObject_GetBuffer(dst_obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyErr_Format(PyExc_TypeError,
+                     "dst: expected a writable, C-contiguous object supporting the buffer "
+                     "protocol, got %.100s", Py_TYPE(dst_obj)->tp_name);
+        return NULL;
+    }
+    if (ufg_arg_nbytes(nbytes_obj, view.len, "dst", &nbytes) == 0) {
+        result = ufg_memcpy_common(device_obj, stream_obj, view.buf, (const void *)src,
+                                   nbytes, UFG_MEMCPY_DEVICE_TO_HOST,
+                                   "copying device to host");
+    }
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyObject *
+ufg_memcpy_dtod(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"dst_ptr", "src_ptr", "nbytes", "device", "stream", NULL};
+    PyObject *dst_obj, *src_obj, *nbytes_obj, *device_obj, *stream_obj = NULL;
+    uintptr_t dst, src;
+    int64_t nbytes;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|O:memcpy_dtod", keywords, &dst_obj,
+                                     &src_obj, &nbytes_obj, &device_obj, &stream_obj) ||
+        ufg_arg_uintptr(dst_obj, "dst_ptr", &dst) < 0 ||
+        ufg_arg_uintptr(src_obj, "src_ptr", &src) < 0 ||
+        ufg_arg_nbytes(nbytes_obj, -1, NULL, &nbytes) < 0) {
+        return NULL;
+    }
+    return ufg_memcpy_common(device_obj, stream_obj, (void *)dst, (const void *)src, nbytes,
+                             UFG_MEMCPY_DEVICE_TO_DEVICE, "copying device to device");
+}
+
+/* ------------------------------------------------------------------ test hook */
+
+static PyObject *
+ufg_sim_inject_error_function(PyObject *Py_UNUSED(module), PyObject *name_obj)
+{
+    const ufg_backend *backend = ufg_runtime_backend();
+    const char *name;
+
+    if (backend == NULL) {
+        return NULL;
+    }
+    if (backend->id != UFG_BACKEND_SIM) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "_sim_inject_error: the backend is %s; error injection exists only "
+                     "under the simulator (UFUNCGEN_DEVICE=sim)", backend->name);
+        return NULL;
+    }
+    if (!PyUnicode_Check(name_obj)) {
+        PyErr_Format(PyExc_TypeError, "name: expected a str, got %.100s",
+                     Py_TYPE(name_obj)->tp_name);
+        return NULL;
+    }
+    name = PyUnicode_AsUTF8(name_obj);
+    if (name == NULL) {
+        return NULL;
+    }
+    if (ufg_sim_inject_error(name) < 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "name: %R is not a CUDA error the simulator knows (for example "
+                     "'cudaErrorIllegalAddress', 'cudaErrorLaunchFailure')", name_obj);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ the module */
+
+#define UFG_KW METH_VARARGS | METH_KEYWORDS
+#define UFG_FN(f) (PyCFunction)(void (*)(void))(f)
+
+static PyMethodDef ufg_device_methods[] = {
+    {"backend_name", ufg_backend_name, METH_NOARGS,
+     "backend_name()\n--\n\n'cuda' or 'sim', as chosen by UFUNCGEN_DEVICE at first use."},
+    {"is_available", ufg_is_available, METH_NOARGS,
+     "is_available()\n--\n\nWhether the backend has a device to run on."},
+    {"unavailable_reason", ufg_unavailable_reason, METH_NOARGS,
+     "unavailable_reason()\n--\n\nWhy is_available() is False, or None."},
+    {"device_count", ufg_device_count, METH_NOARGS,
+     "device_count()\n--\n\nNumber of devices (0 when the backend is unavailable)."},
+    {"current_device", ufg_current_device, METH_NOARGS,
+     "current_device()\n--\n\nThe ordinal of the calling thread's current device."},
+    {"multiprocessor_count", ufg_multiprocessor_count, METH_O,
+     "multiprocessor_count(device, /)\n--\n\nStreaming multiprocessors of the device."},
+    {"synchronize", UFG_FN(ufg_synchronize), UFG_KW,
+     "synchronize(stream=None, device=None)\n--\n\n"
+     "Wait for the stream's work (on `device`, default current, for the default streams); "
+     "with neither given, for all work on every device."},
+    {"stream_create", UFG_FN(ufg_stream_create), UFG_KW,
+     "stream_create(device=None)\n--\n\nA new stream's handle."},
+    {"stream_destroy", ufg_stream_destroy, METH_O,
+     "stream_destroy(handle, /)\n--\n\nDestroy a stream made by stream_create."},
+    {"stream_wait", UFG_FN(ufg_stream_wait), UFG_KW,
+     "stream_wait(consumer, producer, device=None)\n--\n\n"
+     "Make work queued on `consumer` after this call wait for the work queued on `producer` "
+     "so far (`device`: the producer's, default current)."},
+    {"pointer_device", ufg_pointer_device, METH_O,
+     "pointer_device(ptr, /)\n--\n\nThe device ordinal ptr points into, or -1 for host "
+     "memory."},
+    {"empty", UFG_FN(ufg_empty), UFG_KW,
+     "empty(shape, dtype, device=0, stream=0)\n--\n\n"
+     "A new, uninitialised C-contiguous DeviceArray, allocated stream-ordered."},
+    {"from_pointer", UFG_FN(ufg_from_pointer), UFG_KW,
+     "from_pointer(ptr, shape, dtype, strides=None, device=None, owner=None, readonly=False, "
+     "stream=0)\n--\n\n"
+     "A DeviceArray viewing memory it does not own (strides in bytes; None: C-contiguous; "
+     "device None: ask the backend where ptr points); `owner` is kept alive."},
+    {"from_dlpack_capsule", ufg_from_dlpack_capsule_function, METH_O,
+     "from_dlpack_capsule(capsule, /)\n--\n\n"
+     "A DeviceArray viewing a \"dltensor\" or \"dltensor_versioned\" capsule's CUDA tensor."},
+    {"memcpy_htod", UFG_FN(ufg_memcpy_htod), UFG_KW,
+     "memcpy_htod(dst_ptr, src, nbytes, device, stream=0)\n--\n\n"
+     "Copy nbytes from a C-contiguous host buffer to device memory."},
+    {"memcpy_dtoh", UFG_FN(ufg_memcpy_dtoh), UFG_KW,
+     "memcpy_dtoh(dst, src_ptr, nbytes, device, stream=0)\n--\n\n"
+     "Copy nbytes from device memory into a writable host buffer, and wait for it."},
+    {"memcpy_dtod", UFG_FN(ufg_memcpy_dtod), UFG_KW,
+     "memcpy_dtod(dst_ptr, src_ptr, nbytes, device, stream=0)\n--\n\n"
+     "Copy nbytes between device allocations."},
+    {"launch_elementwise", UFG_FN(ufg_launch_elementwise), METH_FASTCALL,
+     "launch_elementwise(table, loop_index, device, stream, shape, data, strides, values, "
+     "by_value, has_where, core_sizes, core_strides, /)\n--\n\n"
+     "Launch a generated elementwise or gufunc kernel."},
+    {"launch_reduce", UFG_FN(ufg_launch_reduce), METH_FASTCALL,
+     "launch_reduce(table, loop_index, device, stream, keep_shape, reduce_shape, in_ptr, "
+     "in_keep_strides, in_reduce_strides, out_ptr, out_keep_strides, out_chunk_stride, "
+     "n_chunks, identity_bytes, /)\n--\n\nLaunch a generated reduction kernel."},
+    {"launch_cast", UFG_FN(ufg_launch_cast_entry), METH_FASTCALL,
+     "launch_cast(device, stream, shape, src_ptr, src_strides, src_dtype, dst_ptr, "
+     "dst_strides, dst_dtype, /)\n--\n\n"
+     "Convert an N-d strided device array into another (C conversions; to bool: != 0)."},
+    {"_sim_inject_error", ufg_sim_inject_error_function, METH_O,
+     "_sim_inject_error(name, /)\n--\n\n"
+     "Test hook (simulator only): the next launch fails with the named CUDA error."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyDoc_STRVAR(ufg_device_doc,
+"The device runtime of ufuncgen: DeviceArray, memory, streams and kernel launches, on the\n"
+"CUDA backend or the host simulator (UFUNCGEN_DEVICE=sim).  The public API is\n"
+"ufuncgen.device; this module is its implementation.");
+
+static struct PyModuleDef ufg_device_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "ufuncgen._device",
+    .m_doc = ufg_device_doc,
+    .m_size = -1,
+    .m_methods = ufg_device_methods,
+};
+
+/* The kernel contract's limits, for the Python layer to check against before launching. */
+static int
+ufg_device_add_constants(PyObject *module)
+{
+    if (PyModule_AddIntConstant(module, "MAX_DIMS", UFG_DEVICE_MAX_DIMS) < 0 ||
+        PyModule_AddIntConstant(module, "MAX_ARGS", UFG_DEVICE_MAX_ARGS) < 0 ||
+        PyModule_AddIntConstant(module, "MAX_CORE_DIMS", UFG_DEVICE_MAX_CORE_DIMS) < 0 ||
+        PyModule_AddIntConstant(module, "MAX_CORE_STRIDES", UFG_DEVICE_MAX_CORE_STRIDES) < 0 ||
+        PyModule_AddIntConstant(module, "BLOCK", UFG_DEVICE_BLOCK) < 0) {
+        return -1;
+    }
+#ifdef UFG_HAVE_CUDA
+    return PyModule_AddObjectRef(module, "BUILT_WITH_CUDA", Py_True);
+#else
+    return PyModule_AddObjectRef(module, "BUILT_WITH_CUDA", Py_False);
+#endif
+}
+
+PyMODINIT_FUNC
+PyInit__device(void)
+{
+    PyObject *module;
+
+    if (PyArray_ImportNumPyAPI() < 0) {
+        return NULL;
+    }
+    module = PyModule_Create(&ufg_device_module);
+    if (module == NULL) {
+        return NULL;
+    }
+    if (ufg_runtime_init(module) < 0 || ufg_device_array_register(module) < 0 ||
+        ufg_device_add_constants(module) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

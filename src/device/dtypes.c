@@ -1,0 +1,146 @@
+/*
+ * The supported element types and their spellings in NumPy, CAI and DLPack.
+ */
+#include "dtypes.h"
+
+#include <string.h>
+
+typedef struct {
+    char kind;              /* NumPy's dtype.kind */
+    int itemsize;
+    int type_num;           /* NumPy's sized type number */
+    uint8_t dlpack_code;
+} ufg_dtype_info;
+
+static const ufg_dtype_info ufg_dtypes[UFG_DT_COUNT] = {
+    [UFG_DT_BOOL] = {'b', 1, NPY_BOOL, kDLBool},
+    [UFG_DT_INT8] = {'i', 1, NPY_INT8, kDLInt},
+    [UFG_DT_INT16] = {'i', 2, NPY_INT16, kDLInt},
+    [UFG_DT_INT32] = {'i', 4, NPY_INT32, kDLInt},
+    [UFG_DT_INT64] = {'i', 8, NPY_INT64, kDLInt},
+    [UFG_DT_UINT8] = {'u', 1, NPY_UINT8, kDLUInt},
+    [UFG_DT_UINT16] = {'u', 2, NPY_UINT16, kDLUInt},
+    [UFG_DT_UINT32] = {'u', 4, NPY_UINT32, kDLUInt},
+    [UFG_DT_UINT64] = {'u', 8, NPY_UINT64, kDLUInt},
+    [UFG_DT_FLOAT32] = {'f', 4, NPY_FLOAT32, kDLFloat},
+    [UFG_DT_FLOAT64] = {'f', 8, NPY_FLOAT64, kDLFloat},
+};
+
+#define UFG_SUPPORTED_DTYPES \
+    "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64"
+
+static int
+ufg_dtype_lookup(char kind, int itemsize)
+{
+    for (int code = 0; code < UFG_DT_COUNT; code++) {
+        if (ufg_dtypes[code].kind == kind && ufg_dtypes[code].itemsize == itemsize) {
+            return code;
+        }
+    }
+    return -1;
+}
+
+static int
+ufg_dtype_unsupported(const char *argname, PyObject *given, const char *why)
+{
+    PyErr_Format(PyExc_TypeError,
+                 "%s: device arrays hold %s%s; got %R", argname, UFG_SUPPORTED_DTYPES, why,
+                 given);
+    return -1;
+}
+
+int
+ufg_dtype_convert(PyObject *obj, const char *argname, PyArray_Descr **descr)
+{
+    PyArray_Descr *given = NULL;
+    int code;
+
+    /* PyArray_DescrConverter turns None into float64; a missing dtype is an error here. */
+    if (obj == Py_None) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a dtype (%s), got None", argname,
+                     UFG_SUPPORTED_DTYPES);
+        return -1;
+    }
+    if (!PyArray_DescrConverter(obj, &given)) {
+        PyErr_Clear();
+        return ufg_dtype_unsupported(argname, obj, "");
+    }
+    code = ufg_dtype_lookup(given->kind, (int)given->elsize);
+    if (code < 0 || PyDataType_HASFIELDS(given) || PyDataType_HASSUBARRAY(given)) {
+        ufg_dtype_unsupported(argname, (PyObject *)given, "");
+        Py_DECREF(given);
+        return -1;
+    }
+    if (!PyArray_ISNBO(given->byteorder)) {
+        ufg_dtype_unsupported(argname, (PyObject *)given, " in native byte order");
+        Py_DECREF(given);
+        return -1;
+    }
+    Py_DECREF(given);
+    *descr = ufg_dtype_descr((ufg_dtype_code)code);
+    return *descr == NULL ? -1 : code;
+}
+
+ufg_dtype_code
+ufg_dtype_code_of(const PyArray_Descr *descr)
+{
+    return (ufg_dtype_code)ufg_dtype_lookup(descr->kind, (int)descr->elsize);
+}
+
+PyArray_Descr *
+ufg_dtype_descr(ufg_dtype_code code)
+{
+    return PyArray_DescrFromType(ufg_dtypes[code].type_num);
+}
+
+DLDataType
+ufg_dtype_to_dlpack(ufg_dtype_code code)
+{
+    const DLDataType type = {
+        ufg_dtypes[code].dlpack_code, (uint8_t)(8 * ufg_dtypes[code].itemsize), 1};
+    return type;
+}
+
+int
+ufg_dtype_from_dlpack(DLDataType type, const char *context)
+{
+    static const char kinds[] = {
+        [kDLInt] = 'i', [kDLUInt] = 'u', [kDLFloat] = 'f', [kDLBool] = 'b'};
+    int code = -1;
+
+    if (type.code < sizeof(kinds) && kinds[type.code] != 0 && type.bits % 8 == 0) {
+        code = ufg_dtype_lookup(kinds[type.code], type.bits / 8);
+    }
+    if (type.lanes != 1) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: DLPack tensors with %u lanes (vector elements) are not supported; "
+                     "device arrays hold one scalar per element (lanes == 1)",
+                     context, (unsigned)type.lanes);
+        return -1;
+    }
+    if (code < 0) {
+        static const char *const names[] = {
+            "kDLInt", "kDLUInt", "kDLFloat", "kDLOpaqueHandle", "kDLBfloat", "kDLComplex",
+            "kDLBool"};
+        PyErr_Format(PyExc_TypeError,
+                     "%s: DLPack dtype (code %u %s, bits %u) is not supported; device arrays "
+                     "hold %s", context, (unsigned)type.code,
+                     type.code < 7 ? names[type.code] : "(unknown)", (unsigned)type.bits,
+                     UFG_SUPPORTED_DTYPES);
+        return -1;
+    }
+    return code;
+}
+
+void
+ufg_dtype_typestr(ufg_dtype_code code, char *buffer)
+{
+    const int one = 1;
+    const int itemsize = ufg_dtypes[code].itemsize;
+    const char little = *(const char *)&one == 1;
+
+    buffer[0] = itemsize == 1 ? '|' : (little ? '<' : '>');
+    buffer[1] = ufg_dtypes[code].kind;
+    buffer[2] = (char)('0' + itemsize);
+    buffer[3] = '\0';
+}

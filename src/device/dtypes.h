@@ -1,0 +1,36 @@
+/*
+ * The element types device arrays hold: bool, int8..int64, uint8..uint64, float32, float64
+ * (the types signature files can name), and their spellings in NumPy, the CUDA array
+ * interface and DLPack.
+ */
+#ifndef UFG_DEVICE_DTYPES_H
+#define UFG_DEVICE_DTYPES_H
+
+#include "numpy_api.h"
+
+#include "cast.h"
+#include "dlpack.h"
+
+/*
+ * Converts anything np.dtype() accepts into a supported, native-byte-order dtype.
+ * Returns the cast kernel's code and a new reference in *descr, or -1 with TypeError set
+ * naming `argname`, the supported types and what was given.
+ */
+int ufg_dtype_convert(PyObject *obj, const char *argname, PyArray_Descr **descr);
+
+/* The code of a descriptor that ufg_dtype_convert accepted. */
+ufg_dtype_code ufg_dtype_code_of(const PyArray_Descr *descr);
+
+/* The canonical descriptor of a code (a new reference). */
+PyArray_Descr *ufg_dtype_descr(ufg_dtype_code code);
+
+/* The DLPack type of a code. */
+DLDataType ufg_dtype_to_dlpack(ufg_dtype_code code);
+
+/* The code of a DLPack type, or -1 with TypeError set when it is not supported. */
+int ufg_dtype_from_dlpack(DLDataType type, const char *context);
+
+/* Fills the CUDA array interface typestr ("<f4", "|b1", ...); buffer holds 4 bytes. */
+void ufg_dtype_typestr(ufg_dtype_code code, char *buffer);
+
+#endif /* UFG_DEVICE_DTYPES_H */

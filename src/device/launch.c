@@ -1,0 +1,147 @@
+/*
+ * Launch configuration and the call of a launcher, shared by the generated kernels' entry
+ * points (launch_module.c) and the runtime's own cast kernel, which is launched from here.
+ */
+#include "launch.h"
+
+#include <string.h>
+
+#include "runtime.h"
+
+int
+ufg_launch_grid(const ufg_backend *backend, int device, int64_t threads, int32_t *grid)
+{
+    const int multiprocessors = ufg_runtime_multiprocessors(backend, device);
+    int64_t blocks;
+
+    if (multiprocessors < 0) {
+        return -1;
+    }
+    blocks = threads / UFG_DEVICE_BLOCK + (threads % UFG_DEVICE_BLOCK != 0);
+    if (blocks > (int64_t)multiprocessors * 32) {
+        blocks = (int64_t)multiprocessors * 32;
+    }
+    *grid = (int32_t)(blocks < 1 ? 1 : blocks);
+    return 0;
+}
+
+int
+ufg_launch_run(const ufg_backend *backend, const ufg_launch *launch, int device,
+               uintptr_t stream, const char *what)
+{
+    int previous = 0, error, result;
+
+    Py_BEGIN_ALLOW_THREADS
+    error = backend->device_enter(device, &previous);
+    if (error == 0) {
+        result = launch->elementwise != NULL
+            ? launch->elementwise(launch->kernel_params, (void *)stream)
+            : launch->reduce(launch->reduce_params, (void *)stream);
+        error = backend->after_launch(result, (void *)stream);
+        backend->device_leave(previous);
+    }
+    Py_END_ALLOW_THREADS
+    if (error) {
+        return ufg_device_error_int(backend, error, what);
+    }
+    return 0;
+}
+
+/*
+ * Merges dimension d into d + 1 wherever both arrays step over d exactly as over a whole row
+ * of d + 1, and drops size-1 dimensions: a C-contiguous copy of any shape becomes 1-d.
+ * Works in place on the caller's arrays; returns the new ndim.
+ */
+static int
+ufg_cast_collapse(int ndim, int64_t *shape, int64_t *src_strides, int64_t *dst_strides)
+{
+    int out = 0;
+
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 1) {
+            continue;
+        }
+        if (out > 0 && src_strides[out - 1] == shape[d] * src_strides[d] &&
+            dst_strides[out - 1] == shape[d] * dst_strides[d]) {
+            shape[out - 1] *= shape[d];
+            src_strides[out - 1] = src_strides[d];
+            dst_strides[out - 1] = dst_strides[d];
+            continue;
+        }
+        shape[out] = shape[d];
+        src_strides[out] = src_strides[d];
+        dst_strides[out] = dst_strides[d];
+        out++;
+    }
+    return out;
+}
+
+/* The cast kernel's launcher for the backend: the cast kernel is part of the runtime, so it
+ * is missing only from the CUDA backend of a build without CUDA, which never gets this far
+ * (it has no devices). */
+static ufg_elementwise_launcher
+ufg_cast_launcher(const ufg_backend *backend)
+{
+#ifdef UFG_HAVE_CUDA
+    if (backend->id == UFG_BACKEND_CUDA) {
+        return ufg_cast_launch_cuda;
+    }
+#endif
+    return backend->id == UFG_BACKEND_SIM ? ufg_cast_launch_sim : NULL;
+}
+
+int
+ufg_launch_cast(const ufg_backend *backend, int device, uintptr_t stream, int ndim,
+                const int64_t *shape, const char *src, const int64_t *src_strides,
+                ufg_dtype_code src_code, char *dst, const int64_t *dst_strides,
+                ufg_dtype_code dst_code)
+{
+    int64_t merged_shape[64], merged_src[64], merged_dst[64];
+    ufg_launch launch = {ufg_cast_launcher(backend), NULL, NULL, NULL};
+    ufg_kernel_params params;
+    int64_t n = 1;
+
+    if (ndim > 64) {
+        PyErr_Format(PyExc_ValueError, "shape: at most 64 dimensions, got %d", ndim);
+        return -1;
+    }
+    for (int d = 0; d < ndim; d++) {
+        n *= shape[d];
+    }
+    if (n == 0) {
+        return 0;       /* zero-size work launches nothing */
+    }
+    memcpy(merged_shape, shape, sizeof(int64_t) * (size_t)ndim);
+    memcpy(merged_src, src_strides, sizeof(int64_t) * (size_t)ndim);
+    memcpy(merged_dst, dst_strides, sizeof(int64_t) * (size_t)ndim);
+    ndim = ufg_cast_collapse(ndim, merged_shape, merged_src, merged_dst);
+    if (ndim > UFG_DEVICE_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError,
+                     "shape: %d dimensions remain after merging contiguous ones; device "
+                     "kernels take at most %d", ndim, UFG_DEVICE_MAX_DIMS);
+        return -1;
+    }
+    memset(&params, 0, sizeof(params));
+    params.n = n;
+    params.ndim = ndim;
+    params.nargs = 2;
+    params.contiguous = ndim <= 1;
+    params.block = UFG_DEVICE_BLOCK;
+    memcpy(params.shape, merged_shape, sizeof(int64_t) * (size_t)ndim);
+    memcpy(params.strides[0], merged_src, sizeof(int64_t) * (size_t)ndim);
+    memcpy(params.strides[1], merged_dst, sizeof(int64_t) * (size_t)ndim);
+    params.data[0] = (char *)src;
+    params.data[1] = dst;
+    params.values[0].i64 = src_code;
+    params.values[1].i64 = dst_code;
+    if (launch.elementwise == NULL) {
+        PyErr_SetString(ufg_DeviceError,
+                        "ufuncgen: this build of ufuncgen has no CUDA cast kernel");
+        return -1;
+    }
+    if (ufg_launch_grid(backend, device, n, &params.grid) < 0) {
+        return -1;
+    }
+    launch.kernel_params = &params;
+    return ufg_launch_run(backend, &launch, device, stream, "the cast kernel");
+}

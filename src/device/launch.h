@@ -1,0 +1,43 @@
+/*
+ * Launching kernels: launch configuration, the GIL-free call of a launcher with its device
+ * made current, and the runtime's own cast kernel.
+ */
+#ifndef UFG_DEVICE_LAUNCH_H
+#define UFG_DEVICE_LAUNCH_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "backend.h"
+#include "cast.h"
+
+/* grid = min(ceil(threads / UFG_DEVICE_BLOCK), multiprocessors * 32), at least 1: enough
+ * blocks to fill the device, and grid-stride loops for the rest.  -1 with an exception. */
+int ufg_launch_grid(const ufg_backend *backend, int device, int64_t threads, int32_t *grid);
+
+/* One launch: exactly one of the two launchers is set, with its own kind of parameters. */
+typedef struct {
+    ufg_elementwise_launcher elementwise;
+    const ufg_kernel_params *kernel_params;
+    ufg_reduce_launcher reduce;
+    const ufg_reduce_params *reduce_params;
+} ufg_launch;
+
+/*
+ * Calls the launcher with `device` current and the GIL released, then the backend's
+ * post-launch check.  Returns 0, or -1 with DeviceError naming the error and `what`.
+ */
+int ufg_launch_run(const ufg_backend *backend, const ufg_launch *launch, int device,
+                   uintptr_t stream, const char *what);
+
+/*
+ * Casts (or copies, for equal codes) the N-d strided array at src into dst, element by element,
+ * with the cast kernel.  Strides are in bytes; contiguous dimensions are merged first.
+ * ndim may exceed UFG_DEVICE_MAX_DIMS as long as merging brings it within.
+ */
+int ufg_launch_cast(const ufg_backend *backend, int device, uintptr_t stream, int ndim,
+                    const int64_t *shape, const char *src, const int64_t *src_strides,
+                    ufg_dtype_code src_code, char *dst, const int64_t *dst_strides,
+                    ufg_dtype_code dst_code);
+
+#endif /* UFG_DEVICE_LAUNCH_H */
