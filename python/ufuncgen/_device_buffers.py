@@ -87,13 +87,15 @@ def is_device_object(obj: object) -> bool:
 def classify(obj: object, what: str, device_hint: str) -> Buffer | Scalar:
     """`what` names the argument in messages ("argument 'x'"); `device_hint` says where the
     call's device data lives ("argument 'x' is on CUDA device 0")."""
-    if isinstance(obj, (bool, int, float)):
-        return Scalar(obj, type(obj))
-    if isinstance(obj, np.generic) and not isinstance(obj, np.ndarray):
+    if isinstance(obj, np.generic):
         if obj.dtype not in SUPPORTED_DTYPES:
             raise TypeError(f"{what} is a NumPy {obj.dtype} scalar; device kernels take "
                             f"{_supported_names()}")
         return Scalar(obj, obj.dtype)
+    if isinstance(obj, bool):
+        return Scalar(obj, np.dtype(bool))
+    if isinstance(obj, (int, float)):
+        return Scalar(obj, type(obj))       # "weak": the arrays' dtypes decide (NEP 50)
     if isinstance(obj, complex):
         raise TypeError(f"{what} is a complex number; device kernels take {_supported_names()}")
     if is_device_object(obj):

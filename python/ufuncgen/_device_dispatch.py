@@ -196,14 +196,13 @@ def _resolve_loop(c: _Call, dtype, casting: str) -> tuple[tuple[np.dtype, ...], 
     spec = c.spec
     dtypes = tuple(i.dtype if isinstance(i, Buffer) else i.dtype_hint for i in c.inputs)
     dtypes += tuple(o.dtype if o is not None else None for o in c.outs)
-    signature = None
+    options = {"casting": casting}
     if dtype is not None:
-        signature = (None,) * spec.nin + (np.dtype(dtype),) * spec.nout
+        options["signature"] = (None,) * spec.nin + (np.dtype(dtype),) * spec.nout
     try:
-        resolved = tuple(spec.ufunc.resolve_dtypes(
-            dtypes, signature=signature, casting=casting))
+        resolved = tuple(spec.ufunc.resolve_dtypes(dtypes, **options))
     except TypeError as error:
-        raise type(error)(f"{spec.name}: {error}") from None
+        raise TypeError(f"{spec.name}: {error}") from None
     for k, item in enumerate(c.inputs):
         if isinstance(item, Buffer) and not np.can_cast(item.dtype, resolved[k], casting):
             raise TypeError(f"{c.what(k)}: cannot cast {item.dtype} to the loop's {resolved[k]} "
@@ -259,7 +258,6 @@ def _view(buffer: Buffer, axes) -> Buffer:
 def _plan_elementwise(c: _Call, where) -> _Plan:
     spec = c.spec
     shapes = [i.shape for i in c.inputs if isinstance(i, Buffer)]
-    shapes += [o.shape for o in c.outs if o is not None]
     if isinstance(where, Buffer):
         shapes.append(where.shape)
     try:
@@ -269,11 +267,21 @@ def _plan_elementwise(c: _Call, where) -> _Plan:
                               if isinstance(i, Buffer))
         raise ValueError(f"{spec.name}: operands could not be broadcast together: {described}"
                          + (f", where= {where.shape}" if isinstance(where, Buffer) else "")) from None
+    for out in c.outs:
+        if out is not None and _broadcasts_to(full, out.shape):
+            full = out.shape            # the inputs broadcast to a larger out=, as in NumPy
     for j, out in enumerate(c.outs):
         if out is not None and out.shape != full:
             raise ValueError(f"{c.what(spec.nin + j)} has shape {out.shape}, but the result's "
                              f"shape is {full}")
     return _Plan(full, c.inputs + c.outs, [full] * spec.nout, [None] * spec.nout, {})
+
+
+def _broadcasts_to(shape, target) -> bool:
+    try:
+        return tuple(np.broadcast_shapes(shape, target)) == tuple(target)
+    except ValueError:
+        return False
 
 
 def _check_alignments(c: _Call) -> None:
@@ -319,7 +327,8 @@ def _plan_gufunc(c: _Call, resolved, kwargs) -> _Plan:
         results = spec.ufunc(*stand_ins, out=out_stand_ins)
     except (ValueError, TypeError) as error:
         text = str(error)
-        raise type(error)(text if text.startswith(spec.name) else f"{spec.name}: {text}") from None
+        text = text if text.startswith(spec.name) else f"{spec.name}: {text}"
+        raise (TypeError if isinstance(error, TypeError) else ValueError)(text) from None
     results = results if isinstance(results, tuple) else (results,)
     sizes = {}
     for k, item in enumerate(operands[:nin]):
@@ -652,11 +661,12 @@ def reduce(function, args: tuple, kwargs: dict):
         if out_buffer.device != array.device:
             raise ValueError(f"{spec.name}.reduce: out= is on CUDA device {out_buffer.device}, "
                              f"the array on device {array.device}")
+    # NumPy's reduction resolution: (accumulator, input, None); the accumulator is dtype=,
+    # else out='s dtype, else found from the input.
     dtype = kwargs.get("dtype")
-    dtypes = (None if dtype is None else np.dtype(dtype), array.dtype,
-              None if dtype is None else np.dtype(dtype))
-    if out_buffer is not None and dtype is None:
-        dtypes = (out_buffer.dtype, array.dtype, out_buffer.dtype)
+    first = np.dtype(dtype) if dtype is not None else (
+        out_buffer.dtype if out_buffer is not None else None)
+    dtypes = (first, array.dtype, None)
     try:
         resolved = tuple(spec.ufunc.resolve_dtypes(dtypes, reduction=True))
     except TypeError as error:

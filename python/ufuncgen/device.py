@@ -94,7 +94,7 @@ def to_device(array, *, stream=None, device: int | None = None) -> DeviceArray:
     """A DeviceArray holding a copy of the host array (C-contiguous)."""
     if is_device_object(array):
         raise TypeError("to_device() takes a host array; this one is already on the device")
-    host = np.ascontiguousarray(array)
+    host = np.asarray(array, order="C")
     check_dtype(host.dtype, "to_device(array)")
     handle = stream_handle(stream)
     result = _device.empty(host.shape, host.dtype, _device_of(device), handle)

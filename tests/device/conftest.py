@@ -23,8 +23,8 @@ def to_dev(a, layout="contiguous"):
         offset = sum((n - 1) * s for n, s in zip(d.shape, d.strides))
         return view(d, a.shape, tuple(-s for s in d.strides), offset)
     if layout == "fortran":
-        d = device.to_device(np.asfortranarray(a))
-        return view(d, a.shape, np.asfortranarray(a).strides)
+        d = device.to_device(np.ascontiguousarray(a.T))
+        return view(d, a.shape, d.strides[::-1])
     raise KeyError(layout)
 
 

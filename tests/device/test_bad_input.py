@@ -31,7 +31,7 @@ def test_a_host_array_mixed_with_a_device_array_names_both_and_how_to_move_it(ou
 
 
 def test_a_host_out_for_device_inputs_is_refused():
-    with pytest.raises(TypeError, match="output 'out' is a host numpy.ndarray"):
+    with pytest.raises(TypeError, match="output 'sum' is a host numpy.ndarray"):
         ex.add(to_dev(np.ones(3)), 1.0, out=np.zeros(3))
 
 
@@ -45,20 +45,20 @@ def test_arrays_on_different_gpus_are_refused(out):
 
 def test_a_read_only_out_is_refused(out):
     readonly = ForeignArray(out, data=(out.ptr, True))
-    with pytest.raises(ValueError, match="output 'out' is read-only"):
+    with pytest.raises(ValueError, match="output 'sum' is read-only"):
         ex.add(to_dev(np.ones(8)), 1.0, out=readonly)
     _untouched(out)
 
 
-@pytest.mark.parametrize("shape", [(4,), (2, 8), ()])
+@pytest.mark.parametrize("shape", [(4,), (8, 2), ()])
 def test_an_out_of_the_wrong_shape_is_refused(shape):
-    with pytest.raises(ValueError, match=r"output 'out' has shape .* but the result's shape is \(8,\)"):
+    with pytest.raises(ValueError, match=r"output 'sum' has shape .* but the result's shape is \(8,\)"):
         ex.add(to_dev(np.ones(8)), 1.0, out=device.device_array(shape))
 
 
 def test_an_out_of_a_dtype_the_result_cannot_be_cast_to_is_refused():
     target = to_dev(np.full(8, 7, np.int64))
-    with pytest.raises(TypeError, match="cannot cast the result's float64 to int64"):
+    with pytest.raises(TypeError, match=r"add: Cannot cast ufunc 'add' output from dtype\('float64'\) to dtype\('int64'\)"):
         ex.add(to_dev(np.ones(8)), 1.0, out=target)
     np.testing.assert_array_equal(host(target), np.full(8, 7))
 
