@@ -22,6 +22,7 @@
 #include <numpy/ufuncobject.h>
 
 #include "dispatch.h"
+#include "ufuncgen/device_kernel.h"
 
 /* Python 3.12 moved the member constants into Python.h under new names;
  * 3.11 only has the old spellings in structmember.h. */
@@ -35,6 +36,7 @@
 
 static PyObject *ufg_device_module_name = NULL; /* UFG_DEVICE_MODULE */
 static PyObject *ufg_device_call_name = NULL;   /* "call" */
+static PyObject *ufg_reduce_name = NULL;        /* "reduce": the hook's and the ufunc's */
 
 /* ------------------------------------------------------------------ */
 /* Device hook                                                          */
@@ -97,11 +99,11 @@ ufg_kwargs_as_dict(PyObject *const *values, PyObject *kwnames)
     return kwargs;
 }
 
-/* Calls ufuncgen._device_dispatch.call(function, args, kwargs).
+/* Calls ufuncgen._device_dispatch.<hook>(function, args, kwargs).
  * Kept out of line so the host fast path in ufg_function_vectorcall stays
  * a small frame that saves no extra registers. */
 static Py_NO_INLINE PyObject *
-ufg_function_call_device(PyObject *function, PyObject *const *args,
+ufg_function_call_device(PyObject *hook, PyObject *function, PyObject *const *args,
                          Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *module = NULL, *call_args = NULL, *call_kwargs = NULL;
@@ -119,9 +121,8 @@ ufg_function_call_device(PyObject *function, PyObject *const *args,
     if (call_kwargs == NULL) {
         goto done;
     }
-    result = PyObject_CallMethodObjArgs(module, ufg_device_call_name,
-                                        function, call_args, call_kwargs,
-                                        NULL);
+    result = PyObject_CallMethodObjArgs(module, hook, function, call_args,
+                                        call_kwargs, NULL);
 done:
     Py_XDECREF(call_kwargs);
     Py_XDECREF(call_args);
@@ -166,7 +167,8 @@ ufg_function_vectorcall(PyObject *callable, PyObject *const *args,
     if (device_index == UFG_DISPATCH_ERROR) {
         return NULL;
     }
-    return ufg_function_call_device(callable, args, nargs, kwnames);
+    return ufg_function_call_device(ufg_device_call_name, callable, args, nargs,
+                                    kwnames);
 }
 
 /* ------------------------------------------------------------------ */
@@ -207,15 +209,22 @@ ufg_check_constructor_arguments(PyObject *ufunc, PyObject *name,
 static PyObject *
 ufg_function_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"ufunc", "name", "module", "doc", NULL};
-    PyObject *ufunc, *name, *module, *doc;
+    static char *kwlist[] = {"ufunc", "name", "module", "doc", "device_table",
+                             NULL};
+    PyObject *ufunc, *name, *module, *doc, *device_table = Py_None;
     ufg_FunctionObject *self;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO:Function", kwlist,
-                                     &ufunc, &name, &module, &doc)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO|O:Function", kwlist,
+                                     &ufunc, &name, &module, &doc,
+                                     &device_table)) {
         return NULL;
     }
-    if (ufg_check_constructor_arguments(ufunc, name, module, doc) < 0) {
+    if (ufg_check_constructor_arguments(ufunc, name, module, doc) < 0 ||
+        ufg_check_argument_type(
+            "device_table", device_table,
+            device_table == Py_None ||
+                PyCapsule_IsValid(device_table, UFG_DEVICE_TABLE_CAPSULE),
+            "None or a '" UFG_DEVICE_TABLE_CAPSULE "' capsule") < 0) {
         return NULL;
     }
     self = (ufg_FunctionObject *)type->tp_alloc(type, 0);
@@ -226,6 +235,7 @@ ufg_function_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->name = Py_NewRef(name);
     self->module = Py_NewRef(module);
     self->doc = Py_NewRef(doc);
+    self->device_table = Py_NewRef(device_table);
     self->weakreflist = NULL;
     self->vectorcall = ufg_function_vectorcall;
     return (PyObject *)self;
@@ -265,6 +275,7 @@ ufg_function_dealloc(PyObject *op)
     Py_CLEAR(self->name);
     Py_CLEAR(self->module);
     Py_CLEAR(self->doc);
+    Py_CLEAR(self->device_table);
     Py_TYPE(op)->tp_free(op);
 }
 
@@ -424,7 +435,42 @@ done:
     return result;
 }
 
+/* ufunc.reduce, except that device arrays go to the device runtime. */
+static PyObject *
+ufg_function_reduce_method(PyObject *op, PyObject *const *args,
+                           Py_ssize_t nargs, PyObject *kwnames)
+{
+    ufg_FunctionObject *self = (ufg_FunctionObject *)op;
+    Py_ssize_t device_index;
+
+    if (self->ufunc == NULL) {
+        return ufg_function_cleared_error(self);
+    }
+    device_index = ufg_dispatch_find_device_argument(args, nargs, kwnames);
+    if (device_index == UFG_DISPATCH_ERROR) {
+        return NULL;
+    }
+    if (device_index != UFG_DISPATCH_HOST) {
+        return ufg_function_call_device(ufg_reduce_name, op, args,
+                                        nargs, kwnames);
+    }
+    PyObject *method = PyObject_GetAttr(self->ufunc, ufg_reduce_name);
+    if (method == NULL) {
+        return NULL;
+    }
+    PyObject *result = PyObject_Vectorcall(method, args, (size_t)nargs,
+                                           kwnames);
+    Py_DECREF(method);
+    return result;
+}
+
 static PyMethodDef ufg_function_methods[] = {
+    {"reduce", (PyCFunction)(void (*)(void))ufg_function_reduce_method,
+     METH_FASTCALL | METH_KEYWORDS,
+     "reduce(array, axis=0, dtype=None, out=None, keepdims=False, "
+     "initial=<no value>, where=True)\n--\n\n"
+     "numpy.ufunc.reduce of the wrapped ufunc; device arrays are reduced "
+     "on the device."},
     {"__reduce__", ufg_function_reduce, METH_NOARGS,
      "Pickle by reference to module.name."},
     {"__copy__", ufg_function_copy, METH_NOARGS,
@@ -447,6 +493,9 @@ static PyMemberDef ufg_function_members[] = {
      Py_READONLY, NULL},
     {"__doc__", Py_T_OBJECT_EX, offsetof(ufg_FunctionObject, doc),
      Py_READONLY, NULL},
+    {"_device_table", Py_T_OBJECT_EX,
+     offsetof(ufg_FunctionObject, device_table), Py_READONLY,
+     "The generated device launchers (a capsule), or None."},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -455,7 +504,7 @@ static PyMemberDef ufg_function_members[] = {
 /* ------------------------------------------------------------------ */
 
 PyDoc_STRVAR(ufg_function_type_doc,
-"Function(ufunc, name, module, doc)\n"
+"Function(ufunc, name, module, doc, device_table=None)\n"
 "--\n"
 "\n"
 "A named NumPy ufunc generated by ufuncgen.\n"
@@ -496,6 +545,12 @@ ufg_function_intern_names(void)
     if (ufg_device_call_name == NULL) {
         ufg_device_call_name = PyUnicode_InternFromString("call");
         if (ufg_device_call_name == NULL) {
+            return -1;
+        }
+    }
+    if (ufg_reduce_name == NULL) {
+        ufg_reduce_name = PyUnicode_InternFromString("reduce");
+        if (ufg_reduce_name == NULL) {
             return -1;
         }
     }

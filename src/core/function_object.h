@@ -18,6 +18,7 @@ typedef struct {
     PyObject *name;    /* str: __name__ and __qualname__ */
     PyObject *module;  /* str: __module__ */
     PyObject *doc;     /* str: __doc__ */
+    PyObject *device_table; /* PyCapsule of the generated device launchers, or None */
     PyObject *weakreflist;
     vectorcallfunc vectorcall;
 } ufg_FunctionObject;

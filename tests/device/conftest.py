@@ -1,10 +1,64 @@
-"""The device tests run on the host simulator.
+"""Helpers for the device-path tests: moving arrays to the device and back, and a stand-in
+for a foreign CUDA library's array (anything exporting __cuda_array_interface__)."""
+import numpy as np
+import pytest
 
-ufuncgen._device picks its backend once, at the first call that needs one, from
-UFUNCGEN_DEVICE; setting it here, while pytest collects this directory and before any test
-runs, makes the whole session use the simulator.  Tests of the other backends run in
-subprocesses with their own environment.
-"""
-import os
+from ufuncgen import device
 
-os.environ["UFUNCGEN_DEVICE"] = "sim"
+SIM = device.backend() == "sim"
+
+
+def to_dev(a, layout="contiguous"):
+    """A device view of `a` with the given memory layout (made on the device)."""
+    a = np.asarray(a)
+    if layout == "contiguous":
+        return device.to_device(a)
+    if layout == "strided":
+        big = np.zeros(tuple(2 * n for n in a.shape), a.dtype)
+        big[tuple(slice(None, None, 2) for _ in a.shape)] = a
+        d = device.to_device(big)
+        return view(d, a.shape, tuple(2 * s for s in d.strides))
+    if layout == "reversed":
+        d = device.to_device(a[tuple(slice(None, None, -1) for _ in a.shape)])
+        offset = sum((n - 1) * s for n, s in zip(d.shape, d.strides))
+        return view(d, a.shape, tuple(-s for s in d.strides), offset)
+    if layout == "fortran":
+        d = device.to_device(np.ascontiguousarray(a.T))
+        return view(d, a.shape, d.strides[::-1])
+    raise KeyError(layout)
+
+
+def view(d, shape, strides, offset=0):
+    from ufuncgen import _device
+    return _device.from_pointer(d.ptr + offset, tuple(shape), d.dtype, tuple(strides), d.device,
+                                d, False, 0)
+
+
+def host(x):
+    """The host copy of a device result (or a tuple of them)."""
+    if isinstance(x, tuple):
+        return tuple(host(e) for e in x)
+    return x.copy_to_host()
+
+
+class ForeignArray:
+    """What a CUDA library's array looks like to ufuncgen: only __cuda_array_interface__."""
+
+    def __init__(self, d, **overrides):
+        self._d = d
+        self._overrides = overrides
+
+    @property
+    def __cuda_array_interface__(self):
+        cai = dict(self._d.__cuda_array_interface__)
+        cai.update(self._overrides)
+        return {k: v for k, v in cai.items() if v is not _DROP}
+
+
+_DROP = object()
+DROP = _DROP
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20261121)

@@ -24,8 +24,35 @@ def examples() -> dict[str, str]:
     return render_module(module, COMMAND)
 
 
-def test_a_module_renders_to_its_c_source_and_its_stub(examples):
-    assert sorted(examples) == ["ex.pyi", "ex_module.c"]
+GENERATED = ["ex.pyi", "ex_bodies.h", "ex_kernels.cu", "ex_kernels_sim.c", "ex_module.c"]
+
+
+def test_a_module_renders_to_host_loops_shared_bodies_device_kernels_and_a_stub(examples):
+    assert sorted(examples) == GENERATED
+
+
+def test_each_body_is_written_once_and_included_by_the_host_loops_and_the_kernels(examples):
+    assert examples["ex_module.c"].count('#include "ex_bodies.h"') == 1
+    assert examples["ex_kernels.cu"].count('#include "ex_bodies.h"') == 1
+    assert examples["ex_kernels_sim.c"].rstrip().endswith('#include "ex_kernels.cu"')
+    for name in ("ex_module.c", "ex_kernels.cu"):
+        assert "ufg_body_add_float64(" in examples[name]
+        assert "UFG_BODY_FN void\nufg_body_add_float64(" not in examples[name]
+    assert examples["ex_bodies.h"].count("UFG_BODY_FN void\nufg_body_add_float64(") == 1
+
+
+def test_a_helper_is_compiled_only_for_the_types_whose_bodies_call_it(examples):
+    helpers = examples["ex_bodies.h"].split("helpers, per T that uses them")[1].split("---- add:")[0]
+    assert "#define polar_to_cartesian polar_to_cartesian__float64" in helpers
+    assert "#define polar_to_cartesian polar_to_cartesian__float32" in helpers
+    assert "__int64" not in helpers     # cos(int64) would not even compile on the device
+
+
+def test_only_binary_functions_with_an_identity_get_device_reduce_kernels(examples):
+    kernels = examples["ex_kernels.cu"]
+    assert "UFG_LAUNCHER(reduce_add_float64)" in kernels
+    assert "UFG_LAUNCHER(reduce_hypot" not in kernels
+    assert "UFG_LAUNCHER(reduce_custom_op" not in kernels
 
 
 def test_rendering_twice_gives_identical_text(examples):
@@ -59,7 +86,7 @@ def test_the_stub_names_its_source_and_is_valid_python(examples):
 
 def test_each_body_is_preceded_by_a_line_directive_to_its_first_line_in_the_signature_file(examples):
     source = EXAMPLES.read_text().split("\n")
-    lines = examples["ex_module.c"].split("\n")
+    lines = examples["ex_bodies.h"].split("\n")
     seen = 0
     for i, text in enumerate(lines):
         m = _LINE.fullmatch(text)
@@ -73,15 +100,15 @@ def test_each_body_is_preceded_by_a_line_directive_to_its_first_line_in_the_sign
             assert lines[i + 1 + k] == source[first - 1 + k]
             k += 1
         assert source[first - 1 + k] == "}", "a body ends at its closing '}'"
-    # a body per type signature, and each helper once per body type
+    # a body per type signature, and each helper once per type whose bodies call it
     module = load_module("pkg.ex", [str(EXAMPLES)], source_root=str(EXAMPLES.parent))
     assert seen == (sum(len(f.signatures) for f in module.functions)
-                    + len(module.helpers) * len(module.element_types)) == 32
+                    + sum(len(helpers) for _, helpers in module.helper_instances)) == 31
 
 
 def test_after_each_body_a_line_directive_points_back_at_the_generated_file_with_true_numbers(examples):
-    lines = examples["ex_module.c"].split("\n")
-    back = [(i, int(m[1])) for i, t in enumerate(lines) if (m := _LINE.fullmatch(t)) and m[2] == "ex_module.c"]
+    lines = examples["ex_bodies.h"].split("\n")
+    back = [(i, int(m[1])) for i, t in enumerate(lines) if (m := _LINE.fullmatch(t)) and m[2] == "ex_bodies.h"]
     assert back
     for index, number in back:
         # `#line N` says the *next* line is line N; line numbers count from 1
@@ -90,7 +117,7 @@ def test_after_each_body_a_line_directive_points_back_at_the_generated_file_with
 
 
 def test_the_body_directive_of_a_function_names_the_line_after_its_brace(examples):
-    text = examples["ex_module.c"]
+    text = examples["ex_bodies.h"]
     source = EXAMPLES.read_text().split("\n")
     first = source.index("    out = x * y + x;") + 1       # custom_op's only body line
     assert f'#line {first} "examples.ufunc"\n    out = x * y + x;\n#line ' in text
@@ -104,7 +131,7 @@ def test_the_display_path_is_quoted_as_a_c_string():
 def test_write_outputs_writes_new_files_and_leaves_unchanged_ones_alone(tmp_path, examples):
     out = tmp_path / "gen"
     written = write_outputs(examples, str(out))
-    assert sorted(written) == [str(out / "ex.pyi"), str(out / "ex_module.c")]
+    assert sorted(written) == [str(out / name) for name in GENERATED]
     assert (out / "ex_module.c").read_text() == examples["ex_module.c"]
     past = 1_000_000_000
     for name in examples:
@@ -123,7 +150,7 @@ def test_write_outputs_rewrites_only_the_file_whose_text_changed(tmp_path, examp
 def test_generate_returns_the_files_it_wrote_and_nothing_the_second_time(tmp_path):
     out = str(tmp_path / "gen")
     first = generate("ex", [str(EXAMPLES)], out, source_root=str(EXAMPLES.parent))
-    assert sorted(os.path.basename(p) for p in first) == ["ex.pyi", "ex_module.c"]
+    assert sorted(os.path.basename(p) for p in first) == GENERATED
     assert generate("ex", [str(EXAMPLES)], out, source_root=str(EXAMPLES.parent)) == []
     banner = (tmp_path / "gen" / "ex_module.c").read_text().split("\n")[3]
     assert banner == " *     python -m ufuncgen.gen --module ex -o OUTDIR examples.ufunc"
@@ -138,7 +165,7 @@ def test_the_generator_command_writes_sources_with_paths_relative_to_the_source_
     result = _gen_command(["--module", "pkg.ex", "-o", str(tmp_path / "out"),
                            "--source-root", str(EXAMPLES.parent.parent), str(EXAMPLES)], tmp_path)
     assert result.returncode == 0, result.stderr
-    text = (tmp_path / "out" / "ex_module.c").read_text()
+    text = (tmp_path / "out" / "ex_bodies.h").read_text()
     assert '#line 11 "signatures/examples.ufunc"' in text
     assert (tmp_path / "out" / "ex.pyi").exists()
 

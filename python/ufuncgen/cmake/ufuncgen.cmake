@@ -73,23 +73,44 @@ function(ufuncgen_add_module target)
   set(gen_dir "${CMAKE_CURRENT_BINARY_DIR}/${target}_generated")
   set(module_c "${gen_dir}/${short_name}_module.c")
   set(stub "${gen_dir}/${short_name}.pyi")
+  # The bodies, written once, are shared by the host loops and the kernels; the kernels are
+  # compiled by the host compiler for the simulator (kernels_sim.c includes kernels.cu) and by
+  # nvcc when CUDA is on.
+  set(bodies_h "${gen_dir}/${short_name}_bodies.h")
+  set(kernels_cu "${gen_dir}/${short_name}_kernels.cu")
+  set(kernels_sim_c "${gen_dir}/${short_name}_kernels_sim.c")
+  set(generated "${module_c}" "${stub}" "${bodies_h}" "${kernels_cu}" "${kernels_sim_c}")
   add_custom_command(
-    OUTPUT "${module_c}" "${stub}"
+    OUTPUT ${generated}
     COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${_UFUNCGEN_PYTHONPATH}"
             "${Python_EXECUTABLE}" -m ufuncgen.gen --module "${ARG_MODULE}" -o "${gen_dir}"
             --source-root "${ARG_SOURCE_ROOT}" ${signatures}
     # The generator leaves unchanged files alone; touching them keeps make from rerunning it.
-    COMMAND "${CMAKE_COMMAND}" -E touch_nocreate "${module_c}" "${stub}"
+    COMMAND "${CMAKE_COMMAND}" -E touch_nocreate ${generated}
     DEPENDS ${signatures} ${_UFUNCGEN_GENERATOR_FILES}
     COMMENT "ufuncgen: generating ${ARG_MODULE} from ${ARG_SIGNATURES}"
     VERBATIM)
 
-  Python_add_library(${target} MODULE WITH_SOABI "${module_c}")
+  Python_add_library(${target} MODULE WITH_SOABI "${module_c}" "${kernels_sim_c}")
   set_target_properties(${target} PROPERTIES
     OUTPUT_NAME "${short_name}"
     C_STANDARD 11
     C_VISIBILITY_PRESET hidden
     UFUNCGEN_STUB "${stub}")
+  if(UFUNCGEN_CUDA_ENABLED)
+    target_sources(${target} PRIVATE "${kernels_cu}")
+    set_source_files_properties("${kernels_cu}" PROPERTIES LANGUAGE CUDA)
+    # The CUDA runtime linked statically: importing needs no CUDA installation, and a
+    # machine with no driver or GPU gets a clear error at the first device call.
+    set_target_properties(${target} PROPERTIES
+      CUDA_VISIBILITY_PRESET hidden
+      CUDA_RUNTIME_LIBRARY Static)
+    target_compile_definitions(${target} PRIVATE UFG_HAVE_CUDA)
+    # --fmad=false: a*b + c rounds twice, as in the host loops and in NumPy, so device and
+    # host results agree (a function's fastmath opt-in does not reach the device).
+    target_compile_options(${target} PRIVATE
+      $<$<COMPILE_LANGUAGE:CUDA>:-O3 --fmad=false>)
+  endif()
   target_include_directories(${target} PRIVATE "${_UFUNCGEN_INCLUDE_DIR}")
   target_link_libraries(${target} PRIVATE Python::NumPy)
   if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
@@ -101,8 +122,7 @@ function(ufuncgen_add_module target)
     # rounding once where NumPy (built as ISO C) rounds twice, so results (even overflow to
     # Inf) would differ from NumPy's and from one CPU to another.
     target_compile_options(${target} PRIVATE
-      -O3 -fopenmp-simd -fno-math-errno -ffp-contract=off -Wall -Wdouble-promotion
-      -Wno-unknown-pragmas)
+      "$<$<COMPILE_LANGUAGE:C>:-O3;-fopenmp-simd;-fno-math-errno;-ffp-contract=off;-Wall;-Wdouble-promotion;-Wno-unknown-pragmas>")
   endif()
   if(UFUNCGEN_LIBMVEC)
     target_link_libraries(${target} PRIVATE "${UFUNCGEN_LIBMVEC}")

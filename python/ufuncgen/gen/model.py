@@ -135,6 +135,14 @@ class Function:
         return self.layout is not None
 
     @property
+    def reduce_signatures(self) -> tuple[TypeSignature, ...]:
+        """The loops `.reduce` can run on the device: a binary ufunc with an identity, whose
+        loop takes and gives one type (the accumulator is fed back as the first input)."""
+        if self.is_gufunc or self.identity is None or len(self.inputs) != 2 or len(self.outputs) != 1:
+            return ()
+        return tuple(s for s in self.signatures if len(set(s.all_types)) == 1)
+
+    @property
     def element_types(self) -> tuple[ElementType, ...]:
         """Every `T` this function's bodies are compiled for, in first-use order."""
         return tuple(dict.fromkeys(s.element_type for s in self.signatures))
@@ -158,6 +166,25 @@ class Module:
     @property
     def short_name(self) -> str:
         return self.qualified_name.rpartition(".")[2]
+
+    @property
+    def helper_instances(self) -> tuple[tuple[ElementType, tuple[Helper, ...]], ...]:
+        """For each `T`, the helpers compiled for it: those whose name a body of that type, or a
+        helper already included, mentions.  A helper is C written for a generic T, and some T
+        it was never meant for would not compile (cos of an int64 on the device)."""
+        def mentions(body: Body, helper: Helper) -> bool:
+            return any(re.search(rf"\b{helper.name}\b", line) for line in body.lines)
+
+        instances = []
+        for t in self.element_types:
+            used: list[Helper] = []
+            bodies = [f.body for f in self.functions if t in f.element_types]
+            for helper in reversed(self.helpers):   # a helper may only call those before it
+                if any(mentions(b, helper) for b in bodies + [h.body for h in used]):
+                    used.insert(0, helper)
+            if used:
+                instances.append((t, tuple(used)))
+        return tuple(instances)
 
     @property
     def element_types(self) -> tuple[ElementType, ...]:

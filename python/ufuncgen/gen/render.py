@@ -125,12 +125,19 @@ def _number_generated_lines(text: str, filename: str) -> str:
 def render_module(module: Module, command: str) -> dict[str, str]:
     """{file name: text} for every file generated for `module`."""
     env = environment()
-    c_name = f"{module.short_name}_module.c"
     context = dict(module=module, command=command)
-    return {
-        c_name: _number_generated_lines(env.get_template("module.c.j2").render(context), c_name),
-        f"{module.short_name}.pyi": env.get_template("module.pyi.j2").render(context),
-    }
+    name = module.short_name
+    outputs = {f"{name}.pyi": env.get_template("module.pyi.j2").render(context)}
+    for file_name, template in ((f"{name}_module.c", "module.c.j2"),
+                                (f"{name}_bodies.h", "bodies.h.j2"),
+                                (f"{name}_kernels.cu", "kernels.cu.j2")):
+        outputs[file_name] = _number_generated_lines(env.get_template(template).render(context),
+                                                     file_name)
+    # The simulator compiles the very same kernel text with the host compiler.
+    outputs[f"{name}_kernels_sim.c"] = (
+        f"/* {module.qualified_name}: the simulator's build of {name}_kernels.cu (UFUNCGEN_DEVICE=sim). */\n"
+        f'#include "{name}_kernels.cu"\n')
+    return outputs
 
 
 def write_outputs(outputs: dict[str, str], out_dir: str) -> list[str]:

@@ -121,11 +121,8 @@ typedef struct {
  * several Python threads at once (the GIL is released around them) keep apart. */
 typedef struct { int64_t block, thread, grid_dim, block_dim; } ufg_sim_coordinates;
 /* Marked unused: files that include this header only for the structs (the runtime) define no
- * kernel, and -Wall would warn about the variable in each of them. */
-#if defined(__GNUC__)
-__attribute__((unused))
-#endif
-static _Thread_local ufg_sim_coordinates ufg_sim_at;
+ * kernel. */
+static _Thread_local ufg_sim_coordinates ufg_sim_at __attribute__((unused));
 #define UFG_DEVICE_FN static inline
 #define UFG_KERNEL static void
 #define UFG_THREAD_INDEX (ufg_sim_at.block * ufg_sim_at.block_dim + ufg_sim_at.thread)
@@ -146,6 +143,19 @@ static _Thread_local ufg_sim_coordinates ufg_sim_at;
         return 0;                                                                       \
     }
 #endif
+
+/* The launcher a kernel file defines for `name`: ufg_launch_cuda_<name> or ufg_launch_sim_<name>. */
+#ifdef __CUDACC__
+#define UFG_LAUNCHER(name) ufg_launch_cuda_##name
+#else
+#define UFG_LAUNCHER(name) ufg_launch_sim_##name
+#endif
+
+/* Input k of a launch as a value of type T: the scalar passed by value, or the element at
+ * byte offset `offset`. */
+#define UFG_ARGUMENT(T, p, k, offset)                                                     \
+    ((((p)->by_value >> (k)) & 1u) ? *(const T *)(p)->values[k].bytes                       \
+                                   : *(const T *)((p)->data[k] + (offset)))
 
 /* Threads per block: a multiple of the warp size that leaves registers to the body. */
 #define UFG_DEVICE_BLOCK 256

@@ -33,6 +33,11 @@
 
 #define UFG_INLINE static inline __attribute__((always_inline))
 
+/* How the shared bodies header (<module>_bodies.h) declares its functions on the host. */
+#define UFG_BODY_FN UFG_INLINE
+#define UFG_HELPER_FN static inline __attribute__((unused))
+typedef npy_intp ufg_stride_t;
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(UFG_NO_TARGET_CLONES)
 #define UFG_TARGET_CLONES \
     __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))

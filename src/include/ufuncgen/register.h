@@ -9,6 +9,8 @@
 #include <numpy/ndarraytypes.h>
 #include <numpy/ufuncobject.h>
 
+#include "ufuncgen/device_kernel.h"
+
 typedef struct {
     const char *name;
     const char *doc;                /* the wrapper's docstring: call signature, text, types */
@@ -22,6 +24,7 @@ typedef struct {
     char identity_kind;             /* 'i', 'f', 'b' for a value identity */
     const char *identity_literal;
     PyUFunc_ProcessCoreDimsFunc *process_core_dims;
+    const ufg_device_table *device; /* the launchers the device runtime calls */
 } ufg_function_spec;
 
 static PyObject *
@@ -77,8 +80,15 @@ ufg_register_functions(PyObject *module, const char *qualified_name,
             status = -1;
             break;
         }
-        PyObject *function = PyObject_CallFunction(function_type, "Osss", ufunc, specs[i].name,
-                                                   qualified_name, specs[i].doc);
+        PyObject *device = PyCapsule_New((void *)specs[i].device, UFG_DEVICE_TABLE_CAPSULE, NULL);
+        if (device == NULL) {
+            Py_DECREF(ufunc);
+            status = -1;
+            break;
+        }
+        PyObject *function = PyObject_CallFunction(function_type, "OsssO", ufunc, specs[i].name,
+                                                   qualified_name, specs[i].doc, device);
+        Py_DECREF(device);
         Py_DECREF(ufunc);
         if (function == NULL) {
             status = -1;

@@ -1,0 +1,129 @@
+"""ufuncgen.device: device arrays, streams, and what the GPU (or the simulator) can do.
+
+Every generated function runs on the device when any argument is a CUDA array: a CuPy array,
+a PyTorch CUDA tensor, a Numba device array, anything with ``__cuda_array_interface__`` or a
+CUDA DLPack export, or this module's own :class:`DeviceArray`::
+
+    import numpy as np
+    from ufuncgen import device
+    from ufuncgen.examples import gaussian_pdf
+
+    x = device.to_device(np.linspace(-3, 3, 1_000_000, dtype=np.float32))
+    y = gaussian_pdf(x, 0.0, 1.0)          # a DeviceArray; runs asynchronously
+    print(y.copy_to_host()[:3])            # copying back waits for the result
+
+The backend is chosen once per process from ``UFUNCGEN_DEVICE``: ``cuda`` (the default: the
+CUDA runtime, linked statically, so importing works on machines without a GPU or driver) or
+``sim``, the simulator, which runs the very same kernels on the CPU with "device" memory in
+host RAM: device code can be debugged there with gdb and printf, and CI tests the whole device
+path with it.  Device calls never copy between host and device behind your back.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _device
+from ._device_buffers import buffer_of, check_dtype, is_device_object, stream_handle
+
+DeviceArray = _device.DeviceArray
+DeviceError = _device.DeviceError
+
+__all__ = ["DeviceArray", "DeviceError", "Stream", "backend", "device_array", "device_count",
+           "from_dlpack", "is_available", "synchronize", "to_device", "unavailable_reason"]
+
+
+def backend() -> str:
+    """'cuda' or 'sim' (from UFUNCGEN_DEVICE)."""
+    return _device.backend_name()
+
+
+def is_available() -> bool:
+    """Whether device calls can run: a GPU and driver for 'cuda'; always for 'sim'."""
+    return _device.is_available()
+
+
+def unavailable_reason() -> str | None:
+    """Why :func:`is_available` is False, or None."""
+    return _device.unavailable_reason()
+
+
+def device_count() -> int:
+    return _device.device_count()
+
+
+class Stream:
+    """A CUDA stream that this process creates and owns (``stream=`` takes it, or any CuPy,
+    PyTorch or Numba stream, or a raw ``cudaStream_t`` int)."""
+
+    def __init__(self, device: int | None = None):
+        self.device = _device.current_device() if device is None else int(device)
+        self.handle = _device.stream_create(self.device)
+
+    def synchronize(self) -> None:
+        _device.synchronize(self.handle)
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return (0, self.handle)
+
+    def __del__(self):
+        handle, self.handle = getattr(self, "handle", 0), 0
+        if handle:
+            try:
+                _device.stream_destroy(handle)
+            except Exception:
+                pass
+
+    def __repr__(self) -> str:
+        return f"<ufuncgen.device.Stream {self.handle:#x} on device {self.device}>"
+
+
+def synchronize(stream=None) -> None:
+    """Wait for the work queued on `stream`, or on the whole device when None."""
+    _device.synchronize(None if stream is None else stream_handle(stream))
+
+
+def device_array(shape, dtype=np.float64, *, stream=None, device: int | None = None) -> DeviceArray:
+    """An uninitialised C-contiguous DeviceArray, allocated in stream order."""
+    dtype = np.dtype(dtype)
+    check_dtype(dtype, "device_array(dtype=...)")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return _device.empty(shape, dtype, _device_of(device), stream_handle(stream))
+
+
+def to_device(array, *, stream=None, device: int | None = None) -> DeviceArray:
+    """A DeviceArray holding a copy of the host array (C-contiguous)."""
+    if is_device_object(array):
+        raise TypeError("to_device() takes a host array; this one is already on the device")
+    host = np.asarray(array, order="C")
+    check_dtype(host.dtype, "to_device(array)")
+    handle = stream_handle(stream)
+    result = _device.empty(host.shape, host.dtype, _device_of(device), handle)
+    if host.nbytes:
+        _device.memcpy_htod(result.ptr, host, host.nbytes, result.device, handle)
+    return result
+
+
+def from_dlpack(obj, *, stream=None) -> DeviceArray:
+    """A DeviceArray viewing a CUDA DLPack producer's memory (no copy)."""
+    if not hasattr(obj, "__dlpack__"):
+        raise TypeError(f"from_dlpack() needs an object with __dlpack__, not {type(obj).__name__}")
+    handle = stream_handle(stream)
+    try:
+        capsule = obj.__dlpack__(stream=handle or 1, max_version=(1, 0))
+    except TypeError:
+        capsule = obj.__dlpack__(stream=handle or 1)
+    return _device.from_dlpack_capsule(capsule)
+
+
+def as_device_array(obj) -> DeviceArray:
+    """A DeviceArray viewing any CUDA array (``__cuda_array_interface__`` or DLPack), no copy."""
+    if isinstance(obj, DeviceArray):
+        return obj
+    buffer = buffer_of(obj, "as_device_array(obj)")
+    return _device.from_pointer(buffer.ptr, buffer.shape, buffer.dtype, buffer.strides,
+                                buffer.device, buffer.owner or obj, buffer.readonly,
+                                buffer.stream or 0)
+
+
+def _device_of(device: int | None) -> int:
+    return _device.current_device() if device is None else int(device)

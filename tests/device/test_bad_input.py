@@ -1,0 +1,152 @@
+"""Bad device calls: each gives a clear exception naming the argument, and writes nothing."""
+import numpy as np
+import pytest
+
+import ufuncgen.examples as ex
+from ufuncgen import _device, device
+
+from .conftest import DROP, SIM, ForeignArray, host, to_dev, view
+
+pytestmark = pytest.mark.skipif(not device.is_available(), reason=str(device.unavailable_reason()))
+
+
+@pytest.fixture
+def out():
+    """An out= buffer whose contents must survive every refused call."""
+    return to_dev(np.full(8, 7.0))
+
+
+def _untouched(out):
+    np.testing.assert_array_equal(host(out), np.full(8, 7.0))
+
+
+def test_a_host_array_mixed_with_a_device_array_names_both_and_how_to_move_it(out):
+    with pytest.raises(TypeError) as info:
+        ex.gaussian_pdf(to_dev(np.ones(8)), np.zeros(8), 1.0, out=out)
+    message = str(info.value)
+    assert "argument 'mean' is a host numpy.ndarray" in message
+    assert "argument 'x' is on CUDA device 0" in message
+    assert "to_device" in message
+    _untouched(out)
+
+
+def test_a_host_out_for_device_inputs_is_refused():
+    with pytest.raises(TypeError, match="output 'sum' is a host numpy.ndarray"):
+        ex.add(to_dev(np.ones(3)), 1.0, out=np.zeros(3))
+
+
+@pytest.mark.skipif(not SIM or device.device_count() < 2, reason="needs two (simulated) devices")
+def test_arrays_on_different_gpus_are_refused(out):
+    other = device.to_device(np.ones(8), device=1)
+    with pytest.raises(ValueError, match="argument 'y' is on CUDA device 1.*same GPU"):
+        ex.add(to_dev(np.ones(8)), other, out=out)
+    _untouched(out)
+
+
+def test_a_read_only_out_is_refused(out):
+    readonly = ForeignArray(out, data=(out.ptr, True))
+    with pytest.raises(ValueError, match="output 'sum' is read-only"):
+        ex.add(to_dev(np.ones(8)), 1.0, out=readonly)
+    _untouched(out)
+
+
+@pytest.mark.parametrize("shape", [(4,), (8, 2), ()])
+def test_an_out_of_the_wrong_shape_is_refused(shape):
+    with pytest.raises(ValueError, match=r"output 'sum' has shape .* but the result's shape is \(8,\)"):
+        ex.add(to_dev(np.ones(8)), 1.0, out=device.device_array(shape))
+
+
+def test_an_out_of_a_dtype_the_result_cannot_be_cast_to_is_refused():
+    target = to_dev(np.full(8, 7, np.int64))
+    with pytest.raises(TypeError, match=r"add: Cannot cast ufunc 'add' output from dtype\('float64'\) to dtype\('int64'\)"):
+        ex.add(to_dev(np.ones(8)), 1.0, out=target)
+    np.testing.assert_array_equal(host(target), np.full(8, 7))
+
+
+def test_an_input_that_cannot_be_cast_safely_is_refused():
+    with pytest.raises(TypeError, match="lucas"):
+        ex.lucas(to_dev(np.ones(3)))
+
+
+def test_a_misaligned_pointer_is_refused(out):
+    base = to_dev(np.zeros(9))
+    misaligned = view(base, (8,), (8,), offset=4)
+    with pytest.raises(ValueError, match="argument 'x' is misaligned for float64"):
+        ex.add(misaligned, 1.0, out=out)
+    _untouched(out)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "complex64"])
+def test_an_unsupported_dtype_is_refused_and_named(dtype, out):
+    base = to_dev(np.zeros(8))
+    foreign = ForeignArray(base, typestr=np.dtype(dtype).str)
+    with pytest.raises(TypeError, match=f"argument 'x' has dtype {dtype}"):
+        ex.add(foreign, 1.0, out=out)
+    _untouched(out)
+
+
+@pytest.mark.parametrize("overrides, error", [
+    (dict(shape=DROP), "lacks the required key\\(s\\) 'shape'"),
+    (dict(typestr=DROP, data=DROP), "'typestr', 'data'"),
+    (dict(typestr="<q9"), "not a valid type string"),
+    (dict(typestr=">f8"), "native byte order"),
+    (dict(shape=(-8,)), "negative extent"),
+    (dict(shape=[8]), "tuple of ints"),
+    (dict(data=(0, False)), "null pointer"),
+    (dict(data=("0x10", False)), "pointer: int"),
+    (dict(strides=(8, 8)), "2 entries for 1 dimensions"),
+    (dict(stream=0), "stream'\\] is 0"),
+    (dict(mask=object()), "mask"),
+])
+def test_a_malformed_cuda_array_interface_is_refused_with_what_is_wrong(overrides, error, out):
+    foreign = ForeignArray(to_dev(np.ones(8)), **overrides)
+    with pytest.raises((ValueError, TypeError), match=error):
+        ex.add(foreign, 1.0, out=out)
+    _untouched(out)
+
+
+def test_a_cuda_array_interface_that_is_not_a_dict_is_refused():
+    class Broken:
+        __cuda_array_interface__ = [1, 2]
+    with pytest.raises(TypeError, match="must be a dict, not list"):
+        ex.add(Broken(), 1.0)
+
+
+def test_an_unsupported_keyword_is_a_type_error_naming_it():
+    x = to_dev(np.ones(3))
+    with pytest.raises(TypeError, match="keyword argument 'extobj' is not supported on the device"):
+        ex.add(x, 1.0, extobj=None)
+    with pytest.raises(TypeError, match="keyword argument 'where' is not supported"):
+        ex.inner1d(x, x, where=True)
+    with pytest.raises(ValueError, match="order='F'"):
+        ex.add(x, 1.0, order="F")
+
+
+def test_too_many_or_too_few_arguments_are_type_errors():
+    x = to_dev(np.ones(3))
+    with pytest.raises(TypeError, match="takes 3 input argument"):
+        ex.gaussian_pdf(x, 1.0)
+
+
+def test_inputs_that_do_not_broadcast_are_named(out):
+    with pytest.raises(ValueError, match=r"could not be broadcast together: x \(3,\), y \(4,\)"):
+        ex.add(to_dev(np.ones(3)), to_dev(np.ones(4)))
+
+
+@pytest.mark.skipif(not SIM, reason="error injection is a simulator feature")
+def test_a_cuda_error_in_the_kernel_becomes_an_exception_naming_it():
+    _device._sim_inject_error("cudaErrorIllegalAddress")
+    with pytest.raises(device.DeviceError, match="cudaErrorIllegalAddress"):
+        ex.add(to_dev(np.ones(8)), 1.0)
+    # the next call is fine again
+    np.testing.assert_array_equal(host(ex.add(to_dev(np.ones(2)), 1.0)), [2.0, 2.0])
+
+
+def test_to_device_of_a_device_array_is_refused_rather_than_copied():
+    with pytest.raises(TypeError, match="already on the device"):
+        device.to_device(to_dev(np.ones(2)))
+
+
+def test_numpy_will_not_silently_copy_a_device_array_to_the_host():
+    with pytest.raises(TypeError, match="copy_to_host"):
+        np.asarray(to_dev(np.ones(2)))

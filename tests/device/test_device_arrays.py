@@ -1,0 +1,116 @@
+"""DeviceArray and the exchange protocols: round trips, CAI and DLPack consumed back, streams."""
+import numpy as np
+import pytest
+
+import ufuncgen.examples as ex
+from ufuncgen import _device, device
+
+from .conftest import ForeignArray, host, to_dev
+
+pytestmark = pytest.mark.skipif(not device.is_available(), reason=str(device.unavailable_reason()))
+
+DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float32", "float64"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(), (0,), (5,), (3, 4), (2, 3, 4)])
+def test_to_device_and_copy_to_host_round_trip(dtype, shape, rng):
+    a = (rng.standard_normal(shape) * 50).astype(dtype)
+    d = device.to_device(a)
+    assert d.shape == shape and d.dtype == np.dtype(dtype) and d.size == a.size
+    np.testing.assert_array_equal(d.copy_to_host(), a)
+
+
+def test_device_array_allocates_the_requested_shape_and_dtype():
+    d = device.device_array((3, 4), np.float32)
+    assert (d.shape, d.dtype, d.strides) == ((3, 4), np.float32, (16, 4))
+
+
+def test_a_foreign_cuda_array_is_consumed_without_a_copy_and_results_are_device_arrays(rng):
+    x = rng.standard_normal(100)
+    d = to_dev(x)
+    foreign = ForeignArray(d)
+    result = ex.add(foreign, 1.0)
+    assert isinstance(result, device.DeviceArray)
+    np.testing.assert_array_equal(host(result), x + 1)
+    out = ForeignArray(device.device_array(100))
+    assert ex.add(foreign, 1.0, out=out) is out
+    np.testing.assert_array_equal(host(out._d), x + 1)
+
+
+def test_the_cuda_array_interface_exported_is_version_3_and_consumed_back(rng):
+    x = rng.standard_normal((4, 5))
+    d = to_dev(x)
+    cai = d.__cuda_array_interface__
+    assert cai["version"] == 3 and cai["shape"] == (4, 5) and cai["typestr"] == "<f8"
+    assert cai["data"] == (d.ptr, False) and cai["strides"] is None
+    assert cai.get("stream") != 0
+    back = device.as_device_array(ForeignArray(d))
+    assert back.ptr == d.ptr
+    np.testing.assert_array_equal(back.copy_to_host(), x)
+
+
+@pytest.mark.parametrize("versioned", [False, True])
+def test_dlpack_export_is_consumed_back_sharing_memory(versioned, rng):
+    x = rng.standard_normal(10).astype(np.float32)
+    d = to_dev(x)
+    assert d.__dlpack_device__() == (2, d.device)
+    capsule = d.__dlpack__(max_version=(1, 0) if versioned else None)
+    back = _device.from_dlpack_capsule(capsule)
+    assert back.ptr == d.ptr
+    np.testing.assert_array_equal(back.copy_to_host(), x)
+    result = ex.add(back, back)
+    np.testing.assert_array_equal(host(result), x + x)
+
+
+def test_from_dlpack_takes_any_cuda_dlpack_producer(rng):
+    x = rng.standard_normal(6)
+    d = to_dev(x)
+
+    class Producer:
+        def __dlpack__(self, **kwargs):
+            return d.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return d.__dlpack_device__()
+
+    np.testing.assert_array_equal(device.from_dlpack(Producer()).copy_to_host(), x)
+    np.testing.assert_array_equal(host(ex.add(Producer(), 1.0)), x + 1)
+
+
+def test_a_producer_stream_named_in_the_interface_is_waited_on(monkeypatch, rng):
+    waits = []
+    monkeypatch.setattr(_device, "stream_wait", lambda consumer, producer: waits.append((consumer, producer)))
+    stream = device.Stream()
+    d = to_dev(rng.standard_normal(4))
+    ex.add(ForeignArray(d, stream=stream.handle), 1.0)
+    ex.add(ForeignArray(d, stream=None), 1.0)
+    ex.add(ForeignArray(d, stream=1), 1.0)            # the legacy default: the consumer's own
+    assert waits == [(0, stream.handle)]
+
+
+@pytest.mark.parametrize("make", [
+    lambda s: s, lambda s: s.handle,
+    lambda s: type("CuPyLike", (), {"ptr": s.handle})(),
+    lambda s: type("TorchLike", (), {"cuda_stream": s.handle})(),
+])
+def test_stream_accepts_the_stream_objects_of_cuda_libraries(make, rng):
+    s = device.Stream()
+    x = rng.standard_normal(5)
+    result = ex.add(to_dev(x), 1.0, stream=make(s))
+    assert result.stream == s.handle
+    device.synchronize(s)
+    np.testing.assert_array_equal(host(result), x + 1)
+
+
+def test_a_bad_stream_object_is_a_type_error():
+    with pytest.raises(TypeError, match="stream="):
+        ex.add(to_dev(np.ones(2)), 1.0, stream="default")
+
+
+def test_the_backend_and_availability_are_reported():
+    assert device.backend() in ("cuda", "sim")
+    assert device.is_available() is True
+    assert device.unavailable_reason() is None
+    device.synchronize()
