@@ -26,6 +26,8 @@
 
 #include <numpy/ndarraytypes.h>
 
+#include "ufuncgen/host_threads.h"
+
 #define UFG_MAX_ARGS 16
 #define UFG_MAX_ITEMSIZE 8
 /* Elements per block: small enough that every argument's block stays in L1. */
@@ -158,21 +160,69 @@ ufg_run_elementwise_serial(char **args, npy_intp n, const npy_intp *steps, int n
     }
 }
 
+/* One part of a multi-threaded call: elements [index * part, ...) run as a call of their own. */
+typedef struct {
+    char **args;
+    npy_intp n, part;
+    const npy_intp *steps;
+    int nin, nargs;
+    bool contiguous;
+    const int *itemsizes;
+    ufg_contiguous_kernel kernel;
+} ufg_elementwise_job;
+
+static void
+ufg_elementwise_task(void *context, int64_t index)
+{
+    const ufg_elementwise_job *job = (const ufg_elementwise_job *)context;
+    const npy_intp start = (npy_intp)index * job->part;
+    const npy_intp m = job->n - start < job->part ? job->n - start : job->part;
+    char *part_args[UFG_MAX_ARGS];
+    for (int k = 0; k < job->nargs; k++) {
+        part_args[k] = job->args[k] + start * job->steps[k];
+    }
+    if (job->contiguous) {
+        job->kernel(m, part_args);
+    }
+    else {
+        ufg_run_elementwise_blocked(part_args, m, job->steps, job->nin, job->nargs,
+                                    job->itemsizes, job->kernel);
+    }
+}
+
+/*
+ * The one entry point of every elementwise loop.  `threads_allowed` is false for functions
+ * with `threads: false`; a reduction or accumulation (outputs overlapping inputs) always runs
+ * serially, in order.
+ */
 static inline void
 ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
-                    const int *itemsizes, ufg_contiguous_kernel kernel)
+                    const int *itemsizes, ufg_contiguous_kernel kernel, bool threads_allowed)
 {
     if (n > 1 && ufg_outputs_overlap_inputs(args, n, steps, nin, nargs, itemsizes)) {
         ufg_run_elementwise_serial(args, n, steps, nargs, kernel);
         return;
     }
+    bool contiguous = true;
     for (int k = 0; k < nargs; k++) {
-        if (steps[k] != itemsizes[k]) {
-            ufg_run_elementwise_blocked(args, n, steps, nin, nargs, itemsizes, kernel);
+        contiguous &= steps[k] == itemsizes[k];
+    }
+    const int threads = ufg_parallel_threads(threads_allowed, n, &ufg_threads->min_elements);
+    if (threads > 1) {
+        const npy_intp part = ufg_parallel_part(n, 1, threads, UFG_PARALLEL_ALIGN);
+        if (part < n) {
+            ufg_elementwise_job job = {args, n, part, steps, nin, nargs, contiguous, itemsizes,
+                                       kernel};
+            ufg_threads->parallel_for(ufg_elementwise_task, &job, (n + part - 1) / part);
             return;
         }
     }
-    kernel(n, args);
+    if (contiguous) {
+        kernel(n, args);
+    }
+    else {
+        ufg_run_elementwise_blocked(args, n, steps, nin, nargs, itemsizes, kernel);
+    }
 }
 
 /*
