@@ -47,6 +47,7 @@ static ufg_threads_api ufg_api = {
     .num_threads = 1,
     .min_elements = UFG_PARALLEL_MIN_ELEMENTS,
     .min_work = UFG_PARALLEL_MIN_WORK,
+    .min_time_ns = UFG_PARALLEL_MIN_TIME_NS,
     .parallel_for = ufg_parallel_for,
 };
 
@@ -60,7 +61,6 @@ static atomic_llong ufg_parallel_calls;     /* calls that used helpers: for test
 static pthread_mutex_t ufg_owner = PTHREAD_MUTEX_INITIALIZER;  /* held by the call using the pool */
 static pthread_mutex_t ufg_lock = PTHREAD_MUTEX_INITIALIZER;   /* guards everything below */
 static pthread_cond_t ufg_wake = PTHREAD_COND_INITIALIZER;     /* a new job, for helpers */
-static pthread_cond_t ufg_done = PTHREAD_COND_INITIALIZER;     /* a helper finished, for the owner */
 
 static int ufg_workers;                     /* helper threads started: helpers 1..ufg_workers */
 static unsigned long ufg_generation;        /* bumped for every job */
@@ -69,7 +69,7 @@ static unsigned long ufg_start_generation[UFG_MAX_THREADS];
 static struct {
     int open;                               /* helpers may still join */
     int helpers;                            /* helpers 1..helpers may join */
-    int active, finished;                   /* helpers that joined, and that are done */
+    int active;                             /* helpers that joined */
     ufg_parallel_task task;
     void *context;
     int64_t ntasks;
@@ -77,6 +77,17 @@ static struct {
 } ufg_job;
 static atomic_llong ufg_job_next;           /* the next task index to run */
 static atomic_int ufg_job_flags;            /* exception flags raised on helpers */
+static atomic_int ufg_job_finished;         /* helpers that joined and are done */
+
+static inline void
+ufg_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 
 static void
 ufg_run_tasks(int helper, ufg_parallel_task task, void *context, int64_t ntasks)
@@ -124,10 +135,8 @@ ufg_worker_main(void *arg)
             atomic_fetch_or(&ufg_job_flags, raised);
         }
 
+        atomic_fetch_add_explicit(&ufg_job_finished, 1, memory_order_release);
         pthread_mutex_lock(&ufg_lock);
-        if (++ufg_job.finished == ufg_job.active && !ufg_job.open) {
-            pthread_cond_signal(&ufg_done);
-        }
     }
     return NULL;
 }
@@ -184,7 +193,8 @@ ufg_parallel_for(ufg_parallel_task task, void *context, int64_t ntasks)
     const int started = ufg_start_workers((int)helpers);
     ufg_job.open = 1;
     ufg_job.helpers = started < helpers ? started : (int)helpers;
-    ufg_job.active = ufg_job.finished = 0;
+    ufg_job.active = 0;
+    atomic_store(&ufg_job_finished, 0);
     ufg_job.task = task;
     ufg_job.context = context;
     ufg_job.ntasks = ntasks;
@@ -197,14 +207,18 @@ ufg_parallel_for(ufg_parallel_task task, void *context, int64_t ntasks)
 
     ufg_run_tasks(0, task, context, ntasks);
 
-    /* Helpers that have not joined by now find the job closed; wait for those that did. */
+    /*
+     * Helpers that have not joined by now find the job closed; those that did are each on
+     * their last part, so wait for them spinning (briefly) rather than sleeping: waking up
+     * again would cost the caller as much as a small part.
+     */
     pthread_mutex_lock(&ufg_lock);
     ufg_job.open = 0;
     const int joined = ufg_job.active;
-    while (ufg_job.finished < ufg_job.active) {
-        pthread_cond_wait(&ufg_done, &ufg_lock);
-    }
     pthread_mutex_unlock(&ufg_lock);
+    while (atomic_load_explicit(&ufg_job_finished, memory_order_acquire) < joined) {
+        ufg_cpu_relax();
+    }
     const int raised = atomic_load(&ufg_job_flags);
     if (raised) {
         feraiseexcept(raised);
@@ -223,7 +237,6 @@ ufg_after_fork_in_child(void)
     pthread_mutex_init(&ufg_owner, NULL);
     pthread_mutex_init(&ufg_lock, NULL);
     pthread_cond_init(&ufg_wake, NULL);
-    pthread_cond_init(&ufg_done, NULL);
     ufg_workers = 0;
     ufg_generation = 0;
     memset(&ufg_job, 0, sizeof ufg_job);
@@ -320,28 +333,27 @@ ufg_set_num_threads(PyObject *Py_UNUSED(module), PyObject *value)
 static PyObject *
 ufg_set_parallel_threshold(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *elements, *work;
-    if (!PyArg_ParseTuple(args, "OO:_set_parallel_threshold", &elements, &work)) {
+    long long elements, work, time_ns;
+    if (!PyArg_ParseTuple(args, "LLL:_set_parallel_threshold", &elements, &work, &time_ns)) {
         return NULL;
     }
-    const long long e = ufg_positive_int(elements, "elements", LLONG_MAX);
-    if (e < 0) {
+    if (elements < 1 || work < 1 || time_ns < 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "_set_parallel_threshold: elements and work must be >= 1, time_ns >= 0");
         return NULL;
     }
-    const long long w = ufg_positive_int(work, "work", LLONG_MAX);
-    if (w < 0) {
-        return NULL;
-    }
-    atomic_store(&ufg_api.min_elements, e);
-    atomic_store(&ufg_api.min_work, w);
+    atomic_store(&ufg_api.min_elements, elements);
+    atomic_store(&ufg_api.min_work, work);
+    atomic_store(&ufg_api.min_time_ns, time_ns);
     Py_RETURN_NONE;
 }
 
 static PyObject *
 ufg_parallel_threshold(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
 {
-    return Py_BuildValue("(LL)", (long long)atomic_load(&ufg_api.min_elements),
-                         (long long)atomic_load(&ufg_api.min_work));
+    return Py_BuildValue("(LLL)", (long long)atomic_load(&ufg_api.min_elements),
+                         (long long)atomic_load(&ufg_api.min_work),
+                         (long long)atomic_load(&ufg_api.min_time_ns));
 }
 
 static PyObject *
@@ -360,10 +372,10 @@ static PyMethodDef ufg_thread_methods[] = {
     {"set_num_threads", ufg_set_num_threads, METH_O,
      "set_num_threads(n, /)\n--\n\nSet the number of threads large host loops may use."},
     {"_set_parallel_threshold", ufg_set_parallel_threshold, METH_VARARGS,
-     "_set_parallel_threshold(elements, work, /)\n--\n\n"
-     "Sizes from which calls run on several threads (for benchmarks and tests)."},
+     "_set_parallel_threshold(elements, work, time_ns, /)\n--\n\n"
+     "When calls run on several threads (for benchmarks and tests)."},
     {"_parallel_threshold", ufg_parallel_threshold, METH_NOARGS,
-     "_parallel_threshold()\n--\n\n(elements, work) from which calls run on several threads."},
+     "_parallel_threshold()\n--\n\n(elements, work, time_ns): when calls run on several threads."},
     {"_thread_pool_stats", ufg_thread_pool_stats, METH_NOARGS,
      "_thread_pool_stats()\n--\n\nCounters of the thread pool, for tests."},
     {NULL, NULL, 0, NULL},

@@ -160,10 +160,10 @@ ufg_run_elementwise_serial(char **args, npy_intp n, const npy_intp *steps, int n
     }
 }
 
-/* One part of a multi-threaded call: elements [index * part, ...) run as a call of their own. */
+/* A call, or one part of a multi-threaded call: elements [offset + index * part, ...). */
 typedef struct {
     char **args;
-    npy_intp n, part;
+    npy_intp n, offset, part;
     const npy_intp *steps;
     int nin, nargs;
     bool contiguous;
@@ -171,12 +171,10 @@ typedef struct {
     ufg_contiguous_kernel kernel;
 } ufg_elementwise_job;
 
+/* Elements [start, start + m) of the job's call, as a call of their own. */
 static void
-ufg_elementwise_task(void *context, int64_t index)
+ufg_elementwise_range(const ufg_elementwise_job *job, npy_intp start, npy_intp m)
 {
-    const ufg_elementwise_job *job = (const ufg_elementwise_job *)context;
-    const npy_intp start = (npy_intp)index * job->part;
-    const npy_intp m = job->n - start < job->part ? job->n - start : job->part;
     char *part_args[UFG_MAX_ARGS];
     for (int k = 0; k < job->nargs; k++) {
         part_args[k] = job->args[k] + start * job->steps[k];
@@ -188,6 +186,35 @@ ufg_elementwise_task(void *context, int64_t index)
         ufg_run_elementwise_blocked(part_args, m, job->steps, job->nin, job->nargs,
                                     job->itemsizes, job->kernel);
     }
+}
+
+static void
+ufg_elementwise_task(void *context, int64_t index)
+{
+    const ufg_elementwise_job *job = (const ufg_elementwise_job *)context;
+    const npy_intp start = job->offset + (npy_intp)index * job->part;
+    ufg_elementwise_range(job, start, job->n - start < job->part ? job->n - start : job->part);
+}
+
+/*
+ * A large call: time a first sample on this thread, then run the rest on the pool if the
+ * sample says it is worth it.  Every boundary is a multiple of UFG_PARALLEL_ALIGN.
+ */
+static Py_NO_INLINE void
+ufg_run_elementwise_parallel(ufg_elementwise_job *job, int threads)
+{
+    const npy_intp sample = UFG_PARALLEL_SAMPLE;
+    const int64_t start = ufg_now_ns();
+    ufg_elementwise_range(job, 0, sample);
+    const int64_t elapsed = ufg_now_ns() - start;
+    const npy_intp rest = job->n - sample;
+    job->offset = sample;
+    job->part = ufg_parallel_part(rest, 1, threads, UFG_PARALLEL_ALIGN);
+    if (job->part >= rest || !ufg_parallel_worth(elapsed, sample, rest)) {
+        ufg_elementwise_range(job, sample, rest);
+        return;
+    }
+    ufg_threads->parallel_for(ufg_elementwise_task, job, (rest + job->part - 1) / job->part);
 }
 
 /*
@@ -208,14 +235,11 @@ ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int
         contiguous &= steps[k] == itemsizes[k];
     }
     const int threads = ufg_parallel_threads(threads_allowed, n, &ufg_threads->min_elements);
-    if (threads > 1) {
-        const npy_intp part = ufg_parallel_part(n, 1, threads, UFG_PARALLEL_ALIGN);
-        if (part < n) {
-            ufg_elementwise_job job = {args, n, part, steps, nin, nargs, contiguous, itemsizes,
-                                       kernel};
-            ufg_threads->parallel_for(ufg_elementwise_task, &job, (n + part - 1) / part);
-            return;
-        }
+    if (threads > 1 && n > 2 * UFG_PARALLEL_SAMPLE) {
+        ufg_elementwise_job job = {args, n, 0, n, steps, nin, nargs, contiguous, itemsizes,
+                                   kernel};
+        ufg_run_elementwise_parallel(&job, threads);
+        return;
     }
     if (contiguous) {
         kernel(n, args);

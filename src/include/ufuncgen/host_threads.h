@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <numpy/ndarraytypes.h>
 
@@ -27,6 +28,10 @@
 #define UFG_PARALLEL_ALIGN 256
 /* ... of gufunc outer loops: a multiple of every SIMD width, should a compiler vectorize one. */
 #define UFG_PARALLEL_GUFUNC_ALIGN 16
+/* Work (elements) a large call runs first, on the calling thread, to time itself. */
+#define UFG_PARALLEL_SAMPLE 4096
+_Static_assert(UFG_PARALLEL_SAMPLE % UFG_PARALLEL_ALIGN == 0, "sample on block boundaries");
+
 /* Parts per thread, so that helpers stepping back (other calls started) leave little behind. */
 #define UFG_PARALLEL_PARTS_PER_THREAD 4
 /* ... but no part smaller than this many elements (or units of gufunc work). */
@@ -81,6 +86,23 @@ ufg_parallel_threads(bool allowed, int64_t size, _Atomic int64_t *minimum)
     return atomic_load_explicit(&ufg_threads->num_threads, memory_order_relaxed);
 }
 
+static inline int64_t
+ufg_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Whether `rest` more work is worth the pool, when `done` work took `elapsed_ns`. */
+static inline bool
+ufg_parallel_worth(int64_t elapsed_ns, int64_t done, int64_t rest)
+{
+    const double estimate = (double)elapsed_ns * ((double)rest / (double)done);
+    return estimate >= (double)atomic_load_explicit(&ufg_threads->min_time_ns,
+                                                    memory_order_relaxed);
+}
+
 /*
  * The length of each part of an outer loop of `n` iterations, each worth `unit` work:
  * a multiple of `align`, about n / (threads * UFG_PARALLEL_PARTS_PER_THREAD), and at least
@@ -107,7 +129,7 @@ typedef struct {
     char **args;
     npy_intp const *dimensions;
     npy_intp const *steps;
-    npy_intp part;
+    npy_intp offset, part;
     ufg_gufunc_range range;
 } ufg_gufunc_job;
 
@@ -115,15 +137,16 @@ static void
 ufg_gufunc_task(void *context, int64_t index)
 {
     const ufg_gufunc_job *job = (const ufg_gufunc_job *)context;
-    const npy_intp begin = (npy_intp)index * job->part;
-    const npy_intp end = job->dimensions[0] - begin < job->part ? job->dimensions[0]
-                                                                : begin + job->part;
+    const npy_intp n = job->dimensions[0];
+    const npy_intp begin = job->offset + (npy_intp)index * job->part;
+    const npy_intp end = n - begin < job->part ? n : begin + job->part;
     job->range(job->args, job->dimensions, job->steps, begin, end);
 }
 
 /*
  * A gufunc loop: the outer dimension, split across threads when the call's work (outer
- * iterations x the product of its `ncore` distinct core dimensions) reaches the threshold.
+ * iterations x the product of its `ncore` distinct core dimensions) is large and a timed
+ * sample of it says the rest is worth the pool.
  */
 static inline void
 ufg_run_gufunc(char **args, npy_intp const *dimensions, npy_intp const *steps, int ncore,
@@ -141,15 +164,24 @@ ufg_run_gufunc(char **args, npy_intp const *dimensions, npy_intp const *steps, i
         const int64_t work = unit > INT64_MAX / n ? INT64_MAX : unit * n;
         threads = ufg_parallel_threads(true, work, &ufg_threads->min_work);
     }
-    if (threads > 1) {
-        const npy_intp part = ufg_parallel_part(n, unit, threads, UFG_PARALLEL_GUFUNC_ALIGN);
-        if (part < n) {
-            ufg_gufunc_job job = {args, dimensions, steps, part, range};
-            ufg_threads->parallel_for(ufg_gufunc_task, &job, (n + part - 1) / part);
-            return;
-        }
+    npy_intp sample = (npy_intp)((UFG_PARALLEL_SAMPLE + unit - 1) / unit);
+    sample = (sample + UFG_PARALLEL_GUFUNC_ALIGN - 1) / UFG_PARALLEL_GUFUNC_ALIGN
+             * UFG_PARALLEL_GUFUNC_ALIGN;
+    if (threads <= 1 || sample >= n) {
+        range(args, dimensions, steps, 0, n);
+        return;
     }
-    range(args, dimensions, steps, 0, n);
+    const int64_t start = ufg_now_ns();
+    range(args, dimensions, steps, 0, sample);
+    const int64_t elapsed = ufg_now_ns() - start;
+    const npy_intp rest = n - sample;
+    const npy_intp part = ufg_parallel_part(rest, unit, threads, UFG_PARALLEL_GUFUNC_ALIGN);
+    if (part >= rest || !ufg_parallel_worth(elapsed, sample, rest)) {
+        range(args, dimensions, steps, sample, n);
+        return;
+    }
+    ufg_gufunc_job job = {args, dimensions, steps, sample, part, range};
+    ufg_threads->parallel_for(ufg_gufunc_task, &job, (rest + part - 1) / part);
 }
 
 #endif /* UFUNCGEN_HOST_THREADS_H */

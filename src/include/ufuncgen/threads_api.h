@@ -17,13 +17,18 @@
 #define UFG_THREADS_API_VERSION 1
 
 /*
- * Measured on a 2-core AMD EPYC (benchmarks/threads.py prints the evidence): below these
- * sizes, waking the pool costs more than a second core saves.  An elementwise call runs on
- * several threads from UFG_PARALLEL_MIN_ELEMENTS elements on; a gufunc call from
- * UFG_PARALLEL_MIN_WORK outer iterations x core elements on.
+ * When a call runs on several threads (measured on a 2-core AMD EPYC VM; benchmarks/threads.py
+ * prints the evidence).  Calls below UFG_PARALLEL_MIN_ELEMENTS elements (elementwise) or
+ * UFG_PARALLEL_MIN_WORK outer iterations x core elements (gufuncs) run as before, with no
+ * extra work at all.  A larger call first runs a small sample part on the calling thread and
+ * times it: only if the rest would take at least UFG_PARALLEL_MIN_TIME_NS on one thread does
+ * it wake the pool, which costs some 10-50 us here.  So a cheap memory-bound `add` stays on
+ * one thread up to a few hundred thousand elements, an `exp`-heavy function goes parallel
+ * from some 50 thousand, and a costly body (lucas) sooner.
  */
-#define UFG_PARALLEL_MIN_ELEMENTS 65536
-#define UFG_PARALLEL_MIN_WORK 65536
+#define UFG_PARALLEL_MIN_ELEMENTS 32768
+#define UFG_PARALLEL_MIN_WORK 32768
+#define UFG_PARALLEL_MIN_TIME_NS 150000
 
 /* Runs one part of a call: task(context, index) for index in [0, ntasks). */
 typedef void (*ufg_parallel_task)(void *context, int64_t index);
@@ -34,6 +39,7 @@ typedef struct {
     _Atomic int num_threads;            /* ufuncgen.set_num_threads; 1: everything serial */
     _Atomic int64_t min_elements;       /* UFG_PARALLEL_MIN_ELEMENTS unless tuned */
     _Atomic int64_t min_work;           /* UFG_PARALLEL_MIN_WORK unless tuned */
+    _Atomic int64_t min_time_ns;        /* UFG_PARALLEL_MIN_TIME_NS unless tuned */
     /*
      * Runs every task once and returns when all have run, on up to num_threads threads
      * (the caller's included): fewer when other large calls are running at the same time,
