@@ -52,7 +52,8 @@ static ufg_threads_api ufg_api = {
 };
 
 static atomic_int ufg_callers;              /* large calls in progress, in any thread */
-static atomic_llong ufg_parallel_calls;     /* calls that used helpers: for tests */
+static atomic_llong ufg_parallel_calls;     /* calls handed to the pool: for tests */
+static atomic_llong ufg_helped_calls;       /* ... that a helper took part in */
 
 /* ------------------------------------------------------------------ */
 /* The pool                                                             */
@@ -223,8 +224,9 @@ ufg_parallel_for(ufg_parallel_task task, void *context, int64_t ntasks)
     if (raised) {
         feraiseexcept(raised);
     }
+    atomic_fetch_add(&ufg_parallel_calls, 1);
     if (joined > 0) {
-        atomic_fetch_add(&ufg_parallel_calls, 1);
+        atomic_fetch_add(&ufg_helped_calls, 1);
     }
     pthread_mutex_unlock(&ufg_owner);
     atomic_fetch_sub(&ufg_callers, 1);
@@ -362,7 +364,9 @@ ufg_thread_pool_stats(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
     pthread_mutex_lock(&ufg_lock);
     const int workers = ufg_workers;
     pthread_mutex_unlock(&ufg_lock);
-    return Py_BuildValue("{s:L,s:i}", "parallel_calls", (long long)atomic_load(&ufg_parallel_calls),
+    return Py_BuildValue("{s:L,s:L,s:i}",
+                         "parallel_calls", (long long)atomic_load(&ufg_parallel_calls),
+                         "helped_calls", (long long)atomic_load(&ufg_helped_calls),
                          "helper_threads", workers);
 }
 
