@@ -19,15 +19,17 @@ dask parallelizes across chunks there.
 """
 from __future__ import annotations
 
+import operator
 from typing import NamedTuple
 
 __all__ = ["get_num_threads", "set_num_threads", "parallel_threshold", "ParallelThreshold"]
 
 
 class ParallelThreshold(NamedTuple):
-    """From which size a call may run on several threads."""
-    elements: int   # elementwise ufuncs: elements in the call
-    work: int       # gufuncs: outer iterations x the product of the core dimensions
+    """When a call may run on several threads."""
+    elements: int   # elementwise ufuncs: at least this many elements in the call, and
+    work: int       # gufuncs: outer iterations x the product of the core dimensions, and
+    time_ns: int    # a timed sample says the rest takes at least this long on one thread
 
 
 def get_num_threads() -> int:
@@ -43,11 +45,13 @@ def get_num_threads() -> int:
 def set_num_threads(n: int) -> None:
     """Let large host loops of every ufuncgen module use up to `n` threads (1: no threads).
 
-    `n` is an int from 1 to 1024: a bool, a float or a string is a TypeError, a number out of
-    range a ValueError.  The setting is process-wide, not per thread, and takes effect with
+    `n` is an integer from 1 to 1024 (a Python or NumPy int): a bool, a float or a string is a
+    TypeError, a number out of range a ValueError.  The setting is process-wide, not per thread, and takes effect with
     the next call.
     """
     from ._core import set_num_threads as set_
+    if not isinstance(n, bool) and hasattr(type(n), "__index__"):
+        n = operator.index(n)       # NumPy integers too
     set_(n)
 
 
