@@ -28,18 +28,20 @@ import numpy as np
 __all__ = ["apply"]
 
 
-def _output_dtypes(ufunc: np.ufunc, arrays: tuple, dtype: Any) -> list[np.dtype]:
-    """The output dtypes NumPy's type resolution picks for these inputs."""
-    if dtype is not None:
-        return [np.dtype(dtype)] * ufunc.nout
-    inputs = []
-    for a in arrays:
-        if isinstance(a, (bool, int, float, complex)):
-            inputs.append(type(a))          # a Python scalar: NumPy's weak promotion
-        else:
-            inputs.append(np.dtype(getattr(a, "dtype", None) or np.asarray(a).dtype))
-    resolved = ufunc.resolve_dtypes((*inputs, *([None] * ufunc.nout)))
-    return list(resolved[ufunc.nin:])
+def _resolve(ufunc: np.ufunc, arrays: tuple, dtype: Any) -> tuple[list, list[np.dtype]]:
+    """The inputs, Python scalars made NumPy scalars of the loop's type (as a NumPy call
+    treats them: dask would make them float64 or int64 arrays), and the output dtypes that
+    NumPy's type resolution picks."""
+    def is_python_scalar(a):
+        return isinstance(a, (bool, int, float, complex)) and not isinstance(a, np.generic)
+
+    inputs = [type(a) if is_python_scalar(a) else np.dtype(getattr(a, "dtype", None)
+                                                            or np.asarray(a).dtype)
+              for a in arrays]
+    outputs = [None if dtype is None else np.dtype(dtype)] * ufunc.nout
+    resolved = ufunc.resolve_dtypes((*inputs, *outputs))
+    arrays = [resolved[i].type(a) if is_python_scalar(a) else a for i, a in enumerate(arrays)]
+    return arrays, list(resolved[ufunc.nin:])
 
 
 def apply(function, *arrays, allow_rechunk: bool = False, dtype: Any = None, **kwargs):
@@ -66,7 +68,9 @@ def apply(function, *arrays, allow_rechunk: bool = False, dtype: Any = None, **k
     signature = ufunc.signature
     if signature is None:
         signature = ",".join(["()"] * ufunc.nin) + "->" + ",".join(["()"] * ufunc.nout)
-    output_dtypes = _output_dtypes(ufunc, arrays, dtype)
+    arrays, output_dtypes = _resolve(ufunc, arrays, dtype)
+    if dtype is not None:
+        kwargs["dtype"] = dtype
     return da.apply_gufunc(
         ufunc, signature, *arrays,
         output_dtypes=output_dtypes if ufunc.nout > 1 else output_dtypes[0],

@@ -58,7 +58,7 @@ ufg_new_ufunc(const ufg_function_spec *spec)
     return ufunc;
 }
 
-/* The bare ufunc pickles as `module.name.ufunc` (ufuncgen/_pickling.py): dask's graphs hold it. */
+/* The bare ufunc pickles by reference to `module.name` (ufuncgen/_pickling.py): dask's graphs hold it. */
 static int
 ufg_name_ufunc(PyObject *ufunc, const char *qualified_name, const char *name)
 {
