@@ -1,13 +1,65 @@
-"""Test-session set-up shared by every folder.
+"""Test-session set-up and fixtures shared by every folder.
 
 The device path runs under the simulator unless the caller chose a backend: CI has no GPU,
 and the simulator runs the very same kernels on the CPU.  `UFUNCGEN_DEVICE=cuda pytest -m gpu`
-runs the GPU tests on a real device.
+runs the GPU tests on a real device.  The fixtures build small modules with `ufuncgen build`.
 """
+from __future__ import annotations
+
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 os.environ.setdefault("UFUNCGEN_DEVICE", "sim")
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a real CUDA GPU (UFUNCGEN_DEVICE=cuda)")
+
+
+# A module for the thread and dask tests: one function that may use threads, one that opts out.
+PROBE_FILE = """\
+ufunc scaled(x) -> y
+    doc: 3 x + 1, on several threads when large.
+    types: float64(float64)
+{
+    y = (T)3 * x + (T)1;
+}
+
+ufunc scaled_serial(x) -> y
+    doc: 3 x + 1, always on the calling thread.
+    types: float64(float64)
+    threads: false
+{
+    y = (T)3 * x + (T)1;
+}
+"""
+
+
+def build_module(work: Path, name: str, text: str, *options: str) -> Path:
+    """`ufuncgen build` of `text` as module `name` into work/out; returns work/out."""
+    work.mkdir(parents=True, exist_ok=True)
+    (work / f"{name}.ufunc").write_text(text)
+    command = shutil.which("ufuncgen")
+    argv = [command] if command else [sys.executable, "-m", "ufuncgen"]
+    result = subprocess.run([*argv, "build", f"{name}.ufunc", "--name", name, "-o", "out",
+                             *options], cwd=work, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, f"ufuncgen build failed:\n{result.stdout}\n{result.stderr}"
+    return work / "out"
+
+
+@pytest.fixture(scope="session")
+def probe_module_dir(tmp_path_factory) -> Path:
+    """The directory holding the built module `ufg_probe` (not on sys.path)."""
+    return build_module(tmp_path_factory.mktemp("probe"), "ufg_probe", PROBE_FILE)
+
+
+@pytest.fixture(scope="session")
+def probe_module_without_threads_dir(tmp_path_factory) -> Path:
+    """The same file built with `ufuncgen build --no-threads`, as `ufg_probe_serial`."""
+    return build_module(tmp_path_factory.mktemp("probe_serial"), "ufg_probe_serial",
+                        PROBE_FILE, "--no-threads")

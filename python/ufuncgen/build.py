@@ -49,8 +49,10 @@ def _cmake_path(path: str) -> str:
 
 
 def build(files: list[str], module: str, output_dir: str, build_dir: str | None = None,
-          verbose: bool = False) -> str:
+          verbose: bool = False, threads: bool = True) -> str:
     """Builds `module` from `files` into output_dir; returns the extension's path.
+
+    threads=False compiles every loop single-threaded (CMake's UFUNCGEN_THREADS=OFF).
 
     Raises SignatureError for a bad signature file, BuildError when compiling fails.
     """
@@ -70,7 +72,8 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
     cmake = find_cmake()
     binary_dir = os.path.join(build_dir, "cmake")
     _run([cmake, "-S", project_dir, "-B", binary_dir, "-DCMAKE_BUILD_TYPE=Release",
-          f"-DPython_EXECUTABLE={sys.executable}"], verbose)
+          f"-DPython_EXECUTABLE={sys.executable}",
+          f"-DUFUNCGEN_THREADS={'ON' if threads else 'OFF'}"], verbose)
     _run([cmake, "--build", binary_dir, "--parallel"], verbose)
     path = os.path.join(output_dir, short + sysconfig.get_config_var("EXT_SUFFIX"))
     if not os.path.exists(path):

@@ -23,6 +23,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="where the module goes (default: the current directory)")
     build.add_argument("--build-dir", default=None,
                        help="CMake's build directory (default: DIR/.ufuncgen-build/MOD)")
+    build.add_argument("--no-threads", dest="threads", action="store_false",
+                       help="compile every loop single-threaded (no multi-core host loops)")
     build.add_argument("-v", "--verbose", action="store_true", help="show CMake and compiler output")
 
     check = commands.add_parser("check", help="check signature files without building")
@@ -45,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
             module = load_module("checked", args.files, source_root=os.getcwd())
             print(f"ok: {len(module.functions)} functions")
             return 0
-        path = build(args.files, args.name, args.output_dir, args.build_dir, args.verbose)
+        path = build(args.files, args.name, args.output_dir, args.build_dir, args.verbose,
+                     threads=args.threads)
     except SignatureError as exc:
         print(exc.format(), file=sys.stderr)
         return 1

@@ -17,6 +17,7 @@
 #include <numpy/ufuncobject.h>
 
 #include "function_object.h"
+#include "threads.h"
 
 PyDoc_STRVAR(ufg_core_doc,
 "Runtime support for ufuncgen-generated modules.");
@@ -41,6 +42,19 @@ ufg_core_import_numpy(void)
     return 0;
 }
 
+/* Bare generated ufuncs (fn.ufunc, which dask puts in its task graphs) pickle by reference,
+ * as `module.name.ufunc`: see ufuncgen/_pickling.py. */
+static int
+ufg_core_install_ufunc_pickler(void)
+{
+    PyObject *pickling = PyImport_ImportModule("ufuncgen._pickling");
+    if (pickling == NULL) {
+        return -1;
+    }
+    Py_DECREF(pickling);
+    return 0;
+}
+
 PyMODINIT_FUNC
 PyInit__core(void)
 {
@@ -53,7 +67,8 @@ PyInit__core(void)
     if (module == NULL) {
         return NULL;
     }
-    if (ufg_function_type_register(module) < 0) {
+    if (ufg_function_type_register(module) < 0 || ufg_threads_register(module) < 0 ||
+        ufg_core_install_ufunc_pickler() < 0) {
         Py_DECREF(module);
         return NULL;
     }

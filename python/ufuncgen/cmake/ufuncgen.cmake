@@ -49,6 +49,9 @@ else()
                  "under the simulator, UFUNCGEN_DEVICE=sim")
 endif()
 
+# Multi-core host loops (ufuncgen._core's thread pool); OFF compiles every loop single-threaded.
+option(UFUNCGEN_THREADS "Let large host loops run on several threads" ON)
+
 # glibc's vector math library: the generated loops call its SIMD exp, sin, ... when present.
 find_library(UFUNCGEN_LIBMVEC NAMES mvec)
 
@@ -123,6 +126,9 @@ function(ufuncgen_add_module target)
     # Inf) would differ from NumPy's and from one CPU to another.
     target_compile_options(${target} PRIVATE
       "$<$<COMPILE_LANGUAGE:C>:-O3;-fopenmp-simd;-fno-math-errno;-ffp-contract=off;-Wall;-Wdouble-promotion;-Wno-unknown-pragmas>")
+  endif()
+  if(NOT UFUNCGEN_THREADS)
+    target_compile_definitions(${target} PRIVATE UFG_NO_THREADS)
   endif()
   if(UFUNCGEN_LIBMVEC)
     target_link_libraries(${target} PRIVATE "${UFUNCGEN_LIBMVEC}")

@@ -125,6 +125,7 @@ class Function:
     fastmath: bool
     body: Body
     location: Location
+    threads: bool = True        # large calls may run on several threads
 
     @property
     def args(self) -> tuple[Arg, ...]:
@@ -230,11 +231,12 @@ class _Validator:
         ok &= core is not None
         identity = self._identity(raw, signatures or ())
         fastmath = self._flag(raw.fastmath, "fastmath")
+        threads = self._flag(raw.threads, "threads", default=True)
         if raw.body is None:
             self.error(raw.name, f"function '{raw.name.text}' has no body: expected a line "
                                  "holding only '{' after its options")
             ok = False
-        if not ok or identity is False or fastmath is None:
+        if not ok or identity is False or fastmath is None or threads is None:
             return None
         nin = len(raw.args)
         args, stride = [], 0
@@ -247,7 +249,7 @@ class _Validator:
             name=raw.name.text, kind=raw.kind.text, doc="\n".join(raw.doc),
             inputs=args[:nin], outputs=args[nin:], signatures=signatures, layout=layout,
             identity=identity, fastmath=fastmath, body=self.body(raw.body),
-            location=raw.name.location,
+            location=raw.name.location, threads=threads,
         )
 
     def _check_arg_names(self, raw: RawFunction) -> bool:
@@ -313,9 +315,9 @@ class _Validator:
             self.error(tok, f"unknown type '{tok.text}'; expected one of {', '.join(ELEMENT_TYPES)}")
         return t
 
-    def _flag(self, tok: Token | None, what: str) -> bool | None:
+    def _flag(self, tok: Token | None, what: str, default: bool = False) -> bool | None:
         if tok is None:
-            return False
+            return default
         value = {"true": True, "yes": True, "on": True, "false": False, "no": False,
                  "off": False}.get(tok.text.lower())
         if value is None:

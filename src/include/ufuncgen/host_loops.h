@@ -26,6 +26,8 @@
 
 #include <numpy/ndarraytypes.h>
 
+#include "ufuncgen/host_threads.h"
+
 #define UFG_MAX_ARGS 16
 #define UFG_MAX_ITEMSIZE 8
 /* Elements per block: small enough that every argument's block stays in L1. */
@@ -163,21 +165,93 @@ ufg_run_elementwise_serial(char **args, npy_intp n, const npy_intp *steps, int n
     }
 }
 
+/* A call, or one part of a multi-threaded call: elements [offset + index * part, ...). */
+typedef struct {
+    char **args;
+    npy_intp n, offset, part;
+    const npy_intp *steps;
+    int nin, nargs;
+    bool contiguous;
+    const int *itemsizes;
+    ufg_contiguous_kernel kernel;
+} ufg_elementwise_job;
+
+/* Elements [start, start + m) of the job's call, as a call of their own. */
+static void
+ufg_elementwise_range(const ufg_elementwise_job *job, npy_intp start, npy_intp m)
+{
+    char *part_args[UFG_MAX_ARGS];
+    for (int k = 0; k < job->nargs; k++) {
+        part_args[k] = job->args[k] + start * job->steps[k];
+    }
+    if (job->contiguous) {
+        job->kernel(m, part_args);
+    }
+    else {
+        ufg_run_elementwise_blocked(part_args, m, job->steps, job->nin, job->nargs,
+                                    job->itemsizes, job->kernel);
+    }
+}
+
+static void
+ufg_elementwise_task(void *context, int64_t index)
+{
+    const ufg_elementwise_job *job = (const ufg_elementwise_job *)context;
+    const npy_intp start = job->offset + (npy_intp)index * job->part;
+    ufg_elementwise_range(job, start, job->n - start < job->part ? job->n - start : job->part);
+}
+
+/*
+ * A large call: time a first sample on this thread, then run the rest on the pool if the
+ * sample says it is worth it.  Every boundary is a multiple of UFG_PARALLEL_ALIGN.
+ */
+static Py_NO_INLINE void
+ufg_run_elementwise_parallel(ufg_elementwise_job *job, int threads)
+{
+    const npy_intp sample = UFG_PARALLEL_SAMPLE;
+    const int64_t start = ufg_now_ns();
+    ufg_elementwise_range(job, 0, sample);
+    const int64_t elapsed = ufg_now_ns() - start;
+    const npy_intp rest = job->n - sample;
+    job->offset = sample;
+    job->part = ufg_parallel_part(rest, 1, threads, UFG_PARALLEL_ALIGN);
+    if (job->part >= rest || !ufg_parallel_worth(elapsed, sample, rest)) {
+        ufg_elementwise_range(job, sample, rest);
+        return;
+    }
+    ufg_threads->parallel_for(ufg_elementwise_task, job, (rest + job->part - 1) / job->part);
+}
+
+/*
+ * The one entry point of every elementwise loop.  `threads_allowed` is false for functions
+ * with `threads: false`; a reduction or accumulation (outputs overlapping inputs) always runs
+ * serially, in order.
+ */
 static inline void
 ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
-                    const int *itemsizes, ufg_contiguous_kernel kernel)
+                    const int *itemsizes, ufg_contiguous_kernel kernel, bool threads_allowed)
 {
     if (n > 1 && ufg_outputs_overlap_inputs(args, n, steps, nin, nargs, itemsizes)) {
         ufg_run_elementwise_serial(args, n, steps, nargs, kernel);
         return;
     }
+    bool contiguous = true;
     for (int k = 0; k < nargs; k++) {
-        if (steps[k] != itemsizes[k]) {
-            ufg_run_elementwise_blocked(args, n, steps, nin, nargs, itemsizes, kernel);
-            return;
-        }
+        contiguous &= steps[k] == itemsizes[k];
     }
-    kernel(n, args);
+    const int threads = ufg_parallel_threads(threads_allowed, n, &ufg_threads->min_elements);
+    if (threads > 1 && n > 2 * UFG_PARALLEL_SAMPLE) {
+        ufg_elementwise_job job = {args, n, 0, n, steps, nin, nargs, contiguous, itemsizes,
+                                   kernel};
+        ufg_run_elementwise_parallel(&job, threads);
+        return;
+    }
+    if (contiguous) {
+        kernel(n, args);
+    }
+    else {
+        ufg_run_elementwise_blocked(args, n, steps, nin, nargs, itemsizes, kernel);
+    }
 }
 
 /*

@@ -10,6 +10,7 @@
 #include <numpy/ufuncobject.h>
 
 #include "ufuncgen/device_kernel.h"
+#include "ufuncgen/host_threads.h"
 
 typedef struct {
     const char *name;
@@ -59,6 +60,20 @@ ufg_new_ufunc(const ufg_function_spec *spec)
     return ufunc;
 }
 
+/* The bare ufunc pickles by reference to `module.name` (ufuncgen/_pickling.py): dask's graphs hold it. */
+static int
+ufg_name_ufunc(PyObject *ufunc, const char *qualified_name, const char *name)
+{
+    PyObject *module = PyUnicode_FromString(qualified_name);
+    PyObject *qualname = PyUnicode_FromFormat("%s.ufunc", name);
+    int status = module == NULL || qualname == NULL ||
+                 PyObject_SetAttrString(ufunc, "__module__", module) < 0 ||
+                 PyObject_SetAttrString(ufunc, "__qualname__", qualname) < 0 ? -1 : 0;
+    Py_XDECREF(module);
+    Py_XDECREF(qualname);
+    return status;
+}
+
 /* Adds each function to `module` as a ufuncgen.Function; 0 on success, -1 with an exception. */
 static int
 ufg_register_functions(PyObject *module, const char *qualified_name,
@@ -69,6 +84,9 @@ ufg_register_functions(PyObject *module, const char *qualified_name,
         return -1;
     }
     PyObject *function_type = PyObject_GetAttrString(core, "Function");
+    if (function_type != NULL && ufg_threads_import(core) < 0) {
+        Py_CLEAR(function_type);
+    }
     Py_DECREF(core);
     if (function_type == NULL) {
         return -1;
@@ -76,6 +94,9 @@ ufg_register_functions(PyObject *module, const char *qualified_name,
     int status = 0;
     for (int i = 0; i < count && status == 0; i++) {
         PyObject *ufunc = ufg_new_ufunc(&specs[i]);
+        if (ufunc != NULL && ufg_name_ufunc(ufunc, qualified_name, specs[i].name) < 0) {
+            Py_CLEAR(ufunc);
+        }
         if (ufunc == NULL) {
             status = -1;
             break;

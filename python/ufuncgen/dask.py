@@ -1,0 +1,77 @@
+"""Generated functions on dask arrays.
+
+Most calls need nothing from here: a generated function called on a dask array goes through
+NumPy's `__array_ufunc__`, and dask maps an elementwise ufunc to `da.elemwise` and a gufunc to
+`da.apply_gufunc`; the result is a lazy dask array:
+
+    >>> import dask.array as da, ufuncgen.examples as ex
+    >>> x = da.random.standard_normal(10**8, chunks=10**7)
+    >>> ex.gaussian_pdf(x, 0.0, 1.0)            # lazy, chunk by chunk
+    >>> ex.l2_norm(x.reshape(-1, 100))          # gufunc: core dimension whole in each chunk
+
+dask dispatches ufuncs with several outputs only for NumPy's own, so `ex.sincos(x)` raises a
+TypeError.  `apply` works for every generated function, one output or several:
+
+    >>> import ufuncgen.dask
+    >>> s, c = ufuncgen.dask.apply(ex.sincos, x)
+
+The task graphs hold the bare ufunc (`fn.ufunc`), which pickles by reference to its module
+(`ufuncgen.examples.sincos.ufunc`): workers import the module, so it must be importable there
+(a worker that cannot import it fails with "No module named ...").  Tokens are deterministic.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["apply"]
+
+
+def _resolve(ufunc: np.ufunc, arrays: tuple, dtype: Any) -> tuple[list, list[np.dtype]]:
+    """The inputs, Python scalars made NumPy scalars of the loop's type (as a NumPy call
+    treats them: dask would make them float64 or int64 arrays), and the output dtypes that
+    NumPy's type resolution picks."""
+    def is_python_scalar(a):
+        return isinstance(a, (bool, int, float, complex)) and not isinstance(a, np.generic)
+
+    inputs = [type(a) if is_python_scalar(a) else np.dtype(getattr(a, "dtype", None)
+                                                            or np.asarray(a).dtype)
+              for a in arrays]
+    outputs = [None if dtype is None else np.dtype(dtype)] * ufunc.nout
+    resolved = ufunc.resolve_dtypes((*inputs, *outputs))
+    arrays = [resolved[i].type(a) if is_python_scalar(a) else a for i, a in enumerate(arrays)]
+    return arrays, list(resolved[ufunc.nin:])
+
+
+def apply(function, *arrays, allow_rechunk: bool = False, dtype: Any = None, **kwargs):
+    """`function(*arrays)` lazily, chunk by chunk, through `dask.array.apply_gufunc`.
+
+    function: a generated function (`ufuncgen.Function`) or its `.ufunc`, elementwise or
+    gufunc, with any number of outputs.  arrays: dask arrays, NumPy arrays or scalars,
+    broadcast as NumPy would.  Returns a dask array, or a tuple of them for several outputs,
+    with the dtypes NumPy's type resolution gives (or `dtype`).
+
+    A gufunc's core dimensions must each be one chunk: dask raises a ValueError naming the
+    dimension otherwise, unless `allow_rechunk=True`, which merges the chunks first (the
+    answer is then right, at the cost of moving data).  Other keywords (`axes`, `axis`,
+    `keepdims`, `output_sizes`, `meta`) go to `apply_gufunc`.
+    """
+    import dask.array as da
+
+    ufunc = getattr(function, "ufunc", function)
+    if not isinstance(ufunc, np.ufunc):
+        raise TypeError(f"apply() needs a ufuncgen function or a numpy.ufunc, "
+                        f"not {type(function).__name__}")
+    if len(arrays) != ufunc.nin:
+        raise TypeError(f"{ufunc.__name__}() takes {ufunc.nin} input(s), got {len(arrays)}")
+    signature = ufunc.signature
+    if signature is None:
+        signature = ",".join(["()"] * ufunc.nin) + "->" + ",".join(["()"] * ufunc.nout)
+    arrays, output_dtypes = _resolve(ufunc, arrays, dtype)
+    if dtype is not None:
+        kwargs["dtype"] = dtype
+    return da.apply_gufunc(
+        ufunc, signature, *arrays,
+        output_dtypes=output_dtypes if ufunc.nout > 1 else output_dtypes[0],
+        allow_rechunk=allow_rechunk, vectorize=False, **kwargs)

@@ -1,0 +1,187 @@
+/*
+ * Multi-core host loops: the generated module's side of ufuncgen._core's thread pool.
+ *
+ * A module fetches the pool's table (threads_api.h) when it is imported.  A large call is cut
+ * into parts fixed in advance, each a contiguous range of the outer loop whose boundaries are
+ * multiples of UFG_PARALLEL_ALIGN elements, and the parts run on the pool.  Every element is
+ * then computed by the same code, on the same block boundaries, as in a single-threaded call
+ * (vector body or scalar tail, gathered block or not), so results are bitwise identical for
+ * any thread count.
+ *
+ * Compiled with UFG_NO_THREADS (`ufuncgen build --no-threads`, CMake -DUFUNCGEN_THREADS=OFF),
+ * a module never fetches the pool and every loop runs on the calling thread.
+ */
+#ifndef UFUNCGEN_HOST_THREADS_H
+#define UFUNCGEN_HOST_THREADS_H
+
+#include <Python.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <numpy/ndarraytypes.h>
+
+#include "ufuncgen/threads_api.h"
+
+/* Part boundaries of elementwise loops: a multiple of every SIMD width and of UFG_BLOCK. */
+#define UFG_PARALLEL_ALIGN 256
+/* ... of gufunc outer loops: a multiple of every SIMD width, should a compiler vectorize one. */
+#define UFG_PARALLEL_GUFUNC_ALIGN 16
+/* Work (elements) a large call runs first, on the calling thread, to time itself. */
+#define UFG_PARALLEL_SAMPLE 4096
+_Static_assert(UFG_PARALLEL_SAMPLE % UFG_PARALLEL_ALIGN == 0, "sample on block boundaries");
+
+/* Parts per thread, so that helpers stepping back (other calls started) leave little behind. */
+#define UFG_PARALLEL_PARTS_PER_THREAD 4
+/* ... but no part smaller than this many elements (or units of gufunc work). */
+#define UFG_PARALLEL_MIN_PART 8192
+
+/* Until the module is imported, and for good under UFG_NO_THREADS: one thread. */
+static ufg_threads_api ufg_threads_serial = {
+    .version = UFG_THREADS_API_VERSION,
+    .num_threads = 1,
+    .min_elements = INT64_MAX,
+    .min_work = INT64_MAX,
+    .parallel_for = NULL,
+};
+static ufg_threads_api *ufg_threads = &ufg_threads_serial;
+
+/* At import, from register.h: 0, or -1 with an exception. */
+static inline int
+ufg_threads_import(PyObject *core)
+{
+#ifdef UFG_NO_THREADS
+    (void)core;
+    return 0;
+#else
+    PyObject *capsule = PyObject_GetAttrString(core, "_threads_api");
+    if (capsule == NULL) {
+        return -1;
+    }
+    ufg_threads_api *api = (ufg_threads_api *)PyCapsule_GetPointer(capsule, UFG_THREADS_CAPSULE);
+    Py_DECREF(capsule);
+    if (api == NULL) {
+        return -1;
+    }
+    if (api->version != UFG_THREADS_API_VERSION) {
+        PyErr_Format(PyExc_ImportError,
+                     "this module was built for ufuncgen thread API %d, but the installed "
+                     "ufuncgen._core provides %d: rebuild it with this ufuncgen",
+                     UFG_THREADS_API_VERSION, api->version);
+        return -1;
+    }
+    ufg_threads = api;
+    return 0;
+#endif
+}
+
+/* Threads a call of `size` (elements, or work units against `minimum`) may use: 1 = serial. */
+static inline int
+ufg_parallel_threads(bool allowed, int64_t size, _Atomic int64_t *minimum)
+{
+    if (!allowed || size < atomic_load_explicit(minimum, memory_order_relaxed)) {
+        return 1;
+    }
+    return atomic_load_explicit(&ufg_threads->num_threads, memory_order_relaxed);
+}
+
+static inline int64_t
+ufg_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Whether `rest` more work is worth the pool, when `done` work took `elapsed_ns`. */
+static inline bool
+ufg_parallel_worth(int64_t elapsed_ns, int64_t done, int64_t rest)
+{
+    const double estimate = (double)elapsed_ns * ((double)rest / (double)done);
+    return estimate >= (double)atomic_load_explicit(&ufg_threads->min_time_ns,
+                                                    memory_order_relaxed);
+}
+
+/*
+ * The length of each part of an outer loop of `n` iterations, each worth `unit` work:
+ * a multiple of `align`, about n / (threads * UFG_PARALLEL_PARTS_PER_THREAD), and at least
+ * UFG_PARALLEL_MIN_PART work.
+ */
+static inline npy_intp
+ufg_parallel_part(npy_intp n, int64_t unit, int threads, npy_intp align)
+{
+    npy_intp part = n / ((npy_intp)threads * UFG_PARALLEL_PARTS_PER_THREAD);
+    const npy_intp min_part = (npy_intp)(UFG_PARALLEL_MIN_PART / (unit > 0 ? unit : 1));
+    if (part < min_part) {
+        part = min_part;
+    }
+    return (part + align - 1) / align * align;
+}
+
+/* ------------------------------------------------------------------ gufunc outer loops */
+
+/* Runs the body for outer iterations [begin, end) (generated, one per type signature). */
+typedef void (*ufg_gufunc_range)(char **args, npy_intp const *dimensions, npy_intp const *steps,
+                                 npy_intp begin, npy_intp end);
+
+typedef struct {
+    char **args;
+    npy_intp const *dimensions;
+    npy_intp const *steps;
+    npy_intp offset, part;
+    ufg_gufunc_range range;
+} ufg_gufunc_job;
+
+static void
+ufg_gufunc_task(void *context, int64_t index)
+{
+    const ufg_gufunc_job *job = (const ufg_gufunc_job *)context;
+    const npy_intp n = job->dimensions[0];
+    const npy_intp begin = job->offset + (npy_intp)index * job->part;
+    const npy_intp end = n - begin < job->part ? n : begin + job->part;
+    job->range(job->args, job->dimensions, job->steps, begin, end);
+}
+
+/*
+ * A gufunc loop: the outer dimension, split across threads when the call's work (outer
+ * iterations x the product of its `ncore` distinct core dimensions) is large and a timed
+ * sample of it says the rest is worth the pool.
+ */
+static inline void
+ufg_run_gufunc(char **args, npy_intp const *dimensions, npy_intp const *steps, int ncore,
+               bool threads_allowed, ufg_gufunc_range range)
+{
+    const npy_intp n = dimensions[0];
+    int threads = 1;
+    int64_t unit = 1;
+    if (threads_allowed && n > 1) {
+        for (int d = 1; d <= ncore; d++) {
+            if (dimensions[d] > 1) {
+                unit = unit > INT64_MAX / dimensions[d] ? INT64_MAX : unit * dimensions[d];
+            }
+        }
+        const int64_t work = unit > INT64_MAX / n ? INT64_MAX : unit * n;
+        threads = ufg_parallel_threads(true, work, &ufg_threads->min_work);
+    }
+    npy_intp sample = (npy_intp)((UFG_PARALLEL_SAMPLE + unit - 1) / unit);
+    sample = (sample + UFG_PARALLEL_GUFUNC_ALIGN - 1) / UFG_PARALLEL_GUFUNC_ALIGN
+             * UFG_PARALLEL_GUFUNC_ALIGN;
+    if (threads <= 1 || sample >= n) {
+        range(args, dimensions, steps, 0, n);
+        return;
+    }
+    const int64_t start = ufg_now_ns();
+    range(args, dimensions, steps, 0, sample);
+    const int64_t elapsed = ufg_now_ns() - start;
+    const npy_intp rest = n - sample;
+    const npy_intp part = ufg_parallel_part(rest, unit, threads, UFG_PARALLEL_GUFUNC_ALIGN);
+    if (part >= rest || !ufg_parallel_worth(elapsed, sample, rest)) {
+        range(args, dimensions, steps, sample, n);
+        return;
+    }
+    ufg_gufunc_job job = {args, dimensions, steps, sample, part, range};
+    ufg_threads->parallel_for(ufg_gufunc_task, &job, (rest + part - 1) / part);
+}
+
+#endif /* UFUNCGEN_HOST_THREADS_H */

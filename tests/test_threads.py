@@ -1,0 +1,154 @@
+"""ufuncgen.set_num_threads / get_num_threads (python/ufuncgen/threads.py over the pool in
+src/core/threads.c): one setting for every module, its defaults, bad values, the opt-outs,
+calls from many Python threads at once, and fork."""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import ufuncgen
+import ufuncgen.examples as ex
+from ufuncgen import _core
+
+
+def parallel_calls():
+    return _core._thread_pool_stats()["parallel_calls"]
+
+
+@pytest.fixture
+def threads_restored():
+    threads, threshold = ufuncgen.get_num_threads(), _core._parallel_threshold()
+    yield
+    _core._set_parallel_threshold(*threshold)
+    ufuncgen.set_num_threads(threads)
+
+
+@pytest.fixture
+def always_parallel(threads_restored):
+    ufuncgen.set_num_threads(2)
+    elements, work, _ = _core._parallel_threshold()
+    _core._set_parallel_threshold(elements, work, 0)
+
+
+def test_set_num_threads_round_trips_and_is_exported_by_the_package(threads_restored):
+    assert ufuncgen.set_num_threads is ufuncgen.threads.set_num_threads
+    for n in (1, 3, 7, 1):
+        ufuncgen.set_num_threads(n)
+        assert ufuncgen.get_num_threads() == n
+    ufuncgen.set_num_threads(np.int64(2))       # any integer, NumPy's too
+    assert ufuncgen.get_num_threads() == 2
+
+
+@pytest.mark.parametrize("bad", [0, -1, -(2**70), 2**70, _core.MAX_THREADS + 1])
+def test_set_num_threads_out_of_range_is_a_value_error_naming_the_range(bad, threads_restored):
+    before = ufuncgen.get_num_threads()
+    with pytest.raises(ValueError, match=r"the number of threads must be between 1 and 1024"):
+        ufuncgen.set_num_threads(bad)
+    assert ufuncgen.get_num_threads() == before
+
+
+@pytest.mark.parametrize("bad", [2.0, "2", None, True])
+def test_set_num_threads_of_a_non_integer_is_a_type_error(bad, threads_restored):
+    with pytest.raises(TypeError, match="the number of threads must be an int"):
+        ufuncgen.set_num_threads(bad)
+
+
+@pytest.mark.parametrize("environment, expected", [
+    ({"OMP_NUM_THREADS": "3"}, 3),
+    ({"OMP_NUM_THREADS": "5,2"}, 5),
+    ({"UFUNCGEN_NUM_THREADS": "4", "OMP_NUM_THREADS": "3"}, 4),
+    ({"OMP_NUM_THREADS": "nonsense"}, len(os.sched_getaffinity(0))),
+    ({}, len(os.sched_getaffinity(0))),
+])
+def test_the_default_comes_from_the_environment_or_the_cpus_available(environment, expected):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_NUM_THREADS", "UFUNCGEN_NUM_THREADS")}
+    env.update(environment)
+    result = subprocess.run([sys.executable, "-c", "import ufuncgen; print(ufuncgen.get_num_threads())"],
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) == expected
+
+
+def test_one_setting_reaches_every_generated_module(probe_module_dir, always_parallel,
+                                                    monkeypatch):
+    monkeypatch.syspath_prepend(str(probe_module_dir))
+    import ufg_probe
+    x = np.arange(200_000.0)
+    before = parallel_calls()
+    assert np.array_equal(ufg_probe.scaled(x), 3 * x + 1)
+    ex.gaussian_pdf(x, 0.0, 1.0)
+    assert parallel_calls() == before + 2
+    ufuncgen.set_num_threads(1)
+    ufg_probe.scaled(x)
+    ex.gaussian_pdf(x, 0.0, 1.0)
+    assert parallel_calls() == before + 2
+
+
+def test_a_function_with_threads_false_stays_on_the_calling_thread(probe_module_dir,
+                                                                   always_parallel, monkeypatch):
+    monkeypatch.syspath_prepend(str(probe_module_dir))
+    import ufg_probe
+    x = np.arange(200_000.0)
+    before = parallel_calls()
+    assert np.array_equal(ufg_probe.scaled_serial(x), 3 * x + 1)
+    assert parallel_calls() == before
+
+
+def test_a_module_built_with_no_threads_stays_on_the_calling_thread(
+        probe_module_without_threads_dir, always_parallel, monkeypatch):
+    monkeypatch.syspath_prepend(str(probe_module_without_threads_dir))
+    import ufg_probe_serial
+    x = np.arange(200_000.0)
+    before = parallel_calls()
+    assert np.array_equal(ufg_probe_serial.scaled(x), 3 * x + 1)
+    assert parallel_calls() == before
+
+
+def test_eight_python_threads_calling_at_once_get_correct_results(always_parallel):
+    rng = np.random.default_rng(8)
+    inputs = [rng.standard_normal(300_000 + 1000 * i) for i in range(8)]
+    vectors = [rng.standard_normal((40_000, 3)) for _ in range(8)]
+    expected = [ex.gaussian_pdf(x, 0.5, 2.0) for x in inputs]
+    expected_norms = [ex.sq_norm3(v) for v in vectors]
+    start = threading.Barrier(8)
+    failures = []
+
+    def work(i):
+        start.wait()
+        for _ in range(5):
+            if not np.array_equal(ex.gaussian_pdf(inputs[i], 0.5, 2.0), expected[i]):
+                failures.append(("gaussian_pdf", i))
+            if not np.array_equal(ex.sq_norm3(vectors[i]), expected_norms[i]):
+                failures.append(("sq_norm3", i))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads)
+    assert failures == []
+
+
+def _large_call_in_child(queue):
+    x = np.arange(500_000.0)
+    queue.put(bool(np.array_equal(ex.add(x, x), 2 * x)))
+
+
+def test_a_forked_child_uses_threads_after_the_parent_did(always_parallel):
+    x = np.arange(500_000.0)
+    ex.add(x, x)                                    # the parent's helpers are running
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_large_call_in_child, args=(queue,))
+    child.start()
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    assert queue.get(timeout=5) is True
