@@ -161,3 +161,14 @@ def test_a_worker_that_cannot_import_the_module_names_it(client, probe_module_di
     assert_same(y.compute(scheduler="threads"), 3 * X + 1)
     with pytest.raises(ImportError, match="cannot import module 'ufg_probe'"):
         client.compute(y, sync=True)
+
+
+def test_a_worker_that_cannot_import_the_module_of_a_mapped_function_names_it(
+        client, probe_module_dir, monkeypatch):
+    # The Function object itself in the graph (map_blocks), not only its bare ufunc.
+    monkeypatch.syspath_prepend(str(probe_module_dir))
+    import ufg_probe
+    y = da.from_array(X, chunks=500).map_blocks(ufg_probe.scaled, dtype=X.dtype)
+    assert_same(y.compute(scheduler="threads"), 3 * X + 1)
+    with pytest.raises(ImportError, match="cannot import module 'ufg_probe'"):
+        client.compute(y, sync=True)

@@ -371,12 +371,21 @@ ufg_function_repr(PyObject *op)
 /* Methods                                                              */
 /* ------------------------------------------------------------------ */
 
-/* A bare string tells pickle to store a global reference module.name,
- * resolved through __module__; the wrapped ufunc is never serialised. */
+/* Pickled as ufuncgen._pickling._load_function(module, name): a reference
+ * to the module global, never the wrapped ufunc (checked at dump time, as
+ * pickle checks a global name).  The loader, rather than a bare global name,
+ * lets a process that cannot import the module, such as a dask worker,
+ * unpickle a stand-in that names the module when used. */
 static PyObject *
 ufg_function_reduce(PyObject *op, PyObject *Py_UNUSED(ignored))
 {
-    return Py_NewRef(((ufg_FunctionObject *)op)->name);
+    PyObject *pickling = PyImport_ImportModule("ufuncgen._pickling");
+    if (pickling == NULL) {
+        return NULL;
+    }
+    PyObject *result = PyObject_CallMethod(pickling, "_reduce_function", "O", op);
+    Py_DECREF(pickling);
+    return result;
 }
 
 /* Immutable and identified by its module-level name, like a function. */
