@@ -8,6 +8,7 @@ move it; nothing is ever copied between host and device behind the caller's back
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +43,7 @@ class Buffer:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     def extent(self) -> tuple[int, int]:
         """[lo, hi): the bytes this view can touch."""

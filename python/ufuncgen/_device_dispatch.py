@@ -9,6 +9,7 @@ calls are asynchronous, like CuPy's: `ufuncgen.device.synchronize()` waits.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -191,11 +192,24 @@ def _classify_operands(c: _Call, inputs: tuple, outs: list) -> None:
                              "all arrays of one call must be on the same GPU")
 
 
+_resolutions: dict = {}
+
+
 def _resolve_loop(c: _Call, dtype, casting: str) -> tuple[tuple[np.dtype, ...], int]:
-    """NumPy's own type resolution: the loop NumPy would pick for these dtypes and scalars."""
+    """NumPy's own type resolution: the loop NumPy would pick for these dtypes and scalars.
+    It depends on the dtypes alone, so a successful answer is remembered."""
     spec = c.spec
     dtypes = tuple(i.dtype if isinstance(i, Buffer) else i.dtype_hint for i in c.inputs)
     dtypes += tuple(o.dtype if o is not None else None for o in c.outs)
+    key = (id(spec), dtypes, dtype, casting)
+    known = _resolutions.get(key)
+    if known is None:
+        known = _resolutions[key] = _resolve_dtypes(c, dtypes, dtype, casting)
+    return known
+
+
+def _resolve_dtypes(c: _Call, dtypes, dtype, casting: str) -> tuple[tuple[np.dtype, ...], int]:
+    spec = c.spec
     options = {"casting": casting}
     if dtype is not None:
         options["signature"] = (None,) * spec.nin + (np.dtype(dtype),) * spec.nout
@@ -261,7 +275,7 @@ def _plan_elementwise(c: _Call, where) -> _Plan:
     if isinstance(where, Buffer):
         shapes.append(where.shape)
     try:
-        full = tuple(np.broadcast_shapes(*shapes))
+        full = shapes[0] if len(set(shapes)) == 1 else tuple(np.broadcast_shapes(*shapes))
     except ValueError:
         described = ", ".join(f"{spec.arg_names[k]} {i.shape}" for k, i in enumerate(c.inputs)
                               if isinstance(i, Buffer))
@@ -726,8 +740,8 @@ def _reduce_axes(spec: _Spec, axis, ndim: int) -> tuple[int, ...]:
 def _reduce_launch(spec, loop_index, c, source: Buffer, axes, keep, keep_shape, out_ptr,
                    out_keep_strides, identity: bytes, acc: np.dtype) -> None:
     reduce_shape = tuple(source.shape[d] for d in axes)
-    n_out = int(np.prod(keep_shape, dtype=np.int64))
-    n_reduce = int(np.prod(reduce_shape, dtype=np.int64))
+    n_out = math.prod(keep_shape)
+    n_reduce = math.prod(reduce_shape)
     if n_out == 0:
         return
     kshape, (in_keep, out_keep) = collapse(keep_shape, [tuple(source.strides[d] for d in keep),
