@@ -536,11 +536,6 @@ def _(F, D, H):
 A3 = (2, 3, 4)
 
 
-@pytest.fixture
-def _unused():
-    pass
-
-
 for _axis in (None, 0, 1, -1, (0, 2), (2, 0), (), (0, 1, 2)):
     def _make(axis):
         def fn(F, D, H):
