@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -114,6 +115,10 @@ def call(function, args: tuple, kwargs: dict):
     _classify_operands(c, args[:spec.nin], out_objects)
     resolved, loop_index = _resolve_loop(c, kwargs.get("dtype"), kwargs.get("casting", "same_kind"))
     where = _where_mask(c, kwargs.get("where", True)) if not spec.is_gufunc else None
+    if where is not None and where is not True and "out" not in kwargs and len(args) == spec.nin:
+        # NumPy's warning (the unselected elements of a new result are uninitialised).
+        warnings.warn(f"{spec.name}: 'where' used without 'out', expect uninitialized memory "
+                      "in output. If this is intentional, use out=None.", UserWarning, stacklevel=3)
     if spec.is_gufunc:
         plan = _plan_gufunc(c, resolved, kwargs)
     else:
@@ -287,7 +292,7 @@ def _plan_elementwise(c: _Call, where) -> _Plan:
     for j, out in enumerate(c.outs):
         if out is not None and out.shape != full:
             raise ValueError(f"{c.what(spec.nin + j)} has shape {out.shape}, but the result's "
-                             f"shape is {full}")
+                             f"shape is {full} (non-broadcastable output operand)")
     return _Plan(full, c.inputs + c.outs, [full] * spec.nout, [None] * spec.nout, {})
 
 
@@ -310,8 +315,13 @@ def _plan_gufunc(c: _Call, resolved, kwargs) -> _Plan:
     in_ndims = [i.ndim if isinstance(i, Buffer) else 0 for i in c.inputs]
     for k, n in enumerate(in_ndims):
         if n < len(core[k]) and isinstance(c.inputs[k], Buffer):
-            raise ValueError(f"{c.what(k)} has {n} dimension(s), but the layout "
-                             f"{_layout(spec)} needs at least {len(core[k])}")
+            raise ValueError(f"{c.what(k)} does not have enough dimensions (has {n}, the "
+                             f"layout {_layout(spec)} requires {len(core[k])})")
+    for j, out in enumerate(c.outs):      # before axes=, whose default would not fit either
+        k = nin + j
+        if out is not None and out.ndim < len(core[k]):
+            raise ValueError(f"{c.what(k)} does not have enough dimensions (has {out.ndim}, the "
+                             f"layout {_layout(spec)} requires {len(core[k])})")
     loop_ndim = max([n - len(core[k]) for k, n in enumerate(in_ndims)] + [0])
     core_axes, kept = _core_axes(c, in_ndims, loop_ndim, kwargs)
     operands = [_view(i, _move_last(i.ndim, core_axes[k])) if isinstance(i, Buffer) else i
@@ -323,9 +333,6 @@ def _plan_gufunc(c: _Call, resolved, kwargs) -> _Plan:
         axes = _output_axes(ndim, core_axes[k], kept)
         out_axes.append(axes)
         out_ndims.append(ndim)
-        if out is not None and out.ndim < len(core[k]):
-            raise ValueError(f"{c.what(k)} has {out.ndim} dimension(s), but the layout "
-                             f"{_layout(spec)} gives it {len(core[k])} core dimension(s)")
         operands.append(_view(out, axes) if out is not None else None)
     # Core sizes and every core-dimension check come from NumPy's own gufunc machinery, run
     # on empty stand-ins with the operands' core shapes (so nothing is computed).
@@ -410,9 +417,14 @@ def _core_axes(c: _Call, in_ndims, loop_ndim, kwargs):
     if keepdims:
         in_cores = {len(core[k]) for k in range(spec.nin)}
         if len(in_cores) != 1 or any(core[spec.nin + j] for j in range(spec.nout)):
-            raise ValueError(f"{spec.name}: keepdims can only be used when all inputs have the "
-                             "same number of core dimensions and the outputs have none")
-    ndims = list(in_ndims) + [loop_ndim + len(core[spec.nin + j]) if o is None else o.ndim
+            raise TypeError(f"{spec.name} does not support keepdims: keepdims can only be used "
+                            "when all inputs have the same number of core dimensions and the "
+                            "outputs have none")
+    # With keepdims each output keeps the inputs' core axes as size-1 axes (NumPy counts them
+    # as the outputs' core dimensions for axes=/axis=).
+    out_core = [len(core[0]) if keepdims else len(core[spec.nin + j]) for j in range(spec.nout)]
+    core_counts = [len(core[k]) for k in range(spec.nin)] + out_core
+    ndims = list(in_ndims) + [loop_ndim + out_core[j] if o is None else o.ndim
                               for j, o in enumerate(c.outs)]
     if axis is not None:
         names = {d for group in core for d in group}
@@ -420,9 +432,9 @@ def _core_axes(c: _Call, in_ndims, loop_ndim, kwargs):
             raise TypeError(f"{spec.name}: axis can only be used with a single shared core "
                             f"dimension, not with the {len(names)} distinct ones of "
                             f"{_layout(spec)}")
-        axes = [(axis,) if group else () for group in core]
+        axes = [(axis,) if n else () for n in core_counts]
     elif axes is None:
-        axes = [tuple(range(-len(group), 0)) for group in core]
+        axes = [tuple(range(-n, 0)) for n in core_counts]
     else:
         if not isinstance(axes, list):
             raise TypeError(f"{spec.name}: axes= must be a list, not {type_name(axes)}")
@@ -431,14 +443,20 @@ def _core_axes(c: _Call, in_ndims, loop_ndim, kwargs):
             raise ValueError(f"{spec.name}: axes= should be a list with an entry for all {nargs} "
                              "inputs and outputs; entries for outputs can only be omitted if "
                              "none of them has core axes")
+        # Omitted output entries: their default (last) axes, as in NumPy.
+        axes = list(axes) + [tuple(range(-n, 0)) for n in core_counts[len(axes):]]
     normalised = []
     for k, entry in enumerate(axes):
-        nc = len(core[k])
+        nc = core_counts[k]
         if isinstance(entry, int) and not isinstance(entry, bool):
             entry = (entry,)
-        if not isinstance(entry, tuple) or len(entry) != nc:
-            raise ValueError(f"{spec.name}: axes item {k} should be a tuple with {nc} "
-                             f"element(s), not {entry!r}")
+        if not isinstance(entry, tuple):
+            raise TypeError(f"{spec.name}: axes item {k} should be a tuple or an int, "
+                            f"not {type_name(entry)}")
+        if len(entry) != nc:
+            raise np.exceptions.AxisError(
+                f"{spec.name}: {c.what(k).split(': ')[1]} has {nc} core dimension(s), but "
+                f"{len(entry)} dimension(s) are specified by axes item {k}: {entry!r}")
         ndim = ndims[k]
         norm = []
         for a in entry:
@@ -449,11 +467,10 @@ def _core_axes(c: _Call, in_ndims, loop_ndim, kwargs):
         if len(set(norm)) != len(norm):
             raise ValueError(f"{spec.name}: axes item {k} repeats an axis: {entry!r}")
         normalised.append(tuple(norm))
-    normalised += [()] * (nargs - len(normalised))
     kept = ()
     if keepdims:
-        # The outputs keep the first input's core axes, counted from its end.
-        kept = tuple(a - in_ndims[0] for a in normalised[0])
+        # The outputs' size-1 kept axes, counted from the end of the (first) output.
+        kept = tuple(a - ndims[spec.nin] for a in normalised[spec.nin])
         normalised[spec.nin:] = [()] * spec.nout
     return normalised, kept
 
@@ -630,8 +647,15 @@ def wrap_like(anchor, array):
 
 def reduce(function, args: tuple, kwargs: dict):
     spec = _spec(function)
-    if spec.is_gufunc or spec.nin != 2 or spec.nout != 1:
-        raise TypeError(f"{spec.name}.reduce: only binary elementwise functions reduce")
+    if spec.is_gufunc:          # NumPy's exception types for these two
+        raise RuntimeError(f"{spec.name}.reduce: Reduction not defined on ufunc with signature")
+    if spec.nin != 2 or spec.nout != 1:
+        raise ValueError(f"{spec.name}.reduce: reduce only supported for binary functions")
+    if spec.ufunc.identity is None:
+        # Documented device rule: only functions with an identity get a device reduction
+        # kernel (ufuncgen.gen.model.Function.reduce_signatures), initial= or not.
+        raise TypeError(f"{spec.name}.reduce: {spec.name} has no identity, so it has no device "
+                        "reduction; reduce a host copy, or give the function an identity")
     names = ("array", "axis", "dtype", "out", "keepdims", "initial", "where")
     if len(args) > len(names):
         raise TypeError(f"{spec.name}.reduce takes at most {len(names)} arguments")
@@ -690,12 +714,13 @@ def reduce(function, args: tuple, kwargs: dict):
         raise TypeError(f"{spec.name}.reduce: no device reduction loop for {array.dtype}")
     acc = resolved[0]
     initial = kwargs.get("initial", _NO_VALUE)
+    reduced = [array.shape[d] for d in axes]
+    if initial is None and axes and 0 in reduced and 0 not in out_shape:
+        # initial=None asks for no initial value, as in NumPy: an empty reduction has none.
+        raise ValueError(f"{spec.name}.reduce: zero-size array to reduction operation "
+                         f"{spec.name} which has no identity")
     if initial is _NO_VALUE or initial is None:
-        identity = spec.ufunc.identity
-        if identity is None:
-            raise ValueError(f"{spec.name}.reduce: {spec.name} has no identity, so the device "
-                             "reduction needs initial=")
-        initial = identity
+        initial = spec.ufunc.identity
     identity_bytes = np.asarray(initial, dtype=acc).tobytes()
     check_alignment(array, what)
     if out_buffer is not None:
@@ -723,6 +748,8 @@ def reduce(function, args: tuple, kwargs: dict):
 def _reduce_axes(spec: _Spec, axis, ndim: int) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
+    if ndim == 0 and not isinstance(axis, bool) and axis in (0, -1):
+        return ()               # NumPy lets axis 0 or -1 through for 0-d arrays
     axes = (axis,) if isinstance(axis, int) and not isinstance(axis, bool) else axis
     if not isinstance(axes, tuple):
         raise TypeError(f"{spec.name}.reduce: axis must be None, an int or a tuple of ints")

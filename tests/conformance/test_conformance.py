@@ -1,0 +1,796 @@
+"""Conformance with NumPy's ufunc/gufunc semantics, on every buffer kind.
+
+Modelled on what NumPy's own ufunc tests check (axes=, axis=, keepdims=, output broadcasting,
+core-dimension errors, out= tuples, where=, reductions with and without identity/initial), but
+written here.  Each case is a function `case(F, D, H)`: `F` holds the functions, `D` makes an
+argument of the buffer kind under test from host data, `H` brings a result back to the host.
+The reference run is the bare `np.ufunc` on NumPy arrays; the run under test is ufuncgen's
+`Function` on the kind's arrays.  They must agree: same values, shapes and dtypes, or the same
+exception type with a message naming the same problem (`match`, a regex both must contain;
+the device path prefixes the function name, so whole messages are not compared).
+
+Where the device path deliberately differs from NumPy, the case names the documented device
+error (`device=`) and the test asserts exactly that error on the device kinds:
+
+* `.reduce` runs on the device only for binary functions with an identity (`add` here):
+  functions without one (`hypot`, `custom_op`) have no device reduction kernel, with or
+  without `initial=`, and raise TypeError "... has no identity ... no device reduction".
+* `.reduce(where=...)` is not supported on the device (TypeError).
+* `where=` is rejected by gufuncs everywhere (NumPy: TypeError), the device agrees.
+"""
+from __future__ import annotations
+
+import re
+import types
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import ufuncgen.examples as ex
+
+from .conftest import Kind
+
+NAMES = ("add", "custom_op", "hypot", "gaussian_pdf", "polar_distance", "lucas", "sincos",
+         "l2_norm", "inner1d", "matmul", "rgb_to_gray", "sq_norm3", "centroid_distances",
+         "pairwise_distances", "condensed_distances")
+BARE = types.SimpleNamespace(**{n: getattr(ex, n).ufunc for n in NAMES})
+WRAPPED = types.SimpleNamespace(**{n: getattr(ex, n) for n in NAMES})
+
+
+def R(*shape, dtype=np.float64, start=0):
+    """Deterministic data with mixed signs."""
+    n = int(np.prod(shape, dtype=np.int64))
+    return (3 * np.sin(np.arange(start, start + n) * 1.3 + 0.2)).reshape(shape).astype(dtype)
+
+
+@dataclass
+class Case:
+    id: str
+    fn: object
+    raises: type | None = None        # the exception NumPy raises (None: a result)
+    match: str | None = None          # a phrase both messages must contain
+    device: tuple | None = None       # (type, phrase): the documented device-path error
+
+
+CASES: list[Case] = []
+
+
+def case(id, raises=None, match=None, device=None):
+    def add(fn):
+        CASES.append(Case(id, fn, raises, match, device))
+        return fn
+    return add
+
+
+# ============================================================================ gufunc axes=
+
+@case("axes/all-operands-matmul")
+def _(F, D, H):
+    a, b = R(2, 4, 3), R(3, 5, 4, start=7)        # a: (m, B, n); b: (n, p, B)
+    return H(F.matmul(D(a), D(b.transpose(0, 2, 1).copy()), axes=[(0, 2), (0, 2), (0, 2)]))
+
+
+@case("axes/all-operands-with-out")
+def _(F, D, H):
+    a, b = R(2, 4, 3), R(3, 4, 5, start=7)
+    out = D(np.zeros((2, 4, 5)))
+    r = F.matmul(D(a), D(b), axes=[(0, 2), (0, 2), (0, 2)], out=out)
+    assert r is out
+    return H(out)
+
+
+@case("axes/output-entries-omitted")
+def _(F, D, H):
+    return H(F.inner1d(D(R(5, 3)), D(R(5, 3, start=2)), axes=[(0,), (0,)]))
+
+
+@case("axes/int-entries-for-1d-core")
+def _(F, D, H):
+    return H(F.inner1d(D(R(5, 3)), D(R(3, 5, start=2)), axes=[0, 1, ()]))
+
+
+@case("axes/int-entries-l2_norm")
+def _(F, D, H):
+    return H(F.l2_norm(D(R(4, 6, 2)), axes=[1]))
+
+
+@case("axes/negative")
+def _(F, D, H):
+    a, b = R(3, 2, 4), R(3, 4, 5, start=1)        # m=2, n=3, p=5, loop 4
+    return H(F.matmul(D(a), D(b), axes=[(-2, -3), (-3, -1), (-1, -2)]))
+
+
+@case("axes/out-of-bounds", np.exceptions.AxisError, "out of bounds")
+def _(F, D, H):
+    return F.inner1d(D(R(4, 3)), D(R(4, 3)), axes=[(2,), (0,)])
+
+
+@case("axes/negative-out-of-bounds", np.exceptions.AxisError, "out of bounds")
+def _(F, D, H):
+    return F.inner1d(D(R(4, 3)), D(R(4, 3)), axes=[(-3,), (0,)])
+
+
+@case("axes/output-out-of-bounds", np.exceptions.AxisError, "out of bounds")
+def _(F, D, H):
+    return F.matmul(D(R(2, 3)), D(R(3, 4)), axes=[(0, 1), (0, 1), (0, 2)])
+
+
+@case("axes/wrong-list-length", ValueError, "entry for all 3 inputs and outputs")
+def _(F, D, H):
+    return F.inner1d(D(R(4, 3)), D(R(4, 3)), axes=[(0,)])
+
+
+@case("axes/outputs-omitted-but-have-core", ValueError, "entry for all 3 inputs and outputs")
+def _(F, D, H):
+    return F.matmul(D(R(2, 3)), D(R(3, 4)), axes=[(0, 1), (0, 1)])
+
+
+@case("axes/too-many-entries", ValueError, "entry for all 3 inputs and outputs")
+def _(F, D, H):
+    return F.inner1d(D(R(4, 3)), D(R(4, 3)), axes=[0, 0, (), ()])
+
+
+@case("axes/entry-too-long", np.exceptions.AxisError, "core dimension|element")
+def _(F, D, H):
+    return F.inner1d(D(R(4, 3)), D(R(4, 3)), axes=[(0, 1), 0])
+
+
+@case("axes/entry-too-short", np.exceptions.AxisError, "core dimension|element")
+def _(F, D, H):
+    return F.matmul(D(R(2, 3)), D(R(3, 4)), axes=[(0,), (0, 1), (0, 1)])
+
+
+@case("axes/output-entry-not-empty", np.exceptions.AxisError, "core dimension|element")
+def _(F, D, H):
+    return F.inner1d(D(R(4, 3)), D(R(4, 3)), axes=[0, 0, (0,)])
+
+
+@case("axes/repeated-axis", ValueError, "repeat")
+def _(F, D, H):
+    return F.matmul(D(R(3, 3)), D(R(3, 3)), axes=[(1, 1), (0, 1), (0, 1)])
+
+
+@case("axes/repeated-negative-alias", ValueError, "repeat")
+def _(F, D, H):
+    return F.matmul(D(R(3, 3)), D(R(3, 3)), axes=[(0, -2), (0, 1), (0, 1)])
+
+
+@case("axes/not-a-list", TypeError, "list")
+def _(F, D, H):
+    return F.inner1d(D(R(4, 3)), D(R(4, 3)), axes=((0,), (0,)))
+
+
+# ============================================================================ gufunc axis=
+
+@case("axis/valid")
+def _(F, D, H):
+    return H(F.inner1d(D(R(5, 3)), D(R(5, 3, start=4)), axis=0))
+
+
+@case("axis/negative-3d")
+def _(F, D, H):
+    return H(F.l2_norm(D(R(2, 5, 3)), axis=-2))
+
+
+@case("axis/broadcast-operands")
+def _(F, D, H):
+    return H(F.inner1d(D(R(5, 1)), D(R(5, 3, start=4)), axis=0))
+
+
+@case("axis/out-of-bounds", np.exceptions.AxisError, "out of bounds")
+def _(F, D, H):
+    return F.inner1d(D(R(5, 3)), D(R(5, 3)), axis=2)
+
+
+@case("axis/multi-dim-core", TypeError, "single shared core dimension")
+def _(F, D, H):
+    return F.matmul(D(R(3, 3)), D(R(3, 3)), axis=0)
+
+
+@case("axis/two-core-dims", TypeError, "single shared core dimension")
+def _(F, D, H):
+    return F.centroid_distances(D(R(3)), D(R(4, 3)), axis=0)
+
+
+@case("axis/with-axes", TypeError, "both 'axis' and 'axes'")
+def _(F, D, H):
+    return F.inner1d(D(R(5, 3)), D(R(5, 3)), axis=0, axes=[0, 0])
+
+
+# ============================================================================ keepdims=
+
+@case("keepdims/default-axes")
+def _(F, D, H):
+    return H(F.inner1d(D(R(4, 3)), D(R(4, 3, start=1)), keepdims=True))
+
+
+@case("keepdims/false")
+def _(F, D, H):
+    return H(F.inner1d(D(R(4, 3)), D(R(4, 3, start=1)), keepdims=False))
+
+
+@case("keepdims/with-axis")
+def _(F, D, H):
+    return H(F.inner1d(D(R(4, 3, 2)), D(R(4, 3, 2, start=1)), axis=1, keepdims=True))
+
+
+@case("keepdims/with-axes")
+def _(F, D, H):
+    return H(F.l2_norm(D(R(4, 3, 2)), axes=[0], keepdims=True))
+
+
+@case("keepdims/with-out")
+def _(F, D, H):
+    out = D(np.zeros((1, 3)))
+    r = F.inner1d(D(R(4, 3)), D(R(4, 3, start=1)), axis=0, keepdims=True, out=out)
+    assert r is out
+    return H(out)
+
+
+@case("keepdims/with-out-of-wrong-shape", ValueError, "")
+def _(F, D, H):
+    return F.inner1d(D(R(4, 3)), D(R(4, 3)), axis=0, keepdims=True, out=D(np.zeros(3)))
+
+
+@case("keepdims/output-core-dims", TypeError, "keepdims")
+def _(F, D, H):
+    return F.matmul(D(R(3, 3)), D(R(3, 3)), keepdims=True)
+
+
+@case("keepdims/output-core-dims-centroid", TypeError, "keepdims")
+def _(F, D, H):
+    return F.centroid_distances(D(R(3)), D(R(4, 3)), keepdims=True)
+
+
+# ============================================================================ output broadcasting
+
+@case("outbcast/ufunc-out-larger")
+def _(F, D, H):
+    out = D(np.zeros((4, 3)))
+    r = F.add(D(R(3)), D(R(1, 3, start=2)), out=out)
+    assert r is out
+    return H(out)
+
+
+@case("outbcast/gufunc-out-larger")
+def _(F, D, H):
+    out = D(np.zeros((2, 4)))
+    F.inner1d(D(R(4, 3)), D(R(4, 3, start=2)), out=out)
+    return H(out)
+
+
+@case("outbcast/gufunc-core-out-larger")
+def _(F, D, H):
+    out = D(np.zeros((3, 2, 4)))
+    F.matmul(D(R(2, 5)), D(R(5, 4, start=3)), out=out)
+    return H(out)
+
+
+@case("outbcast/ufunc-out-wrong-shape", ValueError, "broadcast")
+def _(F, D, H):
+    return F.add(D(R(4, 3)), D(R(4, 3)), out=D(np.zeros((4, 2))))
+
+
+@case("outbcast/ufunc-out-too-few-dims", ValueError, "non-broadcastable output operand")
+def _(F, D, H):
+    return F.add(D(R(4, 3)), D(R(4, 3)), out=D(np.zeros(3)))
+
+
+@case("outbcast/ufunc-out-broadcast-dim", ValueError, "non-broadcastable output operand")
+def _(F, D, H):
+    return F.add(D(R(4, 3)), D(R(4, 3)), out=D(np.zeros((1, 3))))
+
+
+@case("outbcast/gufunc-out-loop-wrong", ValueError, "could not be broadcast")
+def _(F, D, H):
+    return F.inner1d(D(R(4, 3)), D(R(4, 3)), out=D(np.zeros(3)))
+
+
+@case("outbcast/gufunc-out-insufficient-dims", ValueError, "does not have enough dimensions")
+def _(F, D, H):
+    return F.matmul(D(R(2, 3)), D(R(3, 4)), out=D(np.zeros(4)))
+
+
+@case("outbcast/gufunc-out-core-wrong", ValueError, "mismatch in its core dimension")
+def _(F, D, H):
+    return F.matmul(D(R(2, 3)), D(R(3, 4)), out=D(np.zeros((2, 5))))
+
+
+# ============================================================================ core dimensions
+
+@case("core/mismatch", ValueError, "mismatch in its core dimension")
+def _(F, D, H):
+    return F.inner1d(D(R(4, 3)), D(R(4, 2)))
+
+
+@case("core/mismatch-matmul", ValueError, "mismatch in its core dimension")
+def _(F, D, H):
+    return F.matmul(D(R(2, 3)), D(R(4, 5)))
+
+
+@case("core/mismatch-centroid", ValueError, "mismatch in its core dimension")
+def _(F, D, H):
+    return F.centroid_distances(D(R(3)), D(R(4, 2)))
+
+
+@case("core/input-insufficient-dims", ValueError, "does not have enough dimensions")
+def _(F, D, H):
+    return F.matmul(D(R(3)), D(R(3, 4)))
+
+
+@case("core/loop-dims-not-broadcastable", ValueError, "could not be broadcast")
+def _(F, D, H):
+    return F.inner1d(D(R(2, 3)), D(R(4, 3)))
+
+
+@case("core/loop-dims-broadcast")
+def _(F, D, H):
+    return H(F.inner1d(D(R(2, 1, 3)), D(R(4, 3, start=5))))
+
+
+@case("core/frozen-dim-right")
+def _(F, D, H):
+    return H((F.rgb_to_gray(D(R(5, 3))), F.sq_norm3(D(R(2, 3)))))
+
+
+@case("core/frozen-dim-wrong", ValueError, "mismatch in its core dimension")
+def _(F, D, H):
+    return F.rgb_to_gray(D(R(5, 4)))
+
+
+@case("core/frozen-dim-wrong-sq_norm3", ValueError, "mismatch in its core dimension")
+def _(F, D, H):
+    return F.sq_norm3(D(R(2)))
+
+
+@case("core/frozen-output-via-out-wrong", ValueError, "")
+def _(F, D, H):
+    return F.rgb_to_gray(D(R(5, 3)), out=D(np.zeros((5, 1))))
+
+
+@case("core/computed-dim")
+def _(F, D, H):
+    return H(F.condensed_distances(D(R(2, 5, 3))))
+
+
+@case("core/computed-dim-out-right")
+def _(F, D, H):
+    out = D(np.zeros((2, 10)))
+    F.condensed_distances(D(R(2, 5, 3)), out=out)
+    return H(out)
+
+
+@case("core/computed-dim-out-wrong", ValueError, r"p|core dimension")
+def _(F, D, H):
+    return F.condensed_distances(D(R(5, 3)), out=D(np.zeros(9)))
+
+
+@case("core/pairwise-out-wrong", ValueError, "mismatch in its core dimension")
+def _(F, D, H):
+    return F.pairwise_distances(D(R(4, 3)), out=D(np.zeros((4, 5))))
+
+
+@case("core/empty-loop")
+def _(F, D, H):
+    return H(F.inner1d(D(np.zeros((0, 3))), D(np.zeros((0, 3)))))
+
+
+@case("core/empty-core")
+def _(F, D, H):
+    return H(F.inner1d(D(np.zeros((2, 0))), D(np.zeros((2, 0)))))
+
+
+# ============================================================================ out= tuples
+
+@case("outtuple/right-length")
+def _(F, D, H):
+    s, c = D(np.zeros(5)), D(np.zeros(5))
+    r = F.sincos(D(R(5)), out=(s, c))
+    assert r[0] is s and r[1] is c
+    return H((s, c))
+
+
+@case("outtuple/none-entry")
+def _(F, D, H):
+    c = D(np.zeros(5))
+    r = F.sincos(D(R(5)), out=(None, c))
+    assert r[1] is c
+    return H(r)
+
+
+@case("outtuple/all-none")
+def _(F, D, H):
+    return H(F.sincos(D(R(5)), out=(None, None)))
+
+
+@case("outtuple/positional")
+def _(F, D, H):
+    s, c = D(np.zeros(5)), D(np.zeros(5))
+    r = F.sincos(D(R(5)), s, c)
+    assert r[0] is s and r[1] is c
+    return H(r)
+
+
+@case("outtuple/positional-first-only")
+def _(F, D, H):
+    s = D(np.zeros(5))
+    r = F.sincos(D(R(5)), s)
+    assert r[0] is s
+    return H(r)
+
+
+@case("outtuple/too-short", ValueError, "out")
+def _(F, D, H):
+    return F.sincos(D(R(5)), out=(D(np.zeros(5)),))
+
+
+@case("outtuple/too-long", ValueError, "out")
+def _(F, D, H):
+    return F.sincos(D(R(5)), out=(D(np.zeros(5)),) * 3)
+
+
+@case("outtuple/not-a-tuple-for-two-outputs", TypeError, "tuple")
+def _(F, D, H):
+    return F.sincos(D(R(5)), out=D(np.zeros(5)))
+
+
+@case("outtuple/positional-and-keyword", TypeError, "out")
+def _(F, D, H):
+    return F.sincos(D(R(5)), D(np.zeros(5)), out=(None, D(np.zeros(5))))
+
+
+@case("outtuple/single-output-tuple")
+def _(F, D, H):
+    o = D(np.zeros(4))
+    r = F.add(D(R(4)), D(R(4)), out=(o,))
+    assert r is o
+    return H(o)
+
+
+@case("outtuple/single-output-tuple-too-long", ValueError, "out")
+def _(F, D, H):
+    return F.add(D(R(4)), D(R(4)), out=(D(np.zeros(4)), D(np.zeros(4))))
+
+
+@case("outtuple/gufunc-wrong-shape-second", ValueError, "")
+def _(F, D, H):
+    return F.sincos(D(R(5)), out=(D(np.zeros(5)), D(np.zeros(4))))
+
+
+# ============================================================================ where= (ufuncs)
+
+@case("where/bool-array-broadcast")
+def _(F, D, H):
+    out = D(np.full((4, 3), -7.0))
+    r = F.add(D(R(4, 3)), D(R(3, start=1)), where=D(np.array([True, False, True])), out=out)
+    assert r is out
+    return H(out)
+
+
+@case("where/2d-mask-column-broadcast")
+def _(F, D, H):
+    out = D(np.full((4, 3), -7.0))
+    F.hypot(D(R(4, 3)), D(R(4, 3, start=1)), where=D(np.array([[True], [False], [True], [True]])),
+            out=out)
+    return H(out)
+
+
+@case("where/false")
+def _(F, D, H):
+    out = D(np.full(4, 9.0))
+    r = F.add(D(R(4)), D(R(4)), where=False, out=out)
+    assert r is out
+    return H(out)
+
+
+@case("where/true")
+def _(F, D, H):
+    out = D(np.full(4, 9.0))
+    F.add(D(R(4)), D(R(4)), where=True, out=out)
+    return H(out)
+
+
+@case("where/without-out-masked-entries")
+def _(F, D, H):
+    mask = np.array([True, False, True, False, True])
+    with pytest.warns(UserWarning, match="'where' used without 'out'"):
+        r = H(F.gaussian_pdf(D(R(5)), 0.5, 2.0, where=D(mask)))
+    return r[mask], r.shape, r.dtype
+
+
+@case("where/out-None-no-warning")
+def _(F, D, H):
+    mask = np.array([True, False, True, False, True])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = H(F.gaussian_pdf(D(R(5)), 0.5, 2.0, where=D(mask), out=None))
+    return r[mask], r.shape, r.dtype
+
+
+@case("where/two-outputs")
+def _(F, D, H):
+    s, c = D(np.full(4, 5.0)), D(np.full(4, 6.0))
+    F.sincos(D(R(4)), out=(s, c), where=D(np.array([True, False, False, True])))
+    return H((s, c))
+
+
+@case("where/wrong-dtype", TypeError, "int64.*bool|bool")
+def _(F, D, H):
+    return F.add(D(R(4)), D(R(4)), where=D(np.ones(4, np.int64)), out=D(np.zeros(4)))
+
+
+@case("where/not-broadcastable", ValueError, "could not be broadcast|broadcast")
+def _(F, D, H):
+    return F.add(D(R(4)), D(R(4)), where=D(np.ones(3, bool)), out=D(np.zeros(4)))
+
+
+@case("where/on-gufunc", TypeError, "where")
+def _(F, D, H):
+    return F.inner1d(D(R(4, 3)), D(R(4, 3)), where=D(np.ones(4, bool)))
+
+
+# ============================================================================ add.reduce
+
+A3 = (2, 3, 4)
+
+
+for _axis in (None, 0, 1, -1, (0, 2), (2, 0), (), (0, 1, 2)):
+    def _make(axis):
+        def fn(F, D, H):
+            return H(F.add.reduce(D(R(*A3)), axis=axis))
+        return fn
+    case(f"reduce/axis={_axis}")(_make(_axis))
+    def _make_keep(axis):
+        def fn(F, D, H):
+            return H(F.add.reduce(D(R(*A3)), axis=axis, keepdims=True))
+        return fn
+    case(f"reduce/axis={_axis}-keepdims")(_make_keep(_axis))
+
+
+@case("reduce/default-axis-int64")
+def _(F, D, H):
+    return H(F.add.reduce(D(np.arange(12).reshape(3, 4))))
+
+
+@case("reduce/0d-default-axis")
+def _(F, D, H):
+    return H(F.add.reduce(D(np.array(3.5))))
+
+
+@case("reduce/0d-axis-None")
+def _(F, D, H):
+    return H(F.add.reduce(D(np.array(3.5)), axis=None))
+
+
+@case("reduce/0d-axis-1", np.exceptions.AxisError, "out of bounds")
+def _(F, D, H):
+    return F.add.reduce(D(np.array(3.5)), axis=1)
+
+
+@case("reduce/initial")
+def _(F, D, H):
+    return H(F.add.reduce(D(R(3, 4)), axis=1, initial=5.0))
+
+
+@case("reduce/initial-int")
+def _(F, D, H):
+    return H(F.add.reduce(D(np.arange(12).reshape(3, 4)), axis=0, initial=100))
+
+
+@case("reduce/dtype")
+def _(F, D, H):
+    return H(F.add.reduce(D(R(3, 4, dtype=np.float32)), axis=1, dtype=np.float64))
+
+
+@case("reduce/float32")
+def _(F, D, H):
+    return H(F.add.reduce(D(R(3, 40, dtype=np.float32)), axis=1))
+
+
+@case("reduce/out")
+def _(F, D, H):
+    out = D(np.zeros(4))
+    r = F.add.reduce(D(R(3, 4)), axis=0, out=out)
+    assert r is out
+    return H(out)
+
+
+@case("reduce/out-tuple")
+def _(F, D, H):
+    out = D(np.zeros(4))
+    r = F.add.reduce(D(R(3, 4)), axis=0, out=(out,))
+    assert r is out
+    return H(out)
+
+
+@case("reduce/out-keepdims")
+def _(F, D, H):
+    out = D(np.zeros((1, 4)))
+    F.add.reduce(D(R(3, 4)), axis=0, out=out, keepdims=True)
+    return H(out)
+
+
+@case("reduce/out-wrong-shape", ValueError, "could not be broadcast|shape")
+def _(F, D, H):
+    return F.add.reduce(D(R(3, 4)), axis=0, out=D(np.zeros(3)))
+
+
+@case("reduce/empty-with-identity")
+def _(F, D, H):
+    return H((F.add.reduce(D(np.zeros((0, 3))), axis=0), F.add.reduce(D(np.zeros((0, 3))), axis=None),
+              F.add.reduce(D(np.zeros((3, 0))), axis=1)))
+
+
+@case("reduce/empty-initial")
+def _(F, D, H):
+    return H(F.add.reduce(D(np.zeros((0, 3))), axis=0, initial=2.5))
+
+
+@case("reduce/empty-result")
+def _(F, D, H):
+    return H(F.add.reduce(D(np.zeros((0, 3))), axis=1))
+
+
+@case("reduce/initial-None-empty", ValueError, "zero-size array|no identity")
+def _(F, D, H):
+    return F.add.reduce(D(np.zeros((0, 3))), axis=0, initial=None)
+
+
+@case("reduce/axis-out-of-bounds", np.exceptions.AxisError, "out of bounds")
+def _(F, D, H):
+    return F.add.reduce(D(R(3, 4)), axis=2)
+
+
+@case("reduce/negative-axis-out-of-bounds", np.exceptions.AxisError, "out of bounds")
+def _(F, D, H):
+    return F.add.reduce(D(R(3, 4)), axis=-3)
+
+
+@case("reduce/duplicate-axis", ValueError, "duplicate value in 'axis'")
+def _(F, D, H):
+    return F.add.reduce(D(R(3, 4)), axis=(0, 0))
+
+
+@case("reduce/duplicate-axis-negative-alias", ValueError, "duplicate value in 'axis'")
+def _(F, D, H):
+    return F.add.reduce(D(R(3, 4)), axis=(1, -1))
+
+
+_NO_IDENTITY = (TypeError, "has no identity")
+
+
+@case("reduce/no-identity", device=_NO_IDENTITY)
+def _(F, D, H):
+    return H(F.hypot.reduce(D(R(3, 4)), axis=1))
+
+
+@case("reduce/no-identity-initial", device=_NO_IDENTITY)
+def _(F, D, H):
+    return H(F.hypot.reduce(D(R(3, 4)), axis=0, initial=0.0))
+
+
+@case("reduce/no-identity-custom_op", device=_NO_IDENTITY)
+def _(F, D, H):
+    return H(F.custom_op.reduce(D(R(3, 4)), axis=0))
+
+
+@case("reduce/no-identity-empty", ValueError, "zero-size array|no identity",
+      device=_NO_IDENTITY)
+def _(F, D, H):
+    return F.hypot.reduce(D(np.zeros((0, 3))), axis=0)
+
+
+@case("reduce/no-identity-empty-initial", device=_NO_IDENTITY)
+def _(F, D, H):
+    return H(F.hypot.reduce(D(np.zeros((0, 3))), axis=0, initial=1.5))
+
+
+@case("reduce/not-reorderable-multi-axis", ValueError, "not reorderable",
+      device=_NO_IDENTITY)
+def _(F, D, H):
+    return F.hypot.reduce(D(R(3, 4)), axis=(0, 1))
+
+
+@case("reduce/where", device=(TypeError, "where= is not supported on the device"))
+def _(F, D, H):
+    return H(F.add.reduce(D(R(3, 4)), axis=1, where=D(np.array([True, False, True, True]))))
+
+
+@case("reduce/gufunc", RuntimeError, "Reduction not defined on ufunc with signature")
+def _(F, D, H):
+    return F.inner1d.reduce(D(R(3, 4)))
+
+
+@case("reduce/not-binary", ValueError, "reduce only supported for binary functions")
+def _(F, D, H):
+    return F.lucas.reduce(D(np.arange(3)))
+
+
+@case("reduce/initial-None-empty-result")
+def _(F, D, H):
+    return H(F.add.reduce(D(np.zeros((0, 3))), axis=1, initial=None))
+
+
+@case("reduce/initial-None-nonempty")
+def _(F, D, H):
+    return H(F.add.reduce(D(R(3, 4)), axis=1, initial=None))
+
+
+@case("keepdims/axes-with-output-entry")
+def _(F, D, H):
+    return H(F.l2_norm(D(R(4, 3, 2)), axes=[0, 1], keepdims=True))
+
+
+@case("keepdims/axes-output-entry-empty", np.exceptions.AxisError, "core dimension")
+def _(F, D, H):
+    return F.l2_norm(D(R(4, 3, 2)), axes=[0, ()], keepdims=True)
+
+
+@case("keepdims/axis-3d")
+def _(F, D, H):
+    return H(F.l2_norm(D(R(4, 3, 2)), axis=1, keepdims=True))
+
+
+# ============================================================================ the test
+
+def _outcome(c: Case, F, kind: Kind):
+    try:
+        return "ok", c.fn(F, kind.D, kind.H)
+    except Exception as error:      # compared below
+        return "error", error
+
+
+def _assert_same_values(got, want, path="result"):
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want), path
+        for k, (g, w) in enumerate(zip(got, want)):
+            _assert_same_values(g, w, f"{path}[{k}]")
+        return
+    if isinstance(want, (tuple, np.dtype)) or not hasattr(want, "shape"):
+        assert got == want, path
+        return
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, f"{path}: shape {got.shape} != {want.shape}"
+    assert got.dtype == want.dtype, f"{path}: dtype {got.dtype} != {want.dtype}"
+    if want.dtype.kind == "f":
+        rtol = 1e-5 if want.dtype.itemsize == 4 else 1e-12
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol, err_msg=path)
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=path)
+
+
+@pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
+def test_conformance(kind, c: Case):
+    status, want = _outcome(c, BARE, Kind("numpy"))
+    # The case's own statement of NumPy's behaviour holds for this NumPy.
+    if c.raises is None:
+        assert status == "ok", f"NumPy raised {want!r}"
+    else:
+        assert status == "error" and type(want) is c.raises, f"NumPy gave {want!r}"
+        if c.match:
+            assert re.search(c.match, str(want), re.I), str(want)
+    status_got, got = _outcome(c, WRAPPED, kind)
+    if kind.name != "numpy" and c.device is not None:
+        # A documented difference of the device path: its own clear error.
+        error_type, phrase = c.device
+        assert status_got == "error", f"expected the documented {error_type.__name__}, got {got!r}"
+        assert type(got) is error_type and phrase in str(got), repr(got)
+        return
+    if status == "error":
+        assert status_got == "error", f"NumPy raised {want!r}, {kind.name} gave a result"
+        assert type(got) is type(want), f"{kind.name} raised {got!r}, NumPy {want!r}"
+        if c.match:
+            assert re.search(c.match, str(got), re.I), f"{kind.name}: {got}  (NumPy: {want})"
+        return
+    if status_got == "error":
+        raise AssertionError(f"NumPy gave a result, {kind.name} raised {got!r}") from got
+    _assert_same_values(got, want)
+
+
+def test_identities_of_the_seed_functions():
+    """What the reduce cases rely on: only `add` has an identity."""
+    assert {n: getattr(ex, n).identity for n in NAMES if getattr(ex, n).nin == 2
+            and getattr(ex, n).nout == 1 and not getattr(ex, n).signature} == {
+        "add": 0, "custom_op": None, "hypot": None}
