@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 _COMMON = dict(deadline=None, print_blob=True,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                       HealthCheck.filter_too_much])
-settings.register_profile("ci", max_examples=25, derandomize=True, **_COMMON)
+settings.register_profile("ci", max_examples=60, derandomize=True, **_COMMON)
 settings.register_profile("thorough", max_examples=1000, **_COMMON)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 

@@ -189,6 +189,6 @@ def test_the_probe_sees_a_call_that_holds_the_gil():
     """The control: NumPy's object-dtype sum holds the GIL, and the spinner stops meanwhile
     (a few steps may slip in on a loaded machine while the caller waits to get the GIL back;
     the tests above ask for 10 or more)."""
-    values = np.ones(3_000_000, dtype=object)
+    values = np.ones(8_000_000, dtype=object)
     duration, inside = _progress_during(values.sum)
     assert duration > 0.1 and inside < 10

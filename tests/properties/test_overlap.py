@@ -3,7 +3,7 @@ gufuncs included) give what computing from copies gives, and leave the rest of t
 alone: on the host (NumPy's machinery) and on the device simulator (the copy-on-overlap
 logic of _device_dispatch._kernel_input)."""
 import numpy as np
-from hypothesis import given, note
+from hypothesis import assume, given, note
 from hypothesis import strategies as st
 from numpy.lib.stride_tricks import as_strided
 
@@ -116,6 +116,11 @@ def _full(copies, shape):
 
 
 def _check(name, gufunc, got, copies):
+    with np.errstate(all="ignore"):
+        _check_results(name, gufunc, got, copies)
+
+
+def _check_results(name, gufunc, got, copies):
     if gufunc:
         check_gufunc(name, got[0], copies)
     else:
@@ -125,8 +130,7 @@ def _check(name, gufunc, got, copies):
 
 def _run(case, gufunc, on_device):
     from ufuncgen import device
-    if case is None:
-        return
+    assume(case is not None)      # an out= that did not fit, or two outputs overlapping
     name, fn, dtype, specs_in, specs_out, values = case
     note(f"{name} {dtype} in {specs_in} out {specs_out}")
     buf = values.copy()
