@@ -108,7 +108,9 @@ def overlap_case(draw, gufunc):
             return None
     values = (elementwise_inputs(name, dtype, (BUFFER,), rng)[0] if not gufunc
               else rng.uniform(0 if name == "rgb_to_gray" else -2, 2, BUFFER).astype(dtype))
-    return name, fn, dtype, specs_in, specs_out, values
+    # where= (elementwise only): a random mask over the output, in its own buffer.
+    where = (rng.random(loop) < 0.6) if not gufunc and draw(st.booleans()) else None
+    return name, fn, dtype, specs_in, specs_out, values, where
 
 
 def _full(copies, shape):
@@ -131,22 +133,34 @@ def _check_results(name, gufunc, got, copies):
 def _run(case, gufunc, on_device):
     from ufuncgen import device
     assume(case is not None)      # an out= that did not fit, or two outputs overlapping
-    name, fn, dtype, specs_in, specs_out, values = case
-    note(f"{name} {dtype} in {specs_in} out {specs_out}")
+    name, fn, dtype, specs_in, specs_out, values, where = case
+    note(f"{name} {dtype} in {specs_in} out {specs_out} where {where}")
     buf = values.copy()
     copies = [v.copy() for v in _views(buf, specs_in)]
+    before = [v.copy() for v in _views(buf, specs_out)]
+    kwargs = {}
     with np.errstate(all="ignore"):
         if on_device:
             dbuf = device.to_device(buf)
+            if where is not None:
+                kwargs["where"] = device.to_device(where)
             ins = _device_views(dbuf, specs_in, dtype)
             outs = _device_views(dbuf, specs_out, dtype)
-            fn(*ins, out=tuple(outs))
+            fn(*ins, out=tuple(outs), **kwargs)
             after = dbuf.copy_to_host()
         else:
+            if where is not None:
+                kwargs["where"] = where
             ins, outs = _views(buf, specs_in), _views(buf, specs_out)
-            fn(*ins, out=tuple(outs))
+            fn(*ins, out=tuple(outs), **kwargs)
             after = buf
     got = [v.copy() for v in _views(after, specs_out)]
+    if where is not None:
+        for g, b in zip(got, before):
+            np.testing.assert_array_equal(g[~where], b[~where],
+                                          err_msg="where=False elements changed")
+        got = [g[where] for g in got]
+        copies = [np.broadcast_to(c, where.shape)[where] for c in copies]
     _check(name, gufunc, got, copies)
     untouched = ~_written(specs_out, BUFFER)
     np.testing.assert_array_equal(after[untouched], values[untouched],
