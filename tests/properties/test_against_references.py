@@ -239,3 +239,17 @@ def test_gufuncs_on_the_host_match_the_reference(data):
 @given(st.data())
 def test_gufuncs_on_the_device_simulator_match_the_reference(data):
     _run_gufunc(data, on_device=True)
+
+
+@pytest.mark.parametrize("loop, out_dtype", [(np.int64, np.float64), (np.float64, np.float32),
+                                             (np.float32, np.float64)])
+def test_device_out_of_another_dtype_keeps_its_where_false_elements(loop, out_dtype):
+    """The defect the properties found: the loop wrote a temporary, and casting all of it into
+    out= overwrote the where=False elements with uninitialised memory."""
+    from ufuncgen import device
+    x = np.arange(1, 41).astype(loop)
+    mask = np.arange(40) % 3 == 0
+    out = device.to_device(np.full(40, -7, out_dtype))
+    ex.add(device.to_device(x), device.to_device(x), out=out, where=device.to_device(mask))
+    np.testing.assert_array_equal(out.copy_to_host(),
+                                  np.where(mask, (x + x).astype(out_dtype), -7))
