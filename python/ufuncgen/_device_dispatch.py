@@ -506,7 +506,7 @@ def _run(c: _Call, resolved, loop_index: int, plan: _Plan, where) -> list:
     for result in results:
         if isinstance(result, tuple):             # the caller's out= of another dtype
             out, temporary = result
-            _launch_cast(temporary, out, c)
+            _launch_cast(temporary, out, c, where if isinstance(where, Buffer) else None)
             result = out
         if isinstance(result, _device.DeviceArray):
             result.stream = c.stream
@@ -549,12 +549,19 @@ def _copy(item: Buffer, dtype: np.dtype, c: _Call) -> Buffer:
     return copy
 
 
-def _launch_cast(src: Buffer, dst: Buffer, c: _Call) -> None:
+def _launch_cast(src: Buffer, dst: Buffer, c: _Call, mask: Buffer | None = None) -> None:
+    """Casts src into dst; with a mask (where=, broadcast to dst) only where it is True."""
     if 0 in dst.shape:
         return
-    shape, (src_strides, dst_strides) = collapse(dst.shape, [src.strides, dst.strides])
+    if mask is None:
+        shape, (src_strides, dst_strides) = collapse(dst.shape, [src.strides, dst.strides])
+        _device.launch_cast(c.device, c.stream, shape, src.ptr, src_strides, src.dtype,
+                            dst.ptr, dst_strides, dst.dtype)
+        return
+    shape, (src_strides, dst_strides, mask_strides) = collapse(
+        dst.shape, [src.strides, dst.strides, _loop_strides(mask, 0, dst.shape)])
     _device.launch_cast(c.device, c.stream, shape, src.ptr, src_strides, src.dtype,
-                        dst.ptr, dst_strides, dst.dtype)
+                        dst.ptr, dst_strides, dst.dtype, mask.ptr, mask_strides)
 
 
 def _loop_strides(item: Buffer, ncore: int, loop_shape) -> tuple[int, ...]:

@@ -59,6 +59,7 @@ ufg_cast_offsets(const ufg_kernel_params *p, int64_t i, int64_t *offsets)
     if (p->contiguous) {
         offsets[0] = i * p->strides[0][0];
         offsets[1] = i * p->strides[1][0];
+        offsets[2] = i * p->strides[2][0];     /* zero when there is no mask */
     }
     else {
         ufg_element_offsets(p, i, offsets);
@@ -72,8 +73,11 @@ ufg_cast_kernel(const ufg_kernel_params p)
     const int64_t step = UFG_THREAD_COUNT;
 
     for (int64_t i = UFG_THREAD_INDEX; i < p.n; i += step) {
-        int64_t offsets[2] = {0, 0};    /* set below; initialised for -Wmaybe-uninitialized */
+        int64_t offsets[3] = {0, 0, 0}; /* set below; initialised for -Wmaybe-uninitialized */
         ufg_cast_offsets(&p, i, offsets);
+        if (p.has_where && !*(const ufg_cast_bool *)(p.data[2] + offsets[2])) {
+            continue;                   /* where=False: the destination keeps its value */
+        }
         const char *src = p.data[0] + offsets[0];
         char *dst = p.data[1] + offsets[1];
 

@@ -37,7 +37,7 @@ ufg_device_array_contiguous_copy(ufg_DeviceArrayObject *self, uintptr_t stream)
     }
     if (ufg_launch_cast(backend, self->device, stream, self->ndim, self->shape, self->ptr,
                         self->strides, self->code, copy->ptr, copy->strides,
-                        copy->code) < 0) {
+                        copy->code, NULL, NULL) < 0) {
         Py_DECREF(copy);
         return NULL;
     }

@@ -94,7 +94,7 @@ int
 ufg_launch_cast(const ufg_backend *backend, int device, uintptr_t stream, int ndim,
                 const int64_t *shape, const char *src, const int64_t *src_strides,
                 ufg_dtype_code src_code, char *dst, const int64_t *dst_strides,
-                ufg_dtype_code dst_code)
+                ufg_dtype_code dst_code, const char *mask, const int64_t *mask_strides)
 {
     int64_t merged_shape[64], merged_src[64], merged_dst[64];
     ufg_launch launch = {ufg_cast_launcher(backend), NULL, NULL, NULL};
@@ -114,7 +114,9 @@ ufg_launch_cast(const ufg_backend *backend, int device, uintptr_t stream, int nd
     memcpy(merged_shape, shape, sizeof(int64_t) * (size_t)ndim);
     memcpy(merged_src, src_strides, sizeof(int64_t) * (size_t)ndim);
     memcpy(merged_dst, dst_strides, sizeof(int64_t) * (size_t)ndim);
-    ndim = ufg_cast_collapse(ndim, merged_shape, merged_src, merged_dst);
+    if (mask == NULL) {     /* with a mask the caller has merged dimensions already */
+        ndim = ufg_cast_collapse(ndim, merged_shape, merged_src, merged_dst);
+    }
     if (ndim > UFG_DEVICE_MAX_DIMS) {
         PyErr_Format(PyExc_ValueError,
                      "shape: %d dimensions remain after merging contiguous ones; device "
@@ -134,6 +136,12 @@ ufg_launch_cast(const ufg_backend *backend, int device, uintptr_t stream, int nd
     params.data[1] = dst;
     params.values[0].i64 = src_code;
     params.values[1].i64 = dst_code;
+    if (mask != NULL) {     /* a bool mask: elements where it is 0 are left alone */
+        params.nargs = 3;
+        params.has_where = 1;
+        params.data[2] = (char *)mask;
+        memcpy(params.strides[2], mask_strides, sizeof(int64_t) * (size_t)ndim);
+    }
     if (launch.elementwise == NULL) {
         PyErr_SetString(ufg_DeviceError,
                         "ufuncgen: this build of ufuncgen has no CUDA cast kernel");

@@ -33,11 +33,13 @@ int ufg_launch_run(const ufg_backend *backend, const ufg_launch *launch, int dev
 /*
  * Casts (or copies, for equal codes) the N-d strided array at src into dst, element by element,
  * with the cast kernel.  Strides are in bytes; contiguous dimensions are merged first.
- * ndim may exceed UFG_DEVICE_MAX_DIMS as long as merging brings it within.
+ * ndim may exceed UFG_DEVICE_MAX_DIMS as long as merging brings it within.  With a mask (a
+ * bool array, NULL for none) only elements where it is nonzero are written, and nothing is
+ * merged: the caller passes at most UFG_DEVICE_MAX_DIMS dimensions.
  */
 int ufg_launch_cast(const ufg_backend *backend, int device, uintptr_t stream, int ndim,
                     const int64_t *shape, const char *src, const int64_t *src_strides,
                     ufg_dtype_code src_code, char *dst, const int64_t *dst_strides,
-                    ufg_dtype_code dst_code);
+                    ufg_dtype_code dst_code, const char *mask, const int64_t *mask_strides);
 
 #endif /* UFG_DEVICE_LAUNCH_H */

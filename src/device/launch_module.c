@@ -359,13 +359,14 @@ PyObject *
 ufg_launch_cast_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
     int64_t shape[UFG_LAUNCH_CAST_MAX_DIMS], src_strides[UFG_LAUNCH_CAST_MAX_DIMS];
-    int64_t dst_strides[UFG_LAUNCH_CAST_MAX_DIMS];
+    int64_t dst_strides[UFG_LAUNCH_CAST_MAX_DIMS], mask_strides[UFG_LAUNCH_CAST_MAX_DIMS];
     const ufg_backend *backend;
-    char *src, *dst;
+    char *src, *dst, *mask = NULL;
+    uintptr_t mask_pointer;
     int src_code, dst_code, device, ndim;
     uintptr_t stream;
 
-    if (ufg_check_nargs("launch_cast", nargs, 9) < 0 ||
+    if (ufg_check_nargs("launch_cast", nargs, nargs == 11 ? 11 : 9) < 0 ||
         (backend = ufg_runtime_backend()) == NULL ||
         ufg_arg_device(backend, args[0], "device", &device) < 0 ||
         ufg_arg_uintptr(args[1], "stream", &stream) < 0 ||
@@ -375,9 +376,22 @@ ufg_launch_cast_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssi
         ufg_parse_cast_side(args + 6, "dst", ndim, &dst, dst_strides, &dst_code) < 0) {
         return NULL;
     }
+    if (nargs == 11) {      /* mask_ptr, mask_strides: a bool array choosing what is written */
+        if (ndim > UFG_DEVICE_MAX_DIMS) {
+            PyErr_Format(PyExc_ValueError, "shape: a masked cast takes at most %d dimensions",
+                         UFG_DEVICE_MAX_DIMS);
+            return NULL;
+        }
+        if (ufg_arg_uintptr(args[9], "mask_ptr", &mask_pointer) < 0 ||
+            ufg_parse_exact_int64s(args[10], "mask_strides", ndim, "one per dimension of shape",
+                                   mask_strides) < 0) {
+            return NULL;
+        }
+        mask = (char *)mask_pointer;
+    }
     if (ufg_launch_cast(backend, device, stream, ndim, shape, src, src_strides,
                         (ufg_dtype_code)src_code, dst, dst_strides,
-                        (ufg_dtype_code)dst_code) < 0) {
+                        (ufg_dtype_code)dst_code, mask, mask_strides) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;
