@@ -154,8 +154,11 @@ function(ufuncgen_add_module target)
     # -ffp-contract=off: gnu11 would fuse `x*y + x` into one FMA in the x86-64-v3 clone only,
     # rounding once where NumPy (built as ISO C) rounds twice, so results (even overflow to
     # Inf) would differ from NumPy's and from one CPU to another.
+    # -fwrapv: signed integer arithmetic wraps (two's complement), as NumPy's integer loops
+    # give it, instead of being undefined behaviour that -O3 may assume never happens;
+    # UBSan found add(int64) overflowing at INT64_MAX + 1 in the shipped examples.
     target_compile_options(${target} PRIVATE
-      "$<$<COMPILE_LANGUAGE:C>:-O3;-fopenmp-simd;-fno-math-errno;-ffp-contract=off;-Wall;-Wdouble-promotion;-Wno-unknown-pragmas>")
+      "$<$<COMPILE_LANGUAGE:C>:-O3;-fwrapv;-fopenmp-simd;-fno-math-errno;-ffp-contract=off;-Wall;-Wdouble-promotion;-Wno-unknown-pragmas>")
   endif()
   ufuncgen_sanitize(${target})
   if(NOT UFUNCGEN_THREADS)
