@@ -30,16 +30,21 @@ if [ ! -e "$libasan" ]; then
     exit 2
 fi
 
+# The interpreter itself, not a wrapper script (pyenv's shims are bash scripts, which would
+# run under ASan too).
+py=$(python3 -c 'import sys; print(sys.executable)')
+
 start=$(date +%s)
 # shellcheck disable=SC2086
-python3 -m pip install -q --no-deps --upgrade --target "$site" ${UFUNCGEN_SANITIZE_PIP_ARGS:-} \
+"$py" -m pip install -q --no-deps --upgrade --target "$site" ${UFUNCGEN_SANITIZE_PIP_ARGS:-} \
     -C cmake.define.UFUNCGEN_SANITIZE=ON -C cmake.define.UFUNCGEN_CUDA=OFF \
-    -C build-dir="$work/build" .
+    -C build-dir="$work/build" -C install.strip=false .
 echo "sanitize.sh: built in $(( $(date +%s) - start )) s"
 
 export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
+export PATH=$site/bin:$PATH      # its `ufuncgen` command, run by the tests' module builds
 # The modules under test must be the sanitized ones.
-python3 - "$site" <<'PY'
+"$py" - "$site" <<'PY'
 import os, sys, ufuncgen
 here = os.path.dirname(ufuncgen.__file__)
 assert here.startswith(os.path.realpath(sys.argv[1])) or here.startswith(sys.argv[1]), here
@@ -48,17 +53,34 @@ PY
 
 export UFUNCGEN_DEVICE=sim
 export PYTHONMALLOC=malloc
-export LD_PRELOAD=$libasan
 # allocator_may_return_null: tests that ask for impossible sizes expect MemoryError.
-export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:detect_stack_use_after_return=0:strict_init_order=1:check_initialization_order=1
+# Reports go to files (one per process, named by pid): pytest captures stderr, and a process
+# that the sanitizer stops would take its report with it; subprocesses report there too.
+reports=$work/reports
+rm -rf "$reports" && mkdir -p "$reports"
+export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:strict_init_order=1:check_initialization_order=1:log_path=$reports/asan
 export LSAN_OPTIONS=suppressions=$root/tools/lsan.supp:print_suppressions=0
-export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan
 if [ $# -eq 0 ]; then
-    set -- tests/examples tests/device tests/runtime tests/gen tests/leaks
+    # Less one known failure that passes here: libmvec's spurious floating-point flags on
+    # 64-element loops (a strict xfail) do not happen when instrumentation keeps the loops
+    # from being vectorized.
+    set -- tests/examples tests/device tests/runtime tests/gen tests/leaks \
+        -k "not (raises_the_same_floating_point_errors_as_numpy_on_edge_values and length64)"
 fi
 start=$(date +%s)
 status=0
-python3 -m pytest -p no:cacheprovider -q "$@" || status=$?
-unset LD_PRELOAD
+# libasan for the Python processes only (not for `date` or the shell, whose own leaks
+# LeakSanitizer would report); `ufuncgen build` drops it again for CMake and the compiler.
+LD_PRELOAD=$libasan "$py" -m pytest -p no:cacheprovider -q "$@" || status=$?
 echo "sanitize.sh: tests ran in $(( $(date +%s) - start )) s, exit $status"
+if compgen -G "$reports/*" > /dev/null; then
+    for report in "$reports"/*; do
+        echo "=== $report"
+        cat "$report"
+    done
+    echo "sanitize.sh: $(ls "$reports" | wc -l) sanitizer report(s), above" >&2
+    exit 1
+fi
+echo "sanitize.sh: no sanitizer reports"
 exit $status

@@ -17,11 +17,14 @@ asserts:
   the smallest leak, one int or float (24-32 bytes) per call, is twice that; what stays
   after the warm-up measures ~100-200 bytes a batch in all.
 * native memory (resident set size, /proc/self/statm) grows by at most RSS_BOUND = 1 MiB per
-  batch on the host.  The arrays are 1024 float64 (8 KiB), so leaking the buffer of one result (host or
-  simulated device memory) per call adds 0.8 MiB (device) to 4 MiB (host) a batch; glibc
+  batch.  The arrays are 4096 float64 (32 KiB), so leaking the buffer of one result (host or
+  simulated device memory) per call adds 3.2 MiB (device) to 16 MiB (host) a batch; glibc
   reuses freed blocks, so a path without a leak stays within a few pages.  Under
   AddressSanitizer (tools/sanitize.sh) freed memory sits in a quarantine and RSS grows
   anyway: the RSS check is skipped there, and LeakSanitizer finds native leaks instead.
+  The tracemalloc check is skipped there too: the quarantine never hands an address back
+  soon, and caches keyed by address (the pickling path and np.broadcast's error path showed
+  16-60 bytes a call under ASan only, flat in a normal build) keep growing.
 
 The growth that counts is the smallest of the three batches' (see check_flat).  The whole file
 runs in a few seconds.
@@ -49,7 +52,7 @@ GC_BOUND = 50                 # GC-tracked objects per batch
 RSS_BOUND = 1024 * 1024       # bytes of resident memory per batch
 SHARED_SLACK = 2              # counts of shared singletons (see check_flat)
 UNDER_ASAN = "asan" in os.environ.get("LD_PRELOAD", "")
-N = 1024
+N = 4096
 
 SIM = device.is_available() and device.backend() == "sim"
 needs_sim = pytest.mark.skipif(not SIM, reason="the device paths run on the simulator")
@@ -108,8 +111,8 @@ def check_flat(call, *watched, calls=HOST_CALLS):
     moved = [sys.getrefcount(o) - c for o, c in zip(shared, shared_counts)]
     assert all(abs(m) <= SHARED_SLACK for m in moved), f"shared reference counts moved {moved}"
     assert grown(objects) <= GC_BOUND, f"GC-tracked objects accumulate: {objects}"
-    assert grown(py) <= PY_BOUND_PER_CALL * calls, f"Python allocations grew: {py}"
     if not UNDER_ASAN:
+        assert grown(py) <= PY_BOUND_PER_CALL * calls, f"Python allocations grew: {py}"
         assert grown(rss) <= RSS_BOUND, f"RSS grew: {rss}"
 
 
