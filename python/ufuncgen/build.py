@@ -71,9 +71,12 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
 
     cmake = find_cmake()
     binary_dir = os.path.join(build_dir, "cmake")
+    options = [f"-DUFUNCGEN_THREADS={'ON' if threads else 'OFF'}"]
+    if os.environ.get("UFUNCGEN_SANITIZE", "") not in ("", "0"):
+        # ASan + UBSan (a sanitized install turns this on by itself, see ufuncgen.cmake).
+        options += ["-DUFUNCGEN_SANITIZE=ON", "-DUFUNCGEN_CUDA=OFF"]
     _run([cmake, "-S", project_dir, "-B", binary_dir, "-DCMAKE_BUILD_TYPE=Release",
-          f"-DPython_EXECUTABLE={sys.executable}",
-          f"-DUFUNCGEN_THREADS={'ON' if threads else 'OFF'}"], verbose)
+          f"-DPython_EXECUTABLE={sys.executable}", *options], verbose)
     _run([cmake, "--build", binary_dir, "--parallel"], verbose)
     path = os.path.join(output_dir, short + sysconfig.get_config_var("EXT_SUFFIX"))
     if not os.path.exists(path):
@@ -82,8 +85,12 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
 
 
 def _run(command: list[str], verbose: bool) -> None:
+    # A process running under the sanitizers (tools/sanitize.sh preloads libasan) does not
+    # pass them on to CMake and the compiler: those are not the code under test.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS")}
     result = subprocess.run(command, stdout=None if verbose else subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True, env=env)
     if result.returncode != 0:
         if result.stdout:
             sys.stderr.write(result.stdout)

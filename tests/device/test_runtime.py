@@ -133,6 +133,14 @@ class HandMadeTensor:
             name = b"dltensor"
         self.array = array     # keeps the memory alive as long as the tensor
         self.capsule = _capsule_new(ctypes.addressof(self.struct), _NAMES[name], None)
+        # A producer keeps its DLManagedTensor valid until the consumer calls the deleter;
+        # these have none, and the consumer still reads the (NULL) deleter field when the
+        # import dies, which may be after this object (a test's locals die in order).
+        # AddressSanitizer caught the read of the freed struct; they now live for the session.
+        _HAND_MADE_STRUCTS.append((self.struct, self.shape, self.strides))
+
+
+_HAND_MADE_STRUCTS = []
 
 
 # ----------------------------------------------------------------------------- backend

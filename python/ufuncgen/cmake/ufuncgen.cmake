@@ -21,6 +21,9 @@ file(GLOB _UFUNCGEN_GENERATOR_FILES
      "${_UFUNCGEN_PACKAGE_DIR}/gen/*.py" "${_UFUNCGEN_PACKAGE_DIR}/templates/*.j2"
      "${_UFUNCGEN_INCLUDE_DIR}/ufuncgen/*.h")
 
+# A sanitized install's settings (UFUNCGEN_SANITIZE ON, UFUNCGEN_CUDA OFF); see below.
+include("${CMAKE_CURRENT_LIST_DIR}/sanitize.cmake" OPTIONAL)
+
 # CUDA is optional: used when a CUDA compiler is found, unless -DUFUNCGEN_CUDA=OFF.  Without it
 # the modules still carry the simulator's kernels (UFUNCGEN_DEVICE=sim), compiled as C.
 include(CheckLanguage)
@@ -51,6 +54,33 @@ endif()
 
 # Multi-core host loops (ufuncgen._core's thread pool); OFF compiles every loop single-threaded.
 option(UFUNCGEN_THREADS "Let large host loops run on several threads" ON)
+
+# AddressSanitizer + UndefinedBehaviorSanitizer for the C code (never the nvcc code: use with
+# UFUNCGEN_CUDA=OFF).  A ufuncgen installed with it ON installs sanitize.cmake beside this file,
+# so every `ufuncgen build` from that install is sanitized too; `ufuncgen build` also turns it
+# on when the environment has UFUNCGEN_SANITIZE=1.  Running such modules needs libasan loaded
+# first: tools/sanitize.sh shows how (LD_PRELOAD, ASAN_OPTIONS, suppressions).
+option(UFUNCGEN_SANITIZE "Build the C code with -fsanitize=address,undefined" OFF)
+set(UFUNCGEN_SANITIZE_FLAGS
+    -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -g1)
+if(UFUNCGEN_SANITIZE)
+  if(UFUNCGEN_CUDA_ENABLED)
+    message(FATAL_ERROR "UFUNCGEN_SANITIZE=ON needs UFUNCGEN_CUDA=OFF (nvcc code is not sanitized)")
+  endif()
+  if(NOT CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
+    message(FATAL_ERROR "UFUNCGEN_SANITIZE=ON needs GCC or Clang")
+  endif()
+  message(STATUS "ufuncgen: C code built with ${UFUNCGEN_SANITIZE_FLAGS}")
+endif()
+
+# ufuncgen_sanitize(<target>): the sanitizer flags on a target's C code, when UFUNCGEN_SANITIZE.
+function(ufuncgen_sanitize target)
+  if(UFUNCGEN_SANITIZE)
+    target_compile_options(${target} PRIVATE
+      "$<$<COMPILE_LANGUAGE:C>:${UFUNCGEN_SANITIZE_FLAGS}>")
+    target_link_options(${target} PRIVATE ${UFUNCGEN_SANITIZE_FLAGS})
+  endif()
+endfunction()
 
 # glibc's vector math library: the generated loops call its SIMD exp, sin, ... when present.
 find_library(UFUNCGEN_LIBMVEC NAMES mvec)
@@ -124,9 +154,13 @@ function(ufuncgen_add_module target)
     # -ffp-contract=off: gnu11 would fuse `x*y + x` into one FMA in the x86-64-v3 clone only,
     # rounding once where NumPy (built as ISO C) rounds twice, so results (even overflow to
     # Inf) would differ from NumPy's and from one CPU to another.
+    # -fwrapv: signed integer arithmetic wraps (two's complement), as NumPy's integer loops
+    # give it, instead of being undefined behaviour that -O3 may assume never happens;
+    # UBSan found add(int64) overflowing at INT64_MAX + 1 in the shipped examples.
     target_compile_options(${target} PRIVATE
-      "$<$<COMPILE_LANGUAGE:C>:-O3;-fopenmp-simd;-fno-math-errno;-ffp-contract=off;-Wall;-Wdouble-promotion;-Wno-unknown-pragmas>")
+      "$<$<COMPILE_LANGUAGE:C>:-O3;-fwrapv;-fopenmp-simd;-fno-math-errno;-ffp-contract=off;-Wall;-Wdouble-promotion;-Wno-unknown-pragmas>")
   endif()
+  ufuncgen_sanitize(${target})
   if(NOT UFUNCGEN_THREADS)
     target_compile_definitions(${target} PRIVATE UFG_NO_THREADS)
   endif()
