@@ -98,6 +98,12 @@ class CoreLayout:
         return tuple(d for d in self.dims if d.size_expression is not None)
 
 
+# The functions vecmath.h declares to GCC as having libmvec vector variants.
+_VECTOR_MATH = ("exp log pow sin cos acos acosh asin asinh atan atanh cbrt cosh erf erfc exp10 "
+                "exp2 expm1 log10 log1p log2 sinh tan tanh atan2").split()
+_VECTOR_MATH_CALL = re.compile(r"\b(?:%s)f?\s*\(" % "|".join(_VECTOR_MATH))
+
+
 @dataclass(frozen=True)
 class Identity:
     kind: str                   # "value", or "reorderable" (no identity, but reorderable)
@@ -186,6 +192,27 @@ class Module:
             if used:
                 instances.append((t, tuple(used)))
         return tuple(instances)
+
+    @property
+    def flag_exact_functions(self) -> frozenset[str]:
+        """Elementwise functions whose body, or a helper it calls, calls a function that the
+        host loops may vectorize through libmvec (vecmath.h): their loops get a scalar kernel
+        that re-runs any block raising a floating-point error (host_loops.h, ufg_run_block)."""
+        def calls_vector_math(body: Body) -> bool:
+            return any(_VECTOR_MATH_CALL.search(line) for line in body.lines)
+
+        def mentions(body: Body, helper: Helper) -> bool:
+            return any(re.search(rf"\b{helper.name}\b", line) for line in body.lines)
+
+        vector_helpers: set[str] = set()
+        for helper in self.helpers:     # a helper may only call those before it
+            if calls_vector_math(helper.body) or any(
+                    mentions(helper.body, h) for h in self.helpers if h.name in vector_helpers):
+                vector_helpers.add(helper.name)
+        return frozenset(
+            f.name for f in self.functions
+            if not f.is_gufunc and (calls_vector_math(f.body) or any(
+                mentions(f.body, h) for h in self.helpers if h.name in vector_helpers)))
 
     @property
     def element_types(self) -> tuple[ElementType, ...]:
