@@ -6,6 +6,8 @@ before the generator gives up.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import keyword
 import re
 from dataclasses import dataclass
@@ -169,6 +171,7 @@ class Module:
     sources: tuple[str, ...]    # the signature files, as written in generated banners
     helpers: tuple[Helper, ...]
     functions: tuple[Function, ...]
+    warnings: tuple = ()        # Diagnostics of severity "warning", in file order
 
     @property
     def short_name(self) -> str:
@@ -556,4 +559,57 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
                 functions.append(fn)
     if any(sink.diagnostics for _, sink, _ in files):
         return None
-    return Module(qualified_name, tuple(p for _, _, p in files), tuple(helpers), tuple(functions))
+    module = Module(qualified_name, tuple(p for _, _, p in files), tuple(helpers), tuple(functions))
+    sinks = {display_path: sink for _, sink, display_path in files}
+    for fn in functions:
+        if any(t.kind in "iu" for s in fn.signatures for t in s.all_types):
+            _warn_unguarded_division(sinks[fn.body.path], fn.body, f"function '{fn.name}'")
+    for t, used in module.helper_instances:
+        if t.kind in "iu":
+            for helper in used:
+                _warn_unguarded_division(sinks[helper.body.path], helper.body,
+                                         f"helper '{helper.name}' (compiled for {t.name})")
+    warnings = tuple(w for _, sink, _ in files for w in sorted(
+        dict.fromkeys(sink.warnings), key=lambda w: (w.location.line, w.location.col)))
+    return dataclasses.replace(module, warnings=warnings)
+
+
+# --------------------------------------------------------------------------- warnings
+
+# Comments, string and character literals: blanked (same length) before looking at operators.
+_C_NOISE = re.compile(r'//[^\n]*|/\*.*?(?:\*/|\Z)|"(?:\\.|[^"\\\n])*"?|\'(?:\\.|[^\'\\\n])*\'?', re.S)
+_DIVISION = re.compile(r"(?<![/*])([/%])(?![/*])\s*=?\s*(?P<divisor>\((?:\s*\w+\s*)\)\s*(?=\w|\()|)"
+                       r"(?P<operand>[A-Za-z_]\w*|\d[\w.]*|\()?")
+_COMPARISON = r"(?:[=!<>]=|<|>)"
+
+
+def _warn_unguarded_division(sink: DiagnosticSink, body: Body, what: str) -> None:
+    """The integer-division heuristic (README, "Integer division"): a body compiled for an
+    integer type warns at each `/`, `%`, `/=`, `%=` whose divisor is not a nonzero number and
+    is never compared in the body: a name divisor must appear in a comparison (`d != 0`,
+    `0 < d`, `d > 1`, ...) or a test (`!d`, `d ?`, `if (d)`); any other divisor (an
+    expression) needs some comparison with 0 in the body."""
+    text = "\n".join(body.lines)
+    clean = _C_NOISE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+    any_zero_test = re.search(rf"{_COMPARISON}\s*0\b|\b0\s*{_COMPARISON}", clean)
+    for m in _DIVISION.finditer(clean):
+        operand = m.group("operand")
+        if operand and operand[0].isdigit():
+            if re.fullmatch(r"0+[uUlL]*|0[xX]0+[uUlL]*", operand) is None:
+                continue            # a nonzero literal (or a float one): no warning
+        elif operand and operand != "(":
+            name = re.escape(operand)
+            if re.search(rf"\b{name}\s*(?:{_COMPARISON}|\?)|{_COMPARISON}\s*{name}\b|!\s*{name}\b"
+                         rf"|\b(?:if|while)\s*\(\s*{name}\s*\)|&&\s*{name}\b|\b{name}\s*&&", clean):
+                continue
+        elif operand == "(" and any_zero_test:
+            continue
+        offset = m.start()
+        line = clean.count("\n", 0, offset)
+        col = offset - (clean.rfind("\n", 0, offset) + 1) + 1
+        op = m.group(1) + ("=" if clean[m.end(1):m.end(1) + 1] == "=" else "")
+        divisor = f"'{operand}'" if operand and operand != "(" else "an expression"
+        sink.warning(Location(body.path, body.first_line + line, col),
+                     f"{what} divides integers ('{op}') by {divisor} that the body never "
+                     f"compares with 0: integer division or remainder by 0 is undefined "
+                     f"behaviour in C; guard it")
