@@ -248,6 +248,8 @@ class _Validator:
         return False
 
     def body(self, raw_body) -> Body:
+        for line, col, message in c_balance_problems(raw_body.lines, raw_body.first_line):
+            self.error(self.sink.at(raw_body.first_line + line, col), message)
         return Body(self.display_path, raw_body.first_line, raw_body.lines)
 
     # -- functions ---------------------------------------------------------------
@@ -506,7 +508,86 @@ class _Validator:
     def helper(self, raw: RawHelper) -> Helper | None:
         if not self.check_name(raw.name, "helper name") or raw.body is None:
             return None
+        # The prototype is pasted into generated C: it must be one balanced declarator.
+        line = raw.name.location.line
+        text = self.sink.lines[line - 1] if 0 < line <= len(self.sink.lines) else ""
+        start = text.find(raw.prototype)
+        problems = c_balance_problems([raw.prototype], line)
+        for _, col, message in problems:
+            self.error(self.sink.at(line, start + col), message)
+        if not problems:
+            for m in re.finditer(r"[{};]|/\*|//|\\|#", raw.prototype):
+                self.error(self.sink.at(line, start + 1 + m.start()),
+                           f"unexpected '{m.group(0)}' in the helper's prototype: write only "
+                           f"'TYPE NAME(PARAMETERS)' on the 'helper' line, the body below it")
+                return None
+        if problems:
+            return None
         return Helper(raw.name.text, raw.prototype, self.body(raw.body), raw.location)
+
+
+_CLOSERS = {")": "(", "]": "[", "}": "{"}
+
+
+def c_balance_problems(lines, first_line: int = 1) -> list[tuple[int, int, str]]:
+    """(0-based line, 1-based col, message) for each bracket in C text that is never closed or
+    closes nothing, and for a comment, string or character literal left open at the end: such a
+    body would swallow or break the generated code around it, and the C compiler would then
+    report errors in generated files instead of the user's.  Preprocessor lines are skipped."""
+    problems = []
+    stack: list[tuple[str, int, int]] = []
+    in_comment = None
+    for n, line in enumerate(lines):
+        if in_comment is None and line.lstrip().startswith("#"):
+            if line.rstrip().endswith("\\") and n == len(lines) - 1:
+                problems.append((n, len(line.rstrip()), "a body's last line cannot end with '\\' "
+                                 "(it would continue into generated code)"))
+            continue
+        i = 0
+        while i < len(line):
+            c = line[i]
+            if in_comment is not None:
+                end = line.find("*/", i)
+                if end < 0:
+                    break
+                in_comment, i = None, end + 2
+                continue
+            if line.startswith("//", i):
+                break
+            if line.startswith("/*", i):
+                in_comment, i = (n, i + 1), i + 2
+                continue
+            if c in "\"'":
+                j = i + 1
+                while j < len(line) and line[j] != c:
+                    j += 2 if line[j] == "\\" else 1
+                if j >= len(line):
+                    what = "string" if c == '"' else "character"
+                    problems.append((n, i + 1, f"unterminated {what} literal"))
+                    break
+                i = j + 1
+                continue
+            if c in "([{":
+                stack.append((c, n, i + 1))
+            elif c in ")]}":
+                if stack and stack[-1][0] == _CLOSERS[c]:
+                    stack.pop()
+                else:
+                    if stack:
+                        problems.append((n, i + 1, f"'{c}' does not close the '{stack[-1][0]}' "
+                                         f"opened at line {first_line + stack[-1][1]}, column {stack[-1][2]}"))
+                    else:
+                        problems.append((n, i + 1, f"'{c}' closes nothing"))
+                    return problems
+            i += 1
+        if in_comment is None and line.endswith("\\") and n == len(lines) - 1:
+            problems.append((n, len(line), "a body's last line cannot end with '\\' "
+                             "(it would continue into generated code)"))
+    if in_comment is not None:
+        problems.append((in_comment[0], in_comment[1], "unterminated comment: '/*' is never closed by '*/'"))
+    for c, n, col in stack:
+        problems.append((n, col, f"'{c}' is never closed"))
+    return problems
 
 
 def _count(n: int, noun: str) -> str:
