@@ -114,3 +114,29 @@ def test_flags_set_before_the_call_are_left_alone():
     with np.errstate(over="raise"):
         with pytest.raises(FloatingPointError):
             ex.add(big, big)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_re_run_blocks_give_the_same_bits_for_any_thread_count(dtype):
+    # Re-run blocks compute with scalar libm (values within the libraries' ULP of the vector
+    # ones): which blocks re-run must not depend on how the call is cut between threads.
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-10, 10, 300_000).astype(dtype)
+    x[rng.integers(0, x.size, 40)] = 1e30
+    x[rng.integers(0, x.size, 40)] = -np.inf
+    threads, threshold = ufuncgen.get_num_threads(), _core._parallel_threshold()
+    try:
+        results = []
+        for n in (1, 2, 3):
+            ufuncgen.set_num_threads(n)
+            elements, work, _ = _core._parallel_threshold()
+            _core._set_parallel_threshold(elements, work, 0)
+            with np.errstate(all="ignore"):
+                results.append((ex.sincos(x), ex.gaussian_pdf(x, dtype(0.5), dtype(2))))
+    finally:
+        _core._set_parallel_threshold(*threshold)
+        ufuncgen.set_num_threads(threads)
+    for (s, c), pdf in results[1:]:
+        np.testing.assert_array_equal(s.view(np.uint8), results[0][0][0].view(np.uint8))
+        np.testing.assert_array_equal(c.view(np.uint8), results[0][0][1].view(np.uint8))
+        np.testing.assert_array_equal(pdf.view(np.uint8), results[0][1].view(np.uint8))

@@ -135,7 +135,7 @@ ufg_fp_restore(unsigned saved)
  * One contiguous block of m elements through `kernel`, flag-exact through `exact` when that
  * is not NULL.  `spare[k]` (UFG_BLOCK elements) is free for input k: an input the block's
  * output overwrites (out=x) is copied there first, so that a re-run reads the values the first
- * run read.
+ * run read.  `spare` is NULL where no output can be an input.
  */
 static inline void
 ufg_run_block(npy_intp m, char **block_args, int nin, int nargs, const int *itemsizes,
@@ -150,7 +150,7 @@ ufg_run_block(npy_intp m, char **block_args, int nin, int nargs, const int *item
     for (int k = 0; k < nargs; k++) {
         run_args[k] = block_args[k];
     }
-    for (int k = 0; k < nin; k++) {
+    for (int k = 0; k < nin && spare != NULL; k++) {
         for (int j = nin; j < nargs; j++) {
             if (block_args[j] == block_args[k]) {
                 memcpy(spare[k], block_args[k], (size_t)m * (size_t)itemsizes[k]);
@@ -223,6 +223,53 @@ ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int 
             if (steps[k] != itemsizes[k]) {
                 ufg_scatter(args[k] + start * steps[k], steps[k], buffers[k], m, itemsizes[k]);
             }
+        }
+    }
+}
+
+/*
+ * A contiguous call of a loop with a scalar kernel.  Checking the flags every 256 elements
+ * costs ~10% on cheap bodies, so a call whose outputs are not its inputs (out=x) is checked
+ * in chunks of UFG_CHECK_CHUNK elements; a chunk that raised an error runs again block by
+ * block (re-running the vector kernel is harmless: no output is an input), so exactly the
+ * blocks ufg_run_block would re-run, run scalar, whatever the chunk or thread boundaries.
+ * Otherwise (out=x) every block keeps a copy of its inputs: ufg_run_elementwise_blocked.
+ */
+#define UFG_CHECK_CHUNK 4096
+
+static void
+ufg_run_contiguous_checked(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
+                           const int *itemsizes, ufg_contiguous_kernel kernel,
+                           ufg_contiguous_kernel exact)
+{
+    for (int k = 0; k < nin; k++) {
+        for (int j = nin; j < nargs; j++) {
+            if (args[j] == args[k]) {
+                ufg_run_elementwise_blocked(args, n, steps, nin, nargs, itemsizes, kernel, exact);
+                return;
+            }
+        }
+    }
+    char *chunk_args[UFG_MAX_ARGS], *block_args[UFG_MAX_ARGS];
+    for (npy_intp start = 0; start < n; start += UFG_CHECK_CHUNK) {
+        const npy_intp m = n - start < UFG_CHECK_CHUNK ? n - start : UFG_CHECK_CHUNK;
+        for (int k = 0; k < nargs; k++) {
+            chunk_args[k] = args[k] + start * itemsizes[k];
+        }
+        const unsigned saved = ufg_fp_save_clear();
+        kernel(m, chunk_args);
+        if (!ufg_fp_errors_raised()) {
+            ufg_fp_restore(saved);      /* with the chunk's inexact or underflow flags */
+            continue;
+        }
+        ufg_fp_clear();                 /* the chunk's flags are dropped: its blocks raise theirs */
+        ufg_fp_restore(saved);
+        for (npy_intp b = 0; b < m; b += UFG_BLOCK) {
+            for (int k = 0; k < nargs; k++) {
+                block_args[k] = chunk_args[k] + b * itemsizes[k];
+            }
+            ufg_run_block(m - b < UFG_BLOCK ? m - b : UFG_BLOCK, block_args, nin, nargs,
+                          itemsizes, kernel, exact, NULL);
         }
     }
 }
@@ -300,6 +347,10 @@ ufg_elementwise_range(const ufg_elementwise_job *job, npy_intp start, npy_intp m
     if (job->contiguous && job->exact == NULL) {
         job->kernel(m, part_args);
     }
+    else if (job->contiguous) {
+        ufg_run_contiguous_checked(part_args, m, job->steps, job->nin, job->nargs,
+                                   job->itemsizes, job->kernel, job->exact);
+    }
     else {
         ufg_run_elementwise_blocked(part_args, m, job->steps, job->nin, job->nargs,
                                     job->itemsizes, job->kernel, job->exact);
@@ -340,7 +391,7 @@ ufg_run_elementwise_parallel(ufg_elementwise_job *job, int threads)
  * with `threads: false`; a reduction or accumulation (outputs overlapping inputs) always runs
  * serially, in order (one element per kernel call: the kernel's scalar tail, flag-exact).
  * `exact` is the loop's scalar kernel when its body calls vector math (see ufg_run_block),
- * else NULL: a contiguous call then runs in blocks too, each checked.
+ * else NULL: a contiguous call is then checked in chunks (ufg_run_contiguous_checked).
  */
 static inline void
 ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
@@ -364,6 +415,9 @@ ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int
     }
     if (contiguous && exact == NULL) {
         kernel(n, args);
+    }
+    else if (contiguous) {
+        ufg_run_contiguous_checked(args, n, steps, nin, nargs, itemsizes, kernel, exact);
     }
     else {
         ufg_run_elementwise_blocked(args, n, steps, nin, nargs, itemsizes, kernel, exact);
