@@ -13,6 +13,7 @@ import sys
 import sysconfig
 
 from .gen import load_module
+from .gen.diagnostics import format_warnings
 
 CMAKE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cmake")
 
@@ -56,7 +57,9 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
 
     Raises SignatureError for a bad signature file, BuildError when compiling fails.
     """
-    load_module(module, files, source_root=os.getcwd())   # report file errors before CMake runs
+    checked = load_module(module, files, source_root=os.getcwd())   # file errors before CMake runs
+    if checked.warnings:
+        print(format_warnings(checked.warnings), file=sys.stderr)
     short = module.rpartition(".")[2]
     output_dir = os.path.abspath(output_dir)
     build_dir = os.path.abspath(build_dir or os.path.join(output_dir, ".ufuncgen-build", short))

@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from .build import CMAKE_DIR, BuildError, build
     from .gen import SignatureError, load_module
+    from .gen.diagnostics import format_warnings
 
     if args.command == "cmake-dir":
         print(CMAKE_DIR)
@@ -45,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "check":
             module = load_module("checked", args.files, source_root=os.getcwd())
+            if module.warnings:
+                print(format_warnings(module.warnings), file=sys.stderr)
             print(f"ok: {len(module.functions)} functions")
             return 0
         path = build(args.files, args.name, args.output_dir, args.build_dir, args.verbose,

@@ -80,7 +80,7 @@ def test_hypot_neither_overflows_nor_underflows_in_the_intermediate_squares(dtyp
         big, tiny = 3e38, 1e-38
     x = np.array([big, big, tiny, tiny, big / 2, 3 * tiny] * 3, dtype=dtype)
     y = np.array([big / 4, tiny, tiny, 0.0, big / 2, 4 * tiny] * 3, dtype=dtype)
-    with np.errstate(all="ignore"):   # libmvec's spurious flags: see LIBMVEC_SPURIOUS_FLAGS
+    with np.errstate(all="ignore"):
         result = ex.hypot(x, y)
     assert np.all(np.isfinite(result)) and np.all(result > 0)
     assert_ulp_close(result, np.hypot(x, y), HYPOT_MAX_ULP)
@@ -191,20 +191,11 @@ FLAG_REFERENCES = {
     "sincos": lambda x: (np.sin(x), np.cos(x)),
     "gaussian_pdf": _gaussian_pdf_numpy,
 }
-LIBMVEC_SPURIOUS_FLAGS = pytest.mark.xfail(
-    LIBMVEC_LOADED, strict=True,
-    reason="glibc libmvec's vector exp raises a spurious FE_INVALID for exp(-inf) (so "
-           "gaussian_pdf(inf) in a loop of >= 4 elements reports an invalid value NumPy's "
-           "composed expression does not), and its vector sin/cos a spurious FE_OVERFLOW "
-           "for |x| above about 1e19; needs flag-exact re-runs of flagged blocks in the "
-           "runtime (hypot, which did the same for hypot(0, 0), is no longer vectorized)")
-
-
 FLAG_CASES = [
-    pytest.param(*c.values, length, id=f"{c.id}-length{length}",
-                 # The one-element calls run the scalar tail (libm), whose flags are right.
-                 marks=[LIBMVEC_SPURIOUS_FLAGS]
-                 if c.values[0] in ("gaussian_pdf", "sincos") and length > 1 else [])
+    # Length 64 runs the vector loop (libmvec): a block whose vector math raised a spurious
+    # flag (vector exp(-inf) raises invalid, vector sin/cos of |x| > ~1e19 overflow) re-runs
+    # through the scalar kernel, so the flags match NumPy's for both lengths.
+    pytest.param(*c.values, length, id=f"{c.id}-length{length}")
     for c in FLOAT_CASES if c.values[0] in FLAG_REFERENCES
     for length in (1, 64)
 ]

@@ -137,3 +137,66 @@ def test_check_of_a_good_file_succeeds_quietly_on_stderr():
     assert result.returncode == 0, result.stderr.decode()
     assert result.stderr == b""
     assert result.stdout.decode().startswith("ok: ")
+
+
+# ----------------------------------------------------------------------------- warnings
+
+WARNINGS = GOLDEN / "warnings"
+_WARNING = re.compile(r"(?P<path>[^:\n]+\.ufunc):(?P<line>\d+):(?P<col>\d+): warning: (?P<message>.+)")
+
+
+@pytest.mark.parametrize("case", sorted(p.stem for p in WARNINGS.glob("*.ufunc")))
+def test_check_prints_exactly_the_golden_warnings_and_succeeds(case, monkeypatch, capsys):
+    """tests/golden/warnings/<case>.ufunc generate, with the warnings in <case>.err."""
+    monkeypatch.chdir(WARNINGS)
+    capsys.readouterr()
+    code = cli.main(["check", f"{case}.ufunc"])
+    out, err = capsys.readouterr()
+    expected_path = WARNINGS / f"{case}.err"
+    if REGEN:
+        expected_path.write_text(err, encoding="utf-8")
+    assert code == 0
+    assert out.startswith("ok: ")
+    assert err == expected_path.read_text(encoding="utf-8")
+    lines = err.split("\n")
+    source = (WARNINGS / f"{case}.ufunc").read_text(encoding="utf-8").split("\n")
+    count = 0
+    for i, text in enumerate(lines):
+        m = _WARNING.fullmatch(text)
+        if m:
+            count += 1
+            line, col = int(m["line"]), int(m["col"])
+            assert lines[i + 1] == "    " + source[line - 1]
+            assert lines[i + 2] == "    " + " " * (col - 1) + "^"
+            assert source[line - 1][col - 1] in "/%"
+    assert count and lines[-2:] == [f"{count} warning{'s' if count != 1 else ''} generated.", ""]
+
+
+def test_the_generator_command_prints_warnings_and_still_generates(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "ufuncgen.gen", "--module", "pkg.intdiv", "-o", str(tmp_path),
+         "int_division.ufunc"], cwd=WARNINGS, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == (WARNINGS / "int_division.err").read_text(encoding="utf-8")
+    assert (tmp_path / "intdiv_module.c").exists()
+
+
+def test_ufuncgen_build_prints_the_warnings_before_compiling(monkeypatch, capsys, tmp_path):
+    from ufuncgen import build as build_module
+
+    class Stop(Exception):
+        pass
+
+    def no_cmake(*args, **kwargs):
+        raise Stop
+    monkeypatch.chdir(WARNINGS)
+    monkeypatch.setattr(build_module.subprocess, "run", no_cmake)
+    with pytest.raises(Stop):
+        build_module.build(["int_division.ufunc"], "pkg.intdiv", str(tmp_path))
+    assert capsys.readouterr().err == (WARNINGS / "int_division.err").read_text(encoding="utf-8")
+
+
+def test_the_seed_examples_give_no_warnings():
+    from ufuncgen.gen import load_module
+    examples = GOLDEN.parent.parent / "signatures" / "examples.ufunc"
+    assert load_module("ufuncgen.examples", [str(examples)]).warnings == ()

@@ -85,25 +85,33 @@ def test_the_stub_names_its_source_and_is_valid_python(examples):
 
 
 def test_each_body_is_preceded_by_a_line_directive_to_its_first_line_in_the_signature_file(examples):
+    """A body is emitted as the user's lines from its `{` line to its `}` line, under a #line
+    naming the `{` line (so an error seen only at the closing brace names the user's `}`); a
+    helper's prototype under a #line naming its `helper` line."""
     source = EXAMPLES.read_text().split("\n")
     lines = examples["ex_bodies.h"].split("\n")
-    seen = 0
+    seen = prototypes = 0
     for i, text in enumerate(lines):
         m = _LINE.fullmatch(text)
         if not m or m[2] != "examples.ufunc":
             continue
-        seen += 1
         first = int(m[1])
-        assert source[first - 2] == "{", f"#line {first} is not the line after a '{{'"
+        if source[first - 1].startswith("helper "):
+            prototypes += 1
+            assert lines[i + 1].endswith(source[first - 1][len("helper "):].strip())
+            continue
+        seen += 1
+        assert source[first - 1] == "{", f"#line {first} is not a '{{' line"
         k = 0
         while not lines[i + 1 + k].startswith("#line"):
             assert lines[i + 1 + k] == source[first - 1 + k]
             k += 1
-        assert source[first - 1 + k] == "}", "a body ends at its closing '}'"
+        assert source[first - 2 + k] == "}", "a body ends at its closing '}'"
     # a body per type signature, and each helper once per type whose bodies call it
     module = load_module("pkg.ex", [str(EXAMPLES)], source_root=str(EXAMPLES.parent))
-    assert seen == (sum(len(f.signatures) for f in module.functions)
-                    + sum(len(helpers) for _, helpers in module.helper_instances)) == 31
+    helpers = sum(len(helpers) for _, helpers in module.helper_instances)
+    assert prototypes == helpers
+    assert seen == sum(len(f.signatures) for f in module.functions) + helpers == 31
 
 
 def test_after_each_body_a_line_directive_points_back_at_the_generated_file_with_true_numbers(examples):
@@ -116,11 +124,11 @@ def test_after_each_body_a_line_directive_points_back_at_the_generated_file_with
         assert not lines[index - 1].startswith("#line")
 
 
-def test_the_body_directive_of_a_function_names_the_line_after_its_brace(examples):
+def test_the_body_directive_of_a_function_names_its_brace_line(examples):
     text = examples["ex_bodies.h"]
     source = EXAMPLES.read_text().split("\n")
     first = source.index("    out = x * y + x;") + 1       # custom_op's only body line
-    assert f'#line {first} "examples.ufunc"\n    out = x * y + x;\n#line ' in text
+    assert f'#line {first - 1} "examples.ufunc"\n{{\n    out = x * y + x;\n}}\n#line ' in text
 
 
 def test_the_display_path_is_quoted_as_a_c_string():
@@ -166,7 +174,7 @@ def test_the_generator_command_writes_sources_with_paths_relative_to_the_source_
                            "--source-root", str(EXAMPLES.parent.parent), str(EXAMPLES)], tmp_path)
     assert result.returncode == 0, result.stderr
     text = (tmp_path / "out" / "ex_bodies.h").read_text()
-    assert '#line 11 "signatures/examples.ufunc"' in text
+    assert '#line 10 "signatures/examples.ufunc"\n{\n' in text
     assert (tmp_path / "out" / "ex.pyi").exists()
 
 

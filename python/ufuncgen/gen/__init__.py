@@ -9,11 +9,15 @@ __all__ = ["SignatureError", "load_module", "generate"]
 
 
 def generate(qualified_name: str, paths: list[str], out_dir: str, source_root: str | None = None,
-             command: str | None = None) -> list[str]:
-    """Generates the sources of one module into out_dir; returns the files rewritten."""
+             command: str | None = None, warnings_to=None) -> list[str]:
+    """Generates the sources of one module into out_dir; returns the files rewritten.
+    Warnings (integer division without a guard, ...) are printed to `warnings_to` when given."""
+    from .diagnostics import format_warnings
     from .render import render_module, write_outputs   # Jinja2 loads only when rendering
 
     module = load_module(qualified_name, paths, source_root)
+    if module.warnings and warnings_to is not None:
+        print(format_warnings(module.warnings), file=warnings_to)
     if command is None:
         command = f"python -m ufuncgen.gen --module {qualified_name} -o OUTDIR " + " ".join(module.sources)
     return write_outputs(render_module(module, command), out_dir)

@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="paths in messages and #line directives are relative to this directory")
     args = parser.parse_args(argv)
     try:
-        generate(args.module, args.files, args.output_dir, args.source_root)
+        generate(args.module, args.files, args.output_dir, args.source_root, warnings_to=sys.stderr)
     except SignatureError as exc:
         print(exc.format(), file=sys.stderr)
         return 1

@@ -6,6 +6,9 @@ signature file becomes a `Diagnostic`, printed as
     path:line:col: error: message
         the offending line
         ^
+
+Warnings (`path:line:col: warning: message`) point at likely mistakes that still generate
+code; they never make the generator fail.
 """
 from __future__ import annotations
 
@@ -27,9 +30,10 @@ class Diagnostic:
     location: Location
     message: str
     source_line: str | None = None
+    severity: str = "error"     # or "warning"
 
     def format(self) -> str:
-        text = f"{self.location}: error: {self.message}"
+        text = f"{self.location}: {self.severity}: {self.message}"
         if self.source_line is not None:
             line = self.source_line.rstrip("\n").replace("\t", " ")
             text += f"\n    {line}\n    {' ' * (self.location.col - 1)}^"
@@ -60,10 +64,24 @@ class DiagnosticSink:
     path: str
     lines: list[str]
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    warnings: list[Diagnostic] = field(default_factory=list)
 
     def error(self, location: Location, message: str) -> None:
         source = self.lines[location.line - 1] if 0 < location.line <= len(self.lines) else None
         self.diagnostics.append(Diagnostic(location, message, source))
 
+    def warning(self, location: Location, message: str) -> None:
+        source = self.lines[location.line - 1] if 0 < location.line <= len(self.lines) else None
+        self.warnings.append(Diagnostic(location, message, source, "warning"))
+
     def at(self, line: int, col: int) -> Location:
         return Location(self.path, line, col)
+
+
+def format_warnings(warnings) -> str:
+    """The warnings of a module that generated, as printed to stderr ('' when none)."""
+    if not warnings:
+        return ""
+    count = len(warnings)
+    return "\n".join([w.format() for w in warnings]
+                     + [f"{count} warning{'s' if count != 1 else ''} generated."])

@@ -6,6 +6,8 @@ before the generator gives up.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import keyword
 import re
 from dataclasses import dataclass
@@ -98,6 +100,12 @@ class CoreLayout:
         return tuple(d for d in self.dims if d.size_expression is not None)
 
 
+# The functions vecmath.h declares to GCC as having libmvec vector variants.
+_VECTOR_MATH = ("exp log pow sin cos acos acosh asin asinh atan atanh cbrt cosh erf erfc exp10 "
+                "exp2 expm1 log10 log1p log2 sinh tan tanh atan2").split()
+_VECTOR_MATH_CALL = re.compile(r"\b(?:%s)f?\s*\(" % "|".join(_VECTOR_MATH))
+
+
 @dataclass(frozen=True)
 class Identity:
     kind: str                   # "value", or "reorderable" (no identity, but reorderable)
@@ -163,6 +171,7 @@ class Module:
     sources: tuple[str, ...]    # the signature files, as written in generated banners
     helpers: tuple[Helper, ...]
     functions: tuple[Function, ...]
+    warnings: tuple = ()        # Diagnostics of severity "warning", in file order
 
     @property
     def short_name(self) -> str:
@@ -186,6 +195,27 @@ class Module:
             if used:
                 instances.append((t, tuple(used)))
         return tuple(instances)
+
+    @property
+    def flag_exact_functions(self) -> frozenset[str]:
+        """Elementwise functions whose body, or a helper it calls, calls a function that the
+        host loops may vectorize through libmvec (vecmath.h): their loops get a scalar kernel
+        that re-runs any block raising a floating-point error (host_loops.h, ufg_run_block)."""
+        def calls_vector_math(body: Body) -> bool:
+            return any(_VECTOR_MATH_CALL.search(line) for line in body.lines)
+
+        def mentions(body: Body, helper: Helper) -> bool:
+            return any(re.search(rf"\b{helper.name}\b", line) for line in body.lines)
+
+        vector_helpers: set[str] = set()
+        for helper in self.helpers:     # a helper may only call those before it
+            if calls_vector_math(helper.body) or any(
+                    mentions(helper.body, h) for h in self.helpers if h.name in vector_helpers):
+                vector_helpers.add(helper.name)
+        return frozenset(
+            f.name for f in self.functions
+            if not f.is_gufunc and (calls_vector_math(f.body) or any(
+                mentions(f.body, h) for h in self.helpers if h.name in vector_helpers)))
 
     @property
     def element_types(self) -> tuple[ElementType, ...]:
@@ -218,6 +248,8 @@ class _Validator:
         return False
 
     def body(self, raw_body) -> Body:
+        for line, col, message in c_balance_problems(raw_body.lines, raw_body.first_line):
+            self.error(self.sink.at(raw_body.first_line + line, col), message)
         return Body(self.display_path, raw_body.first_line, raw_body.lines)
 
     # -- functions ---------------------------------------------------------------
@@ -476,7 +508,86 @@ class _Validator:
     def helper(self, raw: RawHelper) -> Helper | None:
         if not self.check_name(raw.name, "helper name") or raw.body is None:
             return None
+        # The prototype is pasted into generated C: it must be one balanced declarator.
+        line = raw.name.location.line
+        text = self.sink.lines[line - 1] if 0 < line <= len(self.sink.lines) else ""
+        start = text.find(raw.prototype)
+        problems = c_balance_problems([raw.prototype], line)
+        for _, col, message in problems:
+            self.error(self.sink.at(line, start + col), message)
+        if not problems:
+            for m in re.finditer(r"[{};]|/\*|//|\\|#", raw.prototype):
+                self.error(self.sink.at(line, start + 1 + m.start()),
+                           f"unexpected '{m.group(0)}' in the helper's prototype: write only "
+                           f"'TYPE NAME(PARAMETERS)' on the 'helper' line, the body below it")
+                return None
+        if problems:
+            return None
         return Helper(raw.name.text, raw.prototype, self.body(raw.body), raw.location)
+
+
+_CLOSERS = {")": "(", "]": "[", "}": "{"}
+
+
+def c_balance_problems(lines, first_line: int = 1) -> list[tuple[int, int, str]]:
+    """(0-based line, 1-based col, message) for each bracket in C text that is never closed or
+    closes nothing, and for a comment, string or character literal left open at the end: such a
+    body would swallow or break the generated code around it, and the C compiler would then
+    report errors in generated files instead of the user's.  Preprocessor lines are skipped."""
+    problems = []
+    stack: list[tuple[str, int, int]] = []
+    in_comment = None
+    for n, line in enumerate(lines):
+        if in_comment is None and line.lstrip().startswith("#"):
+            if line.rstrip().endswith("\\") and n == len(lines) - 1:
+                problems.append((n, len(line.rstrip()), "a body's last line cannot end with '\\' "
+                                 "(it would continue into generated code)"))
+            continue
+        i = 0
+        while i < len(line):
+            c = line[i]
+            if in_comment is not None:
+                end = line.find("*/", i)
+                if end < 0:
+                    break
+                in_comment, i = None, end + 2
+                continue
+            if line.startswith("//", i):
+                break
+            if line.startswith("/*", i):
+                in_comment, i = (n, i + 1), i + 2
+                continue
+            if c in "\"'":
+                j = i + 1
+                while j < len(line) and line[j] != c:
+                    j += 2 if line[j] == "\\" else 1
+                if j >= len(line):
+                    what = "string" if c == '"' else "character"
+                    problems.append((n, i + 1, f"unterminated {what} literal"))
+                    break
+                i = j + 1
+                continue
+            if c in "([{":
+                stack.append((c, n, i + 1))
+            elif c in ")]}":
+                if stack and stack[-1][0] == _CLOSERS[c]:
+                    stack.pop()
+                else:
+                    if stack:
+                        problems.append((n, i + 1, f"'{c}' does not close the '{stack[-1][0]}' "
+                                         f"opened at line {first_line + stack[-1][1]}, column {stack[-1][2]}"))
+                    else:
+                        problems.append((n, i + 1, f"'{c}' closes nothing"))
+                    return problems
+            i += 1
+        if in_comment is None and line.endswith("\\") and n == len(lines) - 1:
+            problems.append((n, len(line), "a body's last line cannot end with '\\' "
+                             "(it would continue into generated code)"))
+    if in_comment is not None:
+        problems.append((in_comment[0], in_comment[1], "unterminated comment: '/*' is never closed by '*/'"))
+    for c, n, col in stack:
+        problems.append((n, col, f"'{c}' is never closed"))
+    return problems
 
 
 def _count(n: int, noun: str) -> str:
@@ -529,4 +640,57 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
                 functions.append(fn)
     if any(sink.diagnostics for _, sink, _ in files):
         return None
-    return Module(qualified_name, tuple(p for _, _, p in files), tuple(helpers), tuple(functions))
+    module = Module(qualified_name, tuple(p for _, _, p in files), tuple(helpers), tuple(functions))
+    sinks = {display_path: sink for _, sink, display_path in files}
+    for fn in functions:
+        if any(t.kind in "iu" for s in fn.signatures for t in s.all_types):
+            _warn_unguarded_division(sinks[fn.body.path], fn.body, f"function '{fn.name}'")
+    for t, used in module.helper_instances:
+        if t.kind in "iu":
+            for helper in used:
+                _warn_unguarded_division(sinks[helper.body.path], helper.body,
+                                         f"helper '{helper.name}' (compiled for {t.name})")
+    warnings = tuple(w for _, sink, _ in files for w in sorted(
+        dict.fromkeys(sink.warnings), key=lambda w: (w.location.line, w.location.col)))
+    return dataclasses.replace(module, warnings=warnings)
+
+
+# --------------------------------------------------------------------------- warnings
+
+# Comments, string and character literals: blanked (same length) before looking at operators.
+_C_NOISE = re.compile(r'//[^\n]*|/\*.*?(?:\*/|\Z)|"(?:\\.|[^"\\\n])*"?|\'(?:\\.|[^\'\\\n])*\'?', re.S)
+_DIVISION = re.compile(r"(?<![/*])([/%])(?![/*])\s*=?\s*(?P<divisor>\((?:\s*\w+\s*)\)\s*(?=\w|\()|)"
+                       r"(?P<operand>[A-Za-z_]\w*|\d[\w.]*|\()?")
+_COMPARISON = r"(?:[=!<>]=|<|>)"
+
+
+def _warn_unguarded_division(sink: DiagnosticSink, body: Body, what: str) -> None:
+    """The integer-division heuristic (README, "Integer division"): a body compiled for an
+    integer type warns at each `/`, `%`, `/=`, `%=` whose divisor is not a nonzero number and
+    is never compared in the body: a name divisor must appear in a comparison (`d != 0`,
+    `0 < d`, `d > 1`, ...) or a test (`!d`, `d ?`, `if (d)`); any other divisor (an
+    expression) needs some comparison with 0 in the body."""
+    text = "\n".join(body.lines)
+    clean = _C_NOISE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+    any_zero_test = re.search(rf"{_COMPARISON}\s*0\b|\b0\s*{_COMPARISON}", clean)
+    for m in _DIVISION.finditer(clean):
+        operand = m.group("operand")
+        if operand and operand[0].isdigit():
+            if re.fullmatch(r"0+[uUlL]*|0[xX]0+[uUlL]*", operand) is None:
+                continue            # a nonzero literal (or a float one): no warning
+        elif operand and operand != "(":
+            name = re.escape(operand)
+            if re.search(rf"\b{name}\s*(?:{_COMPARISON}|\?)|{_COMPARISON}\s*{name}\b|!\s*{name}\b"
+                         rf"|\b(?:if|while)\s*\(\s*{name}\s*\)|&&\s*{name}\b|\b{name}\s*&&", clean):
+                continue
+        elif operand == "(" and any_zero_test:
+            continue
+        offset = m.start()
+        line = clean.count("\n", 0, offset)
+        col = offset - (clean.rfind("\n", 0, offset) + 1) + 1
+        op = m.group(1) + ("=" if clean[m.end(1):m.end(1) + 1] == "=" else "")
+        divisor = f"'{operand}'" if operand and operand != "(" else "an expression"
+        sink.warning(Location(body.path, body.first_line + line, col),
+                     f"{what} divides integers ('{op}') by {divisor} that the body never "
+                     f"compares with 0: integer division or remainder by 0 is undefined "
+                     f"behaviour in C; guard it")

@@ -31,8 +31,11 @@ def c_string(text: str) -> str:
 
 
 def c_body(body: Body) -> str:
-    """The user's lines, with #line directives so compiler messages name the user's file."""
-    lines = [f"#line {body.first_line} {c_string(body.path)}", *body.lines, _GENERATED_LINE]
+    """The user's lines in a block, with #line directives so compiler messages name the user's
+    file.  The block's braces are the user's `{` and `}` lines: an error the compiler only sees
+    at the closing brace (a body ending in an unfinished statement) names the user's `}`."""
+    lines = [f"#line {body.first_line - 1} {c_string(body.path)}", "{", *body.lines, "}",
+             _GENERATED_LINE]
     return "\n".join(lines)
 
 

@@ -11,9 +11,13 @@
 
 #include <Python.h>   /* first, as Python requires */
 
+#include <fenv.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
 
 #include "ufuncgen/vecmath.h"
 #include <tgmath.h>
@@ -58,6 +62,112 @@ typedef npy_intp ufg_stride_t;
 
 typedef void (*ufg_contiguous_kernel)(npy_intp n, char **args);
 
+/*
+ * Flag-exact floating-point errors.  A vectorized libmvec call may raise a flag that the
+ * scalar libm call NumPy makes would not (vector exp(-inf) raises FE_INVALID, vector sin/cos
+ * of |x| > ~1e19 FE_OVERFLOW).  A loop whose body calls vector math therefore runs each block
+ * with the flags cleared; when the block raised invalid, divide-by-zero or overflow, the
+ * flags are cleared again and the block re-runs through the loop's scalar kernel (the same
+ * body, not vectorized, calling scalar libm), whose flags are those NumPy would give.  The
+ * flags set before the block are put back afterwards.  A flag-free block costs two reads and
+ * two writes of the SSE control/status register.
+ */
+#define UFG_FP_ERRORS_MXCSR 0x0du   /* invalid | divide-by-zero | overflow */
+#define UFG_FP_FLAGS_MXCSR 0x3fu
+
+static inline unsigned
+ufg_fp_save_clear(void)
+{
+#if defined(__x86_64__) && defined(__SSE2__)
+    /* float and double math runs on SSE only: its flags live in MXCSR, x87 ones stay put. */
+    const unsigned csr = _mm_getcsr();
+    _mm_setcsr(csr & ~UFG_FP_FLAGS_MXCSR);
+    return csr & UFG_FP_FLAGS_MXCSR;
+#else
+    const unsigned saved = (unsigned)fetestexcept(FE_ALL_EXCEPT);
+    feclearexcept(FE_ALL_EXCEPT);
+    return saved;
+#endif
+}
+
+static inline bool
+ufg_fp_errors_raised(void)
+{
+#if defined(__x86_64__) && defined(__SSE2__)
+    return (_mm_getcsr() & UFG_FP_ERRORS_MXCSR) != 0;
+#else
+    return fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW) != 0;
+#endif
+}
+
+static inline void
+ufg_fp_clear(void)
+{
+#if defined(__x86_64__) && defined(__SSE2__)
+    _mm_setcsr(_mm_getcsr() & ~UFG_FP_FLAGS_MXCSR);
+#else
+    feclearexcept(FE_ALL_EXCEPT);
+#endif
+}
+
+static inline void
+ufg_fp_restore(unsigned saved)
+{
+#if defined(__x86_64__) && defined(__SSE2__)
+    if (saved) {
+        _mm_setcsr(_mm_getcsr() | saved);   /* sticky flags: setting them traps nothing */
+    }
+#else
+    if (saved) {
+        feraiseexcept((int)saved);
+    }
+#endif
+}
+
+/* Keeps a generated scalar kernel's loop from being vectorized. */
+#if defined(__GNUC__)
+#define UFG_NO_VECTORIZE_BARRIER() __asm__ volatile("" ::: "memory")
+#else
+#define UFG_NO_VECTORIZE_BARRIER() ((void)0)
+#endif
+
+/*
+ * One contiguous block of m elements through `kernel`, flag-exact through `exact` when that
+ * is not NULL.  `spare[k]` (UFG_BLOCK elements) is free for input k: an input the block's
+ * output overwrites (out=x) is copied there first, so that a re-run reads the values the first
+ * run read.  `spare` is NULL where no output can be an input.
+ */
+static inline void
+ufg_run_block(npy_intp m, char **block_args, int nin, int nargs, const int *itemsizes,
+              ufg_contiguous_kernel kernel, ufg_contiguous_kernel exact,
+              char (*spare)[UFG_BLOCK * UFG_MAX_ITEMSIZE])
+{
+    if (exact == NULL) {
+        kernel(m, block_args);
+        return;
+    }
+    char *run_args[UFG_MAX_ARGS];
+    for (int k = 0; k < nargs; k++) {
+        run_args[k] = block_args[k];
+    }
+    for (int k = 0; k < nin && spare != NULL; k++) {
+        for (int j = nin; j < nargs; j++) {
+            if (block_args[j] == block_args[k]) {
+                memcpy(spare[k], block_args[k], (size_t)m * (size_t)itemsizes[k]);
+                run_args[k] = spare[k];
+                break;
+            }
+        }
+    }
+    const unsigned saved = ufg_fp_save_clear();
+    kernel(m, run_args);
+    if (ufg_fp_errors_raised()) {
+        ufg_fp_clear();
+        exact(m, run_args);
+    }
+    ufg_fp_restore(saved);
+}
+
 static void
 ufg_gather(char *dst, const char *src, npy_intp stride, npy_intp n, int itemsize)
 {
@@ -81,7 +191,8 @@ ufg_scatter(char *dst, npy_intp stride, const char *src, npy_intp n, int itemsiz
  */
 static void
 ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
-                            const int *itemsizes, ufg_contiguous_kernel kernel)
+                            const int *itemsizes, ufg_contiguous_kernel kernel,
+                            ufg_contiguous_kernel exact)
 {
     _Alignas(64) char buffers[UFG_MAX_ARGS][UFG_BLOCK * UFG_MAX_ITEMSIZE];
     char *block_args[UFG_MAX_ARGS];
@@ -105,11 +216,60 @@ ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int 
                 }
             }
         }
-        kernel(m, block_args);
+        /* An input gathered into buffers[k] is never an output's block; one read in place
+         * leaves buffers[k] free. */
+        ufg_run_block(m, block_args, nin, nargs, itemsizes, kernel, exact, buffers);
         for (int k = nin; k < nargs; k++) {
             if (steps[k] != itemsizes[k]) {
                 ufg_scatter(args[k] + start * steps[k], steps[k], buffers[k], m, itemsizes[k]);
             }
+        }
+    }
+}
+
+/*
+ * A contiguous call of a loop with a scalar kernel.  Checking the flags every 256 elements
+ * costs ~10% on cheap bodies, so a call whose outputs are not its inputs (out=x) is checked
+ * in chunks of UFG_CHECK_CHUNK elements; a chunk that raised an error runs again block by
+ * block (re-running the vector kernel is harmless: no output is an input), so exactly the
+ * blocks ufg_run_block would re-run, run scalar, whatever the chunk or thread boundaries.
+ * Otherwise (out=x) every block keeps a copy of its inputs: ufg_run_elementwise_blocked.
+ */
+#define UFG_CHECK_CHUNK 4096
+
+static void
+ufg_run_contiguous_checked(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
+                           const int *itemsizes, ufg_contiguous_kernel kernel,
+                           ufg_contiguous_kernel exact)
+{
+    for (int k = 0; k < nin; k++) {
+        for (int j = nin; j < nargs; j++) {
+            if (args[j] == args[k]) {
+                ufg_run_elementwise_blocked(args, n, steps, nin, nargs, itemsizes, kernel, exact);
+                return;
+            }
+        }
+    }
+    char *chunk_args[UFG_MAX_ARGS], *block_args[UFG_MAX_ARGS];
+    for (npy_intp start = 0; start < n; start += UFG_CHECK_CHUNK) {
+        const npy_intp m = n - start < UFG_CHECK_CHUNK ? n - start : UFG_CHECK_CHUNK;
+        for (int k = 0; k < nargs; k++) {
+            chunk_args[k] = args[k] + start * itemsizes[k];
+        }
+        const unsigned saved = ufg_fp_save_clear();
+        kernel(m, chunk_args);
+        if (!ufg_fp_errors_raised()) {
+            ufg_fp_restore(saved);      /* with the chunk's inexact or underflow flags */
+            continue;
+        }
+        ufg_fp_clear();                 /* the chunk's flags are dropped: its blocks raise theirs */
+        ufg_fp_restore(saved);
+        for (npy_intp b = 0; b < m; b += UFG_BLOCK) {
+            for (int k = 0; k < nargs; k++) {
+                block_args[k] = chunk_args[k] + b * itemsizes[k];
+            }
+            ufg_run_block(m - b < UFG_BLOCK ? m - b : UFG_BLOCK, block_args, nin, nargs,
+                          itemsizes, kernel, exact, NULL);
         }
     }
 }
@@ -173,7 +333,7 @@ typedef struct {
     int nin, nargs;
     bool contiguous;
     const int *itemsizes;
-    ufg_contiguous_kernel kernel;
+    ufg_contiguous_kernel kernel, exact;
 } ufg_elementwise_job;
 
 /* Elements [start, start + m) of the job's call, as a call of their own. */
@@ -184,12 +344,16 @@ ufg_elementwise_range(const ufg_elementwise_job *job, npy_intp start, npy_intp m
     for (int k = 0; k < job->nargs; k++) {
         part_args[k] = job->args[k] + start * job->steps[k];
     }
-    if (job->contiguous) {
+    if (job->contiguous && job->exact == NULL) {
         job->kernel(m, part_args);
+    }
+    else if (job->contiguous) {
+        ufg_run_contiguous_checked(part_args, m, job->steps, job->nin, job->nargs,
+                                   job->itemsizes, job->kernel, job->exact);
     }
     else {
         ufg_run_elementwise_blocked(part_args, m, job->steps, job->nin, job->nargs,
-                                    job->itemsizes, job->kernel);
+                                    job->itemsizes, job->kernel, job->exact);
     }
 }
 
@@ -225,11 +389,14 @@ ufg_run_elementwise_parallel(ufg_elementwise_job *job, int threads)
 /*
  * The one entry point of every elementwise loop.  `threads_allowed` is false for functions
  * with `threads: false`; a reduction or accumulation (outputs overlapping inputs) always runs
- * serially, in order.
+ * serially, in order (one element per kernel call: the kernel's scalar tail, flag-exact).
+ * `exact` is the loop's scalar kernel when its body calls vector math (see ufg_run_block),
+ * else NULL: a contiguous call is then checked in chunks (ufg_run_contiguous_checked).
  */
 static inline void
 ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
-                    const int *itemsizes, ufg_contiguous_kernel kernel, bool threads_allowed)
+                    const int *itemsizes, ufg_contiguous_kernel kernel,
+                    ufg_contiguous_kernel exact, bool threads_allowed)
 {
     if (n > 1 && ufg_outputs_overlap_inputs(args, n, steps, nin, nargs, itemsizes)) {
         ufg_run_elementwise_serial(args, n, steps, nargs, kernel);
@@ -242,15 +409,18 @@ ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int
     const int threads = ufg_parallel_threads(threads_allowed, n, &ufg_threads->min_elements);
     if (threads > 1 && n > 2 * UFG_PARALLEL_SAMPLE) {
         ufg_elementwise_job job = {args, n, 0, n, steps, nin, nargs, contiguous, itemsizes,
-                                   kernel};
+                                   kernel, exact};
         ufg_run_elementwise_parallel(&job, threads);
         return;
     }
-    if (contiguous) {
+    if (contiguous && exact == NULL) {
         kernel(n, args);
     }
+    else if (contiguous) {
+        ufg_run_contiguous_checked(args, n, steps, nin, nargs, itemsizes, kernel, exact);
+    }
     else {
-        ufg_run_elementwise_blocked(args, n, steps, nin, nargs, itemsizes, kernel);
+        ufg_run_elementwise_blocked(args, n, steps, nin, nargs, itemsizes, kernel, exact);
     }
 }
 
