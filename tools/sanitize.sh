@@ -62,11 +62,7 @@ export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:strict_init_order
 export LSAN_OPTIONS=suppressions=$root/tools/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan
 if [ $# -eq 0 ]; then
-    # Less one known failure that passes here: libmvec's spurious floating-point flags on
-    # 64-element loops (a strict xfail) do not happen when instrumentation keeps the loops
-    # from being vectorized.
-    set -- tests/examples tests/device tests/runtime tests/gen tests/leaks \
-        -k "not (raises_the_same_floating_point_errors_as_numpy_on_edge_values and length64)"
+    set -- tests/examples tests/device tests/runtime tests/gen tests/leaks
 fi
 start=$(date +%s)
 status=0
