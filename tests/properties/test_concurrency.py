@@ -153,18 +153,28 @@ def one_host_thread():
     ufuncgen.set_num_threads(threads)
 
 
-def _long_inputs(name):
+def _long_inputs(name, scale=1):
     rng = np.random.default_rng(7)
     if name == "lucas":
-        return [rng.integers(-2**62, 2**62, 400_000)]
-    return [rng.uniform(-1, 1, (2, 700, 100))]    # pairwise_distances: 2 x 700 x 700 x 100
+        return [rng.integers(-2**62, 2**62, 400_000 * scale)]
+    return [rng.uniform(-1, 1, (2 * scale, 700, 100))]    # pairwise_distances: 2 x 700 x 700 x 100
+
+
+def _progress_during_a_long_enough(name, call_with, prepare=lambda a: a):
+    """_progress_during for a call on inputs grown until one call takes over 0.15 s, however
+    fast the machine: a single call, since between calls the GIL changes hands anyway."""
+    for scale in (1, 4, 16):
+        args = [prepare(a) for a in _long_inputs(name, scale)]
+        duration, inside = _progress_during(lambda: call_with(args))
+        if duration > 0.15:
+            break
+    return duration, inside
 
 
 @pytest.mark.parametrize("name", ["lucas", "pairwise_distances"])
 def test_the_gil_is_released_during_a_long_host_loop(name, one_host_thread):
-    args = _long_inputs(name)
     fn = getattr(ex, name)
-    duration, inside = _progress_during(lambda: fn(*args))
+    duration, inside = _progress_during_a_long_enough(name, lambda args: fn(*args))
     assert duration > 0.1, f"the call took only {duration:.3f} s: too short to tell"
     assert inside >= 10, (f"a Python thread made {inside} steps during a {duration:.2f} s "
                           f"host call: the GIL was held")
@@ -172,14 +182,13 @@ def test_the_gil_is_released_during_a_long_host_loop(name, one_host_thread):
 
 @pytest.mark.parametrize("name", ["lucas", "pairwise_distances"])
 def test_the_gil_is_released_during_a_long_simulated_launch_and_synchronize(name):
-    args = [device.to_device(a) for a in _long_inputs(name)]
     fn = getattr(ex, name)
 
-    def call():
+    def call(args):
         fn(*args)
         device.synchronize()
 
-    duration, inside = _progress_during(call)
+    duration, inside = _progress_during_a_long_enough(name, call, device.to_device)
     assert duration > 0.1, f"the call took only {duration:.3f} s: too short to tell"
     assert inside >= 10, (f"a Python thread made {inside} steps during a {duration:.2f} s "
                           f"simulated launch: the GIL was held")
