@@ -280,7 +280,7 @@ def _plan_elementwise(c: _Call, where) -> _Plan:
     if isinstance(where, Buffer):
         shapes.append(where.shape)
     try:
-        full = shapes[0] if len(set(shapes)) == 1 else tuple(np.broadcast_shapes(*shapes))
+        full = broadcast_shapes(shapes)
     except ValueError:
         described = ", ".join(f"{spec.arg_names[k]} {i.shape}" for k, i in enumerate(c.inputs)
                               if isinstance(i, Buffer))
@@ -296,9 +296,25 @@ def _plan_elementwise(c: _Call, where) -> _Plan:
     return _Plan(full, c.inputs + c.outs, [full] * spec.nout, [None] * spec.nout, {})
 
 
+def broadcast_shapes(shapes) -> tuple[int, ...]:
+    """NumPy's broadcasting of shapes; ValueError when they do not broadcast.  Written out
+    rather than np.broadcast_shapes, which costs microseconds per call and keeps a little
+    memory alive each time it fails."""
+    ndim = max(map(len, shapes), default=0)
+    result = [1] * ndim
+    for shape in shapes:
+        for axis, n in enumerate(shape, ndim - len(shape)):
+            if n != result[axis]:
+                if result[axis] != 1 and n != 1:
+                    raise ValueError(f"shapes {shapes} do not broadcast")
+                if n != 1:
+                    result[axis] = n
+    return tuple(result)
+
+
 def _broadcasts_to(shape, target) -> bool:
     try:
-        return tuple(np.broadcast_shapes(shape, target)) == tuple(target)
+        return broadcast_shapes((shape, target)) == tuple(target)
     except ValueError:
         return False
 
@@ -360,7 +376,7 @@ def _plan_gufunc(c: _Call, resolved, kwargs) -> _Plan:
     loop_shapes = [o.shape[:o.ndim - len(core[k])] for k, o in enumerate(operands)
                    if isinstance(o, Buffer)]
     try:
-        loop = tuple(np.broadcast_shapes(*loop_shapes))
+        loop = broadcast_shapes(loop_shapes)
     except ValueError:
         raise ValueError(f"{spec.name}: the loop dimensions of the operands could not be "
                          f"broadcast together: {', '.join(str(s) for s in loop_shapes)}") from None
