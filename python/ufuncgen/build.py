@@ -87,13 +87,17 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
     return path
 
 
+def tool_environment() -> dict[str, str]:
+    """The environment for CMake and the compiler.  A process running under the sanitizers
+    (tools/sanitize.sh preloads libasan) does not pass them on: those tools are not the code
+    under test."""
+    return {k: v for k, v in os.environ.items()
+            if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS")}
+
+
 def _run(command: list[str], verbose: bool) -> None:
-    # A process running under the sanitizers (tools/sanitize.sh preloads libasan) does not
-    # pass them on to CMake and the compiler: those are not the code under test.
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS")}
     result = subprocess.run(command, stdout=None if verbose else subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env)
+                            stderr=subprocess.STDOUT, text=True, env=tool_environment())
     if result.returncode != 0:
         if result.stdout:
             sys.stderr.write(result.stdout)

@@ -23,6 +23,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from ufuncgen.build import tool_environment
 from ufuncgen.gen import SignatureError, load_module
 from ufuncgen.gen.render import render_module
 
@@ -305,7 +306,7 @@ def test_compile_errors_in_fuzzed_files_point_at_the_signature_file(text, tmp_pa
     for name, source in result.items():
         (tmp / name).write_text(source)
     proc = subprocess.run([*flags, "fuzzmod_module.c"], cwd=tmp, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, env=tool_environment())
     assert not stray_errors(proc.stderr), f"compile errors outside the signature file:\n{proc.stderr}\n{text}"
     if proc.returncode != 0:
         assert re.search(r"^fuzz\.ufunc:\d+:\d+: (error|note): ", proc.stderr, re.M), proc.stderr
