@@ -473,16 +473,10 @@ def _core_axes(c: _Call, in_ndims, loop_ndim, kwargs):
             raise np.exceptions.AxisError(
                 f"{spec.name}: {c.what(k).split(': ')[1]} has {nc} core dimension(s), but "
                 f"{len(entry)} dimension(s) are specified by axes item {k}: {entry!r}")
-        ndim = ndims[k]
-        norm = []
-        for a in entry:
-            if not isinstance(a, int) or not -ndim <= a < ndim:
-                raise np.exceptions.AxisError(f"{spec.name}: axis {a} is out of bounds for "
-                                              f"{c.what(k).split(': ')[1]} of dimension {ndim}")
-            norm.append(a % ndim)
-        if len(set(norm)) != len(norm):
-            raise ValueError(f"{spec.name}: axes item {k} repeats an axis: {entry!r}")
-        normalised.append(tuple(norm))
+        normalised.append(normalise_axes(
+            entry, ndims[k], f"{spec.name}: axis {{}} is out of bounds for "
+            f"{c.what(k).split(': ')[1]} of dimension {ndims[k]}",
+            f"{spec.name}: axes item {k} repeats an axis: {entry!r}"))
     kept = ()
     if keepdims:
         # The outputs' size-1 kept axes, counted from the end of the (first) output.
@@ -776,15 +770,22 @@ def _reduce_axes(spec: _Spec, axis, ndim: int) -> tuple[int, ...]:
     axes = (axis,) if isinstance(axis, int) and not isinstance(axis, bool) else axis
     if not isinstance(axes, tuple):
         raise TypeError(f"{spec.name}.reduce: axis must be None, an int or a tuple of ints")
+    norm = normalise_axes(axes, ndim, f"{spec.name}.reduce: axis {{}} is out of bounds for an "
+                          f"array of dimension {ndim}", f"{spec.name}.reduce: duplicate value in 'axis'")
+    return tuple(sorted(norm))
+
+
+def normalise_axes(axes, ndim: int, out_of_bounds: str, repeated: str) -> tuple[int, ...]:
+    """`axes` as non-negative axes of an `ndim`-d array; AxisError (`out_of_bounds` with
+    the axis for {}) or ValueError (`repeated`) as NumPy raises them."""
     norm = []
     for a in axes:
         if not isinstance(a, int) or not -ndim <= a < ndim:
-            raise np.exceptions.AxisError(f"{spec.name}.reduce: axis {a} is out of bounds for "
-                                          f"an array of dimension {ndim}")
+            raise np.exceptions.AxisError(out_of_bounds.format(a))
         norm.append(a % ndim)
     if len(set(norm)) != len(norm):
-        raise ValueError(f"{spec.name}.reduce: duplicate value in 'axis'")
-    return tuple(sorted(norm))
+        raise ValueError(repeated)
+    return tuple(norm)
 
 
 def _reduce_launch(spec, loop_index, c, source: Buffer, axes, keep, keep_shape, out_ptr,
