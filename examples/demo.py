@@ -175,7 +175,7 @@ def speed_tour():
     n = 10_000_000
     print()
     print("=" * 78)
-    print(f"Speed: ufuncgen against NumPy, one core, best of several runs")
+    print("Speed: ufuncgen against NumPy, one core, best of several runs")
     print("=" * 78)
     # NumPy runs on one core, so ufuncgen does too here; its default is every core
     # (benchmarks/threads.py measures that).
