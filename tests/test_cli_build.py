@@ -12,7 +12,6 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -121,14 +120,12 @@ def _built(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="session")
 def mymod(tmp_path_factory):
-    """`ufuncgen build f.ufunc --name mymod -o out`, in a fresh directory: (dir, seconds)."""
+    """`ufuncgen build f.ufunc --name mymod -o out`, in a fresh directory: the directory."""
     work = tmp_path_factory.mktemp("user")
     (work / "f.ufunc").write_text(USER_FILE)
-    start = time.perf_counter()
     result = _built(_ufuncgen("build", "f.ufunc", "--name", "mymod", "-o", "out", cwd=work))
-    seconds = time.perf_counter() - start
     assert result.stdout.strip() == f"built {work / 'out' / ('mymod' + EXT_SUFFIX)}"
-    return work, seconds
+    return work
 
 
 @pytest.fixture(scope="session")
@@ -146,20 +143,20 @@ def pkgmod(tmp_path_factory):
 # --------------------------------------------------------------------------- a working module
 
 def test_a_built_module_lands_in_the_output_directory_with_its_stub(mymod):
-    work, _ = mymod
+    work = mymod
     assert (work / "out" / ("mymod" + EXT_SUFFIX)).is_file()
     assert (work / "out" / "mymod.pyi").is_file()
 
 
 def test_a_built_module_imports_and_agrees_with_numpy(mymod):
-    work, _ = mymod
+    work = mymod
     result = _python("import mymod as m\n" + CHECKS, work / "out", cwd=work)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "checks passed"
 
 
 def test_the_generated_stub_is_valid_python_and_declares_every_function(mymod):
-    work, _ = mymod
+    work = mymod
     stub = (work / "out" / "mymod.pyi").read_text()
     compile(stub, "mymod.pyi", "exec")
     for name in ("lerp", "wrapping_add", "cross3", "floor_divmod"):
@@ -168,7 +165,7 @@ def test_the_generated_stub_is_valid_python_and_declares_every_function(mymod):
 
 
 def test_docstrings_carry_the_users_doc_layout_types_and_source_line(mymod):
-    work, _ = mymod
+    work = mymod
     result = _python("""
         import mymod
         print(mymod.cross3.__doc__)
@@ -202,17 +199,14 @@ def test_a_dotted_name_gives_functions_that_name_their_package_module_and_pickle
     assert (pkgmod / "out" / "pkg" / "mod.pyi").is_file()
 
 
-def test_a_second_build_with_nothing_changed_rewrites_nothing_and_is_quick(mymod):
-    work, first_seconds = mymod
+def test_a_second_build_with_nothing_changed_rewrites_nothing(mymod):
+    work = mymod
     generated = work / "out" / ".ufuncgen-build" / "mymod" / "cmake" / "mymod_generated" / "mymod_module.c"
     extension = work / "out" / ("mymod" + EXT_SUFFIX)
     assert generated.is_file()
     before = {p: p.stat().st_mtime_ns for p in (generated, extension, work / "out" / "mymod.pyi")}
-    start = time.perf_counter()
     _built(_ufuncgen("build", "f.ufunc", "--name", "mymod", "-o", "out", cwd=work))
-    seconds = time.perf_counter() - start
     assert {p: p.stat().st_mtime_ns for p in before} == before
-    assert seconds < max(first_seconds, 5.0), (seconds, first_seconds)
 
 
 # --------------------------------------------------------------------------- failures

@@ -5,6 +5,7 @@ during host loops and simulated launches (a Python thread keeps running meanwhil
 tests/test_threads.py already runs gaussian_pdf and sq_norm3 from 8 threads on the host
 with the thread pool; here: every seed function, out= and where=, the device simulator
 through the generated functions (streams, casts, reduce), and the GIL."""
+import sys
 import threading
 import time
 
@@ -113,12 +114,20 @@ def test_every_seed_function_from_eight_threads_on_the_simulator_gives_one_threa
 
 
 # --------------------------------------------------------------------------- the GIL
+#
+# A Python thread (the spinner) notes the time every millisecond while a call runs.  Whether
+# the call released the GIL is judged by how many notes fall inside it, against how many the
+# same spinner makes in the same run while the caller merely sleeps for as long: nothing is
+# compared with a fixed number of seconds, so the verdict holds on a fast or a slow machine.
+
+RELEASED = 1 / 5     # a call that releases the GIL lets the spinner make this share, or more
+HELD = 1 / 20        # a call that holds it lets the spinner make this share, or less
+LONG_ENOUGH = 0.15   # seconds: calls are grown until one is this long (ten switch intervals+)
 
 
-def _progress_during(call, seconds_wanted=0.3):
-    """Runs `call` (made longer until it takes seconds_wanted) while a Python thread spins
-    and notes the time every millisecond; returns (call duration, notes made strictly inside
-    the call, away from its ends)."""
+def _notes_during(call):
+    """Runs `call` while the spinner notes the time; returns (call duration, notes made
+    strictly inside the call, away from its ends)."""
     stamps, stop = [], threading.Event()
 
     def spin():
@@ -139,10 +148,26 @@ def _progress_during(call, seconds_wanted=0.3):
     finally:
         stop.set()
         spinner.join()
-    # A switch interval (5 ms) may pass between `begin` and the call holding or dropping the
-    # GIL; margins of 30 ms on each side exclude it.
-    inside = [t for t in stamps if begin + 0.03 < t < end - 0.03]
+    # The GIL may change hands once a switch interval after `begin` and before `end`
+    # (the caller waiting to get it back): margins of three intervals on each side exclude it.
+    margin = max(3 * sys.getswitchinterval(), 0.1 * (end - begin))
+    inside = [t for t in stamps if begin + margin < t < end - margin]
     return end - begin, len(inside)
+
+
+def _share_of_free_progress(call_at_scale):
+    """Grows the work (call_at_scale(1), (2), (4), ...) until one call lasts LONG_ENOUGH, then
+    returns (duration, notes inside that call / notes inside an equally long sleep)."""
+    for scale in (1, 2, 4, 8, 16, 32, 64):
+        call = call_at_scale(scale)
+        duration, inside = _notes_during(call)
+        if duration >= LONG_ENOUGH:
+            break
+    else:
+        pytest.fail(f"the call still took only {duration:.3f} s at 64 times its smallest work")
+    _, free = _notes_during(lambda: time.sleep(duration))
+    assert free >= 10, f"the spinner made only {free} notes while the caller slept {duration:.2f} s"
+    return duration, inside / free
 
 
 @pytest.fixture
@@ -153,31 +178,26 @@ def one_host_thread():
     ufuncgen.set_num_threads(threads)
 
 
-def _long_inputs(name, scale=1):
+def _long_inputs(name, scale):
     rng = np.random.default_rng(7)
     if name == "lucas":
-        return [rng.integers(-2**62, 2**62, 400_000 * scale)]
-    return [rng.uniform(-1, 1, (2 * scale, 700, 100))]    # pairwise_distances: 2 x 700 x 700 x 100
+        return [rng.integers(-2**62, 2**62, 200_000 * scale)]
+    return [rng.uniform(-1, 1, (scale, 700, 100))]    # pairwise_distances: scale x 700 x 700 x 100
 
 
-def _progress_during_a_long_enough(name, call_with, prepare=lambda a: a):
-    """_progress_during for a call on inputs grown until one call takes over 0.15 s, however
-    fast the machine: a single call, since between calls the GIL changes hands anyway."""
-    for scale in (1, 4, 16):
+def _calls_of(name, call_with, prepare=lambda a: a):
+    def call_at_scale(scale):
         args = [prepare(a) for a in _long_inputs(name, scale)]
-        duration, inside = _progress_during(lambda: call_with(args))
-        if duration > 0.15:
-            break
-    return duration, inside
+        return lambda: call_with(args)
+    return call_at_scale
 
 
 @pytest.mark.parametrize("name", ["lucas", "pairwise_distances"])
 def test_the_gil_is_released_during_a_long_host_loop(name, one_host_thread):
     fn = getattr(ex, name)
-    duration, inside = _progress_during_a_long_enough(name, lambda args: fn(*args))
-    assert duration > 0.1, f"the call took only {duration:.3f} s: too short to tell"
-    assert inside >= 10, (f"a Python thread made {inside} steps during a {duration:.2f} s "
-                          f"host call: the GIL was held")
+    duration, share = _share_of_free_progress(_calls_of(name, lambda args: fn(*args)))
+    assert share >= RELEASED, (f"a Python thread made {share:.0%} of its free progress during a "
+                               f"{duration:.2f} s host call: the GIL was held")
 
 
 @pytest.mark.parametrize("name", ["lucas", "pairwise_distances"])
@@ -188,16 +208,17 @@ def test_the_gil_is_released_during_a_long_simulated_launch_and_synchronize(name
         fn(*args)
         device.synchronize()
 
-    duration, inside = _progress_during_a_long_enough(name, call, device.to_device)
-    assert duration > 0.1, f"the call took only {duration:.3f} s: too short to tell"
-    assert inside >= 10, (f"a Python thread made {inside} steps during a {duration:.2f} s "
-                          f"simulated launch: the GIL was held")
+    duration, share = _share_of_free_progress(_calls_of(name, call, device.to_device))
+    assert share >= RELEASED, (f"a Python thread made {share:.0%} of its free progress during a "
+                               f"{duration:.2f} s simulated launch: the GIL was held")
 
 
 def test_the_probe_sees_a_call_that_holds_the_gil():
-    """The control: NumPy's object-dtype sum holds the GIL, and the spinner stops meanwhile
-    (a few steps may slip in on a loaded machine while the caller waits to get the GIL back;
-    the tests above ask for 10 or more)."""
-    values = np.ones(8_000_000, dtype=object)
-    duration, inside = _progress_during(values.sum)
-    assert duration > 0.1 and inside < 10
+    """The control: NumPy's object-dtype sum holds the GIL, and the spinner stops meanwhile."""
+    def call_at_scale(scale):
+        values = np.ones(1_000_000 * scale, dtype=object)
+        return values.sum
+
+    duration, share = _share_of_free_progress(call_at_scale)
+    assert share <= HELD, (f"a Python thread made {share:.0%} of its free progress during a "
+                           f"{duration:.2f} s object-dtype sum, which holds the GIL")
