@@ -53,6 +53,12 @@ def build_module(work: Path, name: str, text: str, *options: str) -> Path:
 
 
 @pytest.fixture(scope="session")
+def module_builder():
+    """build_module, for test folders that build modules of their own."""
+    return build_module
+
+
+@pytest.fixture(scope="session")
 def probe_module_dir(tmp_path_factory) -> Path:
     """The directory holding the built module `ufg_probe` (not on sys.path)."""
     return build_module(tmp_path_factory.mktemp("probe"), "ufg_probe", PROBE_FILE)

@@ -50,10 +50,12 @@ def _cmake_path(path: str) -> str:
 
 
 def build(files: list[str], module: str, output_dir: str, build_dir: str | None = None,
-          verbose: bool = False, threads: bool = True) -> str:
+          verbose: bool = False, threads: bool = True, cuda_arch: str | None = None) -> str:
     """Builds `module` from `files` into output_dir; returns the extension's path.
 
     threads=False compiles every loop single-threaded (CMake's UFUNCGEN_THREADS=OFF).
+    cuda_arch: None (ufuncgen.cmake's default list), "none" (no nvcc), "native", or compute
+    capabilities "90" / "75,80".
 
     Raises SignatureError for a bad signature file, BuildError when compiling fails.
     """
@@ -74,7 +76,7 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
 
     cmake = find_cmake()
     binary_dir = os.path.join(build_dir, "cmake")
-    options = [f"-DUFUNCGEN_THREADS={'ON' if threads else 'OFF'}"]
+    options = [f"-DUFUNCGEN_THREADS={'ON' if threads else 'OFF'}", *cuda_arch_options(cuda_arch)]
     if os.environ.get("UFUNCGEN_SANITIZE", "") not in ("", "0"):
         # ASan + UBSan (a sanitized install turns this on by itself, see ufuncgen.cmake).
         options += ["-DUFUNCGEN_SANITIZE=ON", "-DUFUNCGEN_CUDA=OFF"]
@@ -85,6 +87,21 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
     if not os.path.exists(path):
         raise BuildError(f"the build finished but {path} is missing")
     return path
+
+
+def cuda_arch_options(cuda_arch: str | None) -> list[str]:
+    """CMake options for `--cuda-arch`; BuildError for a spelling that is none of them."""
+    if cuda_arch is None:
+        return []
+    if cuda_arch == "none":
+        return ["-DUFUNCGEN_CUDA=OFF"]
+    if cuda_arch == "native":
+        return ["-DCMAKE_CUDA_ARCHITECTURES=native"]
+    archs = cuda_arch.split(",")
+    if not all(a.isdigit() for a in archs):
+        raise BuildError(f"--cuda-arch: expected 'none', 'native' or compute capabilities such "
+                         f"as 90 or 75,80; got {cuda_arch!r}")
+    return ["-DCMAKE_CUDA_ARCHITECTURES=" + ";".join(archs)]
 
 
 def tool_environment() -> dict[str, str]:

@@ -25,6 +25,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="CMake's build directory (default: DIR/.ufuncgen-build/MOD)")
     build.add_argument("--no-threads", dest="threads", action="store_false",
                        help="compile every loop single-threaded (no multi-core host loops)")
+    build.add_argument("--cuda-arch", default=None, metavar="ARCHS",
+                       help="GPUs to compile for: 'none' (host and simulator only), 'native' "
+                            "(the GPU present), or compute capabilities such as 90 or 75,80 "
+                            "(default: 75, 80, 86, 89 and 90 when nvcc is found)")
     build.add_argument("-v", "--verbose", action="store_true", help="show CMake and compiler output")
 
     check = commands.add_parser("check", help="check signature files without building")
@@ -51,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"ok: {len(module.functions)} functions")
             return 0
         path = build(args.files, args.name, args.output_dir, args.build_dir, args.verbose,
-                     threads=args.threads)
+                     threads=args.threads, cuda_arch=args.cuda_arch)
     except SignatureError as exc:
         print(exc.format(), file=sys.stderr)
         return 1

@@ -1,0 +1,303 @@
+/*
+ * The body prelude: every name a signature file's body may call gets one meaning for every
+ * element type, whichever compiler builds the body.
+ *
+ * A body is compiled three times: as C for the host loops, as C again for the simulator, and
+ * as CUDA C++ by nvcc.  Left to themselves the three disagree: C's `abs` is the int one
+ * (abs(-1.5f) is 1), an undeclared call in the simulator reads garbage, nvcc picks float
+ * overloads and refuses `fabs` of an int, and <tgmath.h> computes `pow(x_float32, 2)` in
+ * double.  This header is included by the generated bodies header after every system header,
+ * and routes the names below to small functions written once here: in C through _Generic, in
+ * C++ through overloads.  The README's "Names a body can call" table is the user's view.
+ *
+ * The type rule, the same in both languages: a call computes in the type of C's usual
+ * arithmetic conversions of its arguments (the type of `a + b`), so integers narrower than int
+ * are promoted, an integer beside a float adopts the float type (pow(x_float32, 2) stays
+ * float32), and float beside double is double.  The <math.h> functions of an integer
+ * argument (or of integers only) compute in double, as <tgmath.h> does.
+ *
+ * Every function is a macro over a ufg_ name, so a body's variables named min, abs, ... still
+ * work (a function-like macro expands only before a parenthesis).  The header must come after
+ * the system headers and before the bodies: it redefines names those headers declare.
+ */
+#ifndef UFUNCGEN_PRELUDE_H
+#define UFUNCGEN_PRELUDE_H
+
+#include <stdint.h>
+#ifndef __CUDACC__
+#include <math.h>
+#ifndef __cplusplus
+#include <tgmath.h>
+#endif
+#endif
+
+#if defined(__CUDACC__)
+#define UFG_PRELUDE_FN static __device__ __forceinline__
+#elif defined(__GNUC__)
+#define UFG_PRELUDE_FN static inline __attribute__((always_inline, unused))
+#else
+#define UFG_PRELUDE_FN static inline
+#endif
+
+/* ---------------------------------------------------------------- one definition per type */
+
+/* The types `a + b` can have (suffix, type, its unsigned twin): every integer computation
+ * happens in one of these after C's promotions. */
+#define UFG_SIGNED_TYPES(X) \
+    X(i, int, unsigned int) X(l, long, unsigned long) X(ll, long long, unsigned long long)
+#define UFG_UNSIGNED_TYPES(X) \
+    X(u, unsigned int, unsigned int) X(ul, unsigned long, unsigned long) \
+    X(ull, unsigned long long, unsigned long long)
+#define UFG_FLOAT_TYPES(X) X(f, float, float) X(d, double, double)
+
+/* min and max as NumPy's minimum and maximum: a NaN argument is the result (the first one, when
+ * both are), and of two equal values (-0.0 and +0.0) the second.  clamp(x, lo, hi) is
+ * min(max(x, lo), hi), as np.clip.  sign is -1, 0 or +1 (0 for -0.0, NaN for NaN), as np.sign. */
+#define UFG_DEFINE_ORDER(S, TYPE, NOT_A_NUMBER) \
+    UFG_PRELUDE_FN TYPE ufg_min_##S(TYPE a, TYPE b) { return (a < b || NOT_A_NUMBER(a)) ? a : b; } \
+    UFG_PRELUDE_FN TYPE ufg_max_##S(TYPE a, TYPE b) { return (a > b || NOT_A_NUMBER(a)) ? a : b; } \
+    UFG_PRELUDE_FN TYPE ufg_clamp_##S(TYPE x, TYPE lo, TYPE hi) \
+    { return ufg_min_##S(ufg_max_##S(x, lo), hi); }
+#define UFG_NEVER_NAN(x) 0
+#define UFG_IS_NAN(x) ((x) != (x))
+#define UFG_DEFINE_ORDER_INTEGER(S, TYPE, UTYPE) UFG_DEFINE_ORDER(S, TYPE, UFG_NEVER_NAN)
+#define UFG_DEFINE_ORDER_FLOAT(S, TYPE, UTYPE) UFG_DEFINE_ORDER(S, TYPE, UFG_IS_NAN)
+UFG_SIGNED_TYPES(UFG_DEFINE_ORDER_INTEGER)
+UFG_UNSIGNED_TYPES(UFG_DEFINE_ORDER_INTEGER)
+UFG_FLOAT_TYPES(UFG_DEFINE_ORDER_FLOAT)
+#define UFG_DEFINE_SIGN(S, TYPE, UTYPE) \
+    UFG_PRELUDE_FN TYPE ufg_sign_##S(TYPE x) \
+    { return x > 0 ? (TYPE)1 : x < 0 ? (TYPE)-1 : x == 0 ? (TYPE)0 : x; }
+#define UFG_DEFINE_SIGN_UNSIGNED(S, TYPE, UTYPE) \
+    UFG_PRELUDE_FN TYPE ufg_sign_##S(TYPE x) { return x > 0 ? (TYPE)1 : (TYPE)0; }
+UFG_SIGNED_TYPES(UFG_DEFINE_SIGN)
+UFG_UNSIGNED_TYPES(UFG_DEFINE_SIGN_UNSIGNED)
+UFG_FLOAT_TYPES(UFG_DEFINE_SIGN)
+
+/* fmin and fmax as NumPy's: a NaN argument is ignored, and of two equal values the second is
+ * the result.  libm leaves the sign of fmin(0.0, -0.0) open, and glibc's scalar call and GCC's
+ * vector instructions answer differently, so they are written out here. */
+#define UFG_DEFINE_FMIN_FMAX(S, TYPE, UTYPE) \
+    UFG_PRELUDE_FN TYPE ufg_fmin_##S(TYPE a, TYPE b) { return (a < b || UFG_IS_NAN(b)) ? a : b; } \
+    UFG_PRELUDE_FN TYPE ufg_fmax_##S(TYPE a, TYPE b) { return (a > b || UFG_IS_NAN(b)) ? a : b; }
+UFG_FLOAT_TYPES(UFG_DEFINE_FMIN_FMAX)
+
+/* abs of the most negative integer wraps to itself, as np.abs does: negate in the unsigned
+ * twin, where overflow is defined. */
+#define UFG_DEFINE_ABS_SIGNED(S, TYPE, UTYPE) \
+    UFG_PRELUDE_FN TYPE ufg_abs_##S(TYPE x) { return x < 0 ? (TYPE)((UTYPE)0 - (UTYPE)x) : x; }
+#define UFG_DEFINE_ABS_UNSIGNED(S, TYPE, UTYPE) \
+    UFG_PRELUDE_FN TYPE ufg_abs_##S(TYPE x) { return x; }
+UFG_SIGNED_TYPES(UFG_DEFINE_ABS_SIGNED)
+UFG_UNSIGNED_TYPES(UFG_DEFINE_ABS_UNSIGNED)
+UFG_PRELUDE_FN float ufg_abs_f(float x) { return (fabsf)(x); }
+UFG_PRELUDE_FN double ufg_abs_d(double x) { return (fabs)(x); }
+
+/* pow of integers: exact (wrapping) repeated squaring, as np.power of integers.  NumPy refuses
+ * a negative exponent; a body cannot raise, so it gets 1 / base**-e truncated towards zero:
+ * 1 for base 1, +-1 for base -1, 0 otherwise (base 0 included). */
+#define UFG_DEFINE_POW_SIGNED(S, TYPE, UTYPE) \
+    UFG_PRELUDE_FN TYPE ufg_pow_##S(TYPE base, TYPE exponent) \
+    { \
+        if (exponent < 0) { \
+            return base == 1 ? (TYPE)1 : base == -1 ? ((exponent & 1) ? (TYPE)-1 : (TYPE)1) : (TYPE)0; \
+        } \
+        return (TYPE)ufg_pow_unsigned_##S((UTYPE)base, (UTYPE)exponent); \
+    }
+#define UFG_DEFINE_POW_UNSIGNED(S, TYPE, UTYPE) \
+    UFG_PRELUDE_FN UTYPE ufg_pow_unsigned_##S(UTYPE base, UTYPE exponent) \
+    { \
+        UTYPE result = 1; \
+        for (; exponent != 0; exponent >>= 1) { \
+            if (exponent & 1) { \
+                result *= base; \
+            } \
+            base *= base; \
+        } \
+        return result; \
+    }
+UFG_SIGNED_TYPES(UFG_DEFINE_POW_UNSIGNED)
+UFG_UNSIGNED_TYPES(UFG_DEFINE_POW_UNSIGNED)
+UFG_SIGNED_TYPES(UFG_DEFINE_POW_SIGNED)
+#define UFG_DEFINE_POW_UNSIGNED_NAME(S, TYPE, UTYPE) \
+    UFG_PRELUDE_FN TYPE ufg_pow_##S(TYPE base, TYPE exponent) { return ufg_pow_unsigned_##S(base, exponent); }
+UFG_UNSIGNED_TYPES(UFG_DEFINE_POW_UNSIGNED_NAME)
+UFG_PRELUDE_FN float ufg_pow_f(float base, float exponent) { return (powf)(base, exponent); }
+UFG_PRELUDE_FN double ufg_pow_d(double base, double exponent) { return (pow)(base, exponent); }
+
+/* ---------------------------------------------------------------- the math functions' lists */
+
+/* One argument: float computes in float, double and integers in double. */
+#define UFG_MATH_1(X) \
+    X(sqrt) X(cbrt) X(exp) X(exp2) X(expm1) X(log) X(log2) X(log10) X(log1p) \
+    X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh) \
+    X(asinh) X(acosh) X(atanh) X(erf) X(erfc) X(tgamma) X(lgamma) \
+    X(floor) X(ceil) X(trunc) X(round) X(rint) X(nearbyint) X(fabs)
+/* Two arguments: the type of `a + b` when it is float or double, else double. */
+#define UFG_MATH_2(X) \
+    X(atan2) X(hypot) X(fmod) X(copysign) X(fdim) X(remainder) X(nextafter)
+
+/* ---------------------------------------------------------------- C: _Generic dispatch */
+#ifndef __cplusplus
+
+#define UFG_ARMS(name) \
+    int: ufg_##name##_i, long: ufg_##name##_l, long long: ufg_##name##_ll, \
+    unsigned int: ufg_##name##_u, unsigned long: ufg_##name##_ul, \
+    unsigned long long: ufg_##name##_ull, float: ufg_##name##_f, double: ufg_##name##_d
+
+#undef pow
+#undef fma
+#define abs(x) _Generic(+(x), UFG_ARMS(abs))(x)
+#define sign(x) _Generic(+(x), UFG_ARMS(sign))(x)
+#define min(a, b) _Generic((a) + (b), UFG_ARMS(min))((a), (b))
+#define max(a, b) _Generic((a) + (b), UFG_ARMS(max))((a), (b))
+#define clamp(x, lo, hi) _Generic((x) + (lo) + (hi), UFG_ARMS(clamp))((x), (lo), (hi))
+#define pow(a, b) _Generic((a) + (b), UFG_ARMS(pow))((a), (b))
+#define fma(a, b, c) _Generic((a) + (b) + (c), float: fmaf, default: (fma))((a), (b), (c))
+/* <tgmath.h> already gives the one-argument functions this file's meaning; the two-argument
+ * ones follow `a + b` here, where <tgmath.h> would compute float beside an integer in double. */
+#undef atan2
+#undef hypot
+#undef fmod
+#undef fmin
+#undef fmax
+#undef copysign
+#undef fdim
+#undef remainder
+#undef nextafter
+#define atan2(a, b) _Generic((a) + (b), float: atan2f, default: (atan2))((a), (b))
+#define hypot(a, b) _Generic((a) + (b), float: hypotf, default: (hypot))((a), (b))
+#define fmod(a, b) _Generic((a) + (b), float: fmodf, default: (fmod))((a), (b))
+#define fmin(a, b) _Generic((a) + (b), float: ufg_fmin_f, default: ufg_fmin_d)((a), (b))
+#define fmax(a, b) _Generic((a) + (b), float: ufg_fmax_f, default: ufg_fmax_d)((a), (b))
+#define copysign(a, b) _Generic((a) + (b), float: copysignf, default: (copysign))((a), (b))
+#define fdim(a, b) _Generic((a) + (b), float: fdimf, default: (fdim))((a), (b))
+#define remainder(a, b) _Generic((a) + (b), float: remainderf, default: (remainder))((a), (b))
+#define nextafter(a, b) _Generic((a) + (b), float: nextafterf, default: (nextafter))((a), (b))
+
+/* ---------------------------------------------------------------- C++ (nvcc): overloads */
+#else
+
+#define UFG_OVERLOADS(name) \
+    UFG_PRELUDE_FN int ufg_##name##_of(int x) { return ufg_##name##_i(x); } \
+    UFG_PRELUDE_FN long ufg_##name##_of(long x) { return ufg_##name##_l(x); } \
+    UFG_PRELUDE_FN long long ufg_##name##_of(long long x) { return ufg_##name##_ll(x); } \
+    UFG_PRELUDE_FN unsigned int ufg_##name##_of(unsigned int x) { return ufg_##name##_u(x); } \
+    UFG_PRELUDE_FN unsigned long ufg_##name##_of(unsigned long x) { return ufg_##name##_ul(x); } \
+    UFG_PRELUDE_FN unsigned long long ufg_##name##_of(unsigned long long x) { return ufg_##name##_ull(x); } \
+    UFG_PRELUDE_FN float ufg_##name##_of(float x) { return ufg_##name##_f(x); } \
+    UFG_PRELUDE_FN double ufg_##name##_of(double x) { return ufg_##name##_d(x); } \
+    template <class A> UFG_PRELUDE_FN auto ufg_##name(A x) -> decltype(+x) \
+    { return ufg_##name##_of(static_cast<decltype(+x)>(x)); }
+#define UFG_OVERLOADS_2(name) \
+    UFG_PRELUDE_FN int ufg_##name##_of(int a, int b) { return ufg_##name##_i(a, b); } \
+    UFG_PRELUDE_FN long ufg_##name##_of(long a, long b) { return ufg_##name##_l(a, b); } \
+    UFG_PRELUDE_FN long long ufg_##name##_of(long long a, long long b) { return ufg_##name##_ll(a, b); } \
+    UFG_PRELUDE_FN unsigned int ufg_##name##_of(unsigned int a, unsigned int b) { return ufg_##name##_u(a, b); } \
+    UFG_PRELUDE_FN unsigned long ufg_##name##_of(unsigned long a, unsigned long b) { return ufg_##name##_ul(a, b); } \
+    UFG_PRELUDE_FN unsigned long long ufg_##name##_of(unsigned long long a, unsigned long long b) \
+    { return ufg_##name##_ull(a, b); } \
+    UFG_PRELUDE_FN float ufg_##name##_of(float a, float b) { return ufg_##name##_f(a, b); } \
+    UFG_PRELUDE_FN double ufg_##name##_of(double a, double b) { return ufg_##name##_d(a, b); } \
+    template <class A, class B> UFG_PRELUDE_FN auto ufg_##name(A a, B b) -> decltype(a + b) \
+    { return ufg_##name##_of(static_cast<decltype(a + b)>(a), static_cast<decltype(a + b)>(b)); }
+UFG_OVERLOADS(abs)
+UFG_OVERLOADS(sign)
+UFG_OVERLOADS_2(min)
+UFG_OVERLOADS_2(max)
+UFG_OVERLOADS_2(pow)
+template <class A, class B, class C>
+UFG_PRELUDE_FN auto ufg_clamp(A x, B lo, C hi) -> decltype(x + lo + hi)
+{
+    typedef decltype(x + lo + hi) R;
+    return ufg_min(ufg_max(static_cast<R>(x), static_cast<R>(lo)), static_cast<R>(hi));
+}
+UFG_PRELUDE_FN float ufg_fma_of(float a, float b, float c) { return fmaf(a, b, c); }
+UFG_PRELUDE_FN double ufg_fma_of(double a, double b, double c) { return ::fma(a, b, c); }
+template <class I> UFG_PRELUDE_FN double ufg_fma_of(I a, I b, I c)
+{ return ::fma(static_cast<double>(a), static_cast<double>(b), static_cast<double>(c)); }
+template <class A, class B, class C>
+UFG_PRELUDE_FN auto ufg_fma(A a, B b, C c) -> decltype(ufg_fma_of(a + b + c, a + b + c, a + b + c))
+{
+    typedef decltype(a + b + c) R;
+    return ufg_fma_of(static_cast<R>(a), static_cast<R>(b), static_cast<R>(c));
+}
+
+/* float in float, double in double, an integer in double (a template loses to the exact
+ * float and double overloads, and wins over converting an integer to float). */
+#define UFG_DEFINE_MATH_1(name) \
+    UFG_PRELUDE_FN float ufg_##name(float x) { return ::name##f(x); } \
+    UFG_PRELUDE_FN double ufg_##name(double x) { return ::name(x); } \
+    template <class I> UFG_PRELUDE_FN double ufg_##name(I x) { return ::name(static_cast<double>(x)); }
+#define UFG_DEFINE_MATH_2(name) UFG_DEFINE_MATH_2_AS(name, ::name##f, ::name)
+#define UFG_DEFINE_MATH_2_AS(name, float_fn, double_fn) \
+    UFG_PRELUDE_FN float ufg_##name##_of(float a, float b) { return float_fn(a, b); } \
+    UFG_PRELUDE_FN double ufg_##name##_of(double a, double b) { return double_fn(a, b); } \
+    template <class I> UFG_PRELUDE_FN double ufg_##name##_of(I a, I b) \
+    { return double_fn(static_cast<double>(a), static_cast<double>(b)); } \
+    template <class A, class B> \
+    UFG_PRELUDE_FN auto ufg_##name(A a, B b) -> decltype(ufg_##name##_of(a + b, a + b)) \
+    { return ufg_##name##_of(static_cast<decltype(a + b)>(a), static_cast<decltype(a + b)>(b)); }
+UFG_MATH_1(UFG_DEFINE_MATH_1)
+UFG_MATH_2(UFG_DEFINE_MATH_2)
+UFG_DEFINE_MATH_2_AS(fmin, ufg_fmin_f, ufg_fmin_d)
+UFG_DEFINE_MATH_2_AS(fmax, ufg_fmax_f, ufg_fmax_d)
+
+#define abs(x) ufg_abs(x)
+#define sign(x) ufg_sign(x)
+#define min(a, b) ufg_min((a), (b))
+#define max(a, b) ufg_max((a), (b))
+#define clamp(x, lo, hi) ufg_clamp((x), (lo), (hi))
+#define pow(a, b) ufg_pow((a), (b))
+#define fma(a, b, c) ufg_fma((a), (b), (c))
+#define sqrt(x) ufg_sqrt(x)
+#define cbrt(x) ufg_cbrt(x)
+#define exp(x) ufg_exp(x)
+#define exp2(x) ufg_exp2(x)
+#define expm1(x) ufg_expm1(x)
+#define log(x) ufg_log(x)
+#define log2(x) ufg_log2(x)
+#define log10(x) ufg_log10(x)
+#define log1p(x) ufg_log1p(x)
+#define sin(x) ufg_sin(x)
+#define cos(x) ufg_cos(x)
+#define tan(x) ufg_tan(x)
+#define asin(x) ufg_asin(x)
+#define acos(x) ufg_acos(x)
+#define atan(x) ufg_atan(x)
+#define sinh(x) ufg_sinh(x)
+#define cosh(x) ufg_cosh(x)
+#define tanh(x) ufg_tanh(x)
+#define asinh(x) ufg_asinh(x)
+#define acosh(x) ufg_acosh(x)
+#define atanh(x) ufg_atanh(x)
+#define erf(x) ufg_erf(x)
+#define erfc(x) ufg_erfc(x)
+#define tgamma(x) ufg_tgamma(x)
+#define lgamma(x) ufg_lgamma(x)
+#define floor(x) ufg_floor(x)
+#define ceil(x) ufg_ceil(x)
+#define trunc(x) ufg_trunc(x)
+#define round(x) ufg_round(x)
+#define rint(x) ufg_rint(x)
+#define nearbyint(x) ufg_nearbyint(x)
+#define fabs(x) ufg_fabs(x)
+#define atan2(a, b) ufg_atan2((a), (b))
+#define hypot(a, b) ufg_hypot((a), (b))
+#define fmod(a, b) ufg_fmod((a), (b))
+#define fmin(a, b) ufg_fmin((a), (b))
+#define fmax(a, b) ufg_fmax((a), (b))
+#define copysign(a, b) ufg_copysign((a), (b))
+#define fdim(a, b) ufg_fdim((a), (b))
+#define remainder(a, b) ufg_remainder((a), (b))
+#define nextafter(a, b) ufg_nextafter((a), (b))
+
+#endif /* C++ */
+
+/* ---------------------------------------------------------------- constants, in type T */
+#define PI ((T)3.141592653589793238462643383279502884)
+#define TWO_PI ((T)6.283185307179586476925286766559005768)
+#define SQRT2 ((T)1.414213562373095048801688724209698079)
+#define LN2 ((T)0.693147180559945309417232121458176568)
+
+#endif /* UFUNCGEN_PRELUDE_H */

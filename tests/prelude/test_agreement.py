@@ -1,0 +1,386 @@
+"""One body, one meaning (src/include/ufuncgen/prelude.h): a corpus of small bodies, one per
+name a body may call × every element type it takes, built once and run on the same edge values
+by the host loops and by the device path (the simulator here, the GPU under
+UFUNCGEN_DEVICE=cuda), compared with each other bit for bit (or within the ULP bounds below),
+and with NumPy or plain Python as the independent reference."""
+from __future__ import annotations
+
+import ctypes
+import importlib
+import itertools
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ufuncgen import device
+from ufuncgen.gen import generate
+
+
+INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+SIGNED = ["int8", "int16", "int32", "int64"]
+FLOATS = ["float32", "float64"]
+BACKEND = device.backend()
+ON_GPU = BACKEND == "cuda" and device.is_available()
+
+
+@dataclass(frozen=True)
+class Case:
+    """One corpus function: `body` over `arity` inputs of type T (or `inputs` when given), for
+    each of `types`; `reference(*arrays)` is what NumPy or Python computes."""
+    name: str
+    body: str
+    arity: int
+    types: tuple
+    reference: object
+    output: str | None = None       # the output type, when it is not T
+    libm: bool = False              # a libm function: host and device may differ by ULPS[...]
+
+
+def _wrapped(values, dtype):
+    """Python integers wrapped into dtype, as two's complement arithmetic gives them."""
+    info = np.iinfo(dtype)
+    span = 1 << info.bits
+    return np.array([((v - int(info.min)) % span) + int(info.min) for v in values], dtype=dtype)
+
+
+def _int_pow(base, exponent):
+    out = []
+    for b, e in zip(base.tolist(), exponent.tolist()):
+        if e < 0:
+            out.append(1 if b == 1 else ((-1 if e & 1 else 1) if b == -1 else 0))
+        else:
+            out.append(pow(b, e, 1 << 64))
+    return _wrapped(out, base.dtype)
+
+
+def _by_python(op):
+    def reference(*arrays):
+        dtype = arrays[0].dtype
+        return _wrapped([op(*vals) for vals in zip(*(a.tolist() for a in arrays))], dtype)
+    return reference
+
+
+def _as_double(fn):
+    return lambda *arrays: fn(*(a.astype(np.float64) for a in arrays))
+
+
+CORPUS = [
+    Case("abs_", "y = abs(x0);", 1, tuple(INTS + FLOATS),
+         lambda x: np.abs(x) if x.dtype.kind != "u" else x.copy()),
+    Case("sign_", "y = sign(x0);", 1, tuple(INTS + FLOATS), np.sign),
+    Case("min_", "y = min(x0, x1);", 2, tuple(INTS + FLOATS), np.minimum),
+    Case("max_", "y = max(x0, x1);", 2, tuple(INTS + FLOATS), np.maximum),
+    Case("clamp_", "y = clamp(x0, x1, x2);", 3, tuple(INTS + FLOATS),
+         lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi)),
+    Case("ipow", "y = pow(x0, x1);", 2, tuple(INTS), _int_pow),
+    Case("fpow", "y = pow(x0, x1);", 2, tuple(FLOATS), np.power, libm=True),
+    # An integer literal exponent keeps the float type (<tgmath.h> alone would compute in double).
+    Case("square", "y = pow(x0, 2);", 1, tuple(FLOATS), lambda x: np.power(x, x.dtype.type(2)),
+         libm=True),
+    Case("fabs_", "y = fabs(x0);", 1, tuple(FLOATS), np.fabs),
+    Case("fmin_", "y = fmin(x0, x1);", 2, tuple(FLOATS), np.fmin),
+    Case("fmax_", "y = fmax(x0, x1);", 2, tuple(FLOATS), np.fmax),
+    Case("copysign_", "y = copysign(x0, x1);", 2, tuple(FLOATS), np.copysign),
+    Case("fmod_", "y = fmod(x0, x1);", 2, tuple(FLOATS), np.fmod),
+    Case("hypot_", "y = hypot(x0, x1);", 2, tuple(FLOATS), np.hypot, libm=True),
+    Case("hypot_one", "y = hypot(x0, 1);", 1, tuple(FLOATS),
+         lambda x: np.hypot(x, x.dtype.type(1)), libm=True),
+    Case("atan2_", "y = atan2(x0, x1);", 2, tuple(FLOATS), np.arctan2, libm=True),
+    Case("floor_", "y = floor(x0);", 1, tuple(FLOATS), np.floor),
+    Case("ceil_", "y = ceil(x0);", 1, tuple(FLOATS), np.ceil),
+    Case("trunc_", "y = trunc(x0);", 1, tuple(FLOATS), np.trunc),
+    Case("rint_", "y = rint(x0);", 1, tuple(FLOATS), np.rint),
+    Case("sqrt_", "y = sqrt(x0);", 1, tuple(FLOATS), np.sqrt),
+    Case("exp_", "y = exp(x0);", 1, tuple(FLOATS), np.exp, libm=True),
+    Case("log_", "y = log(x0);", 1, tuple(FLOATS), np.log, libm=True),
+    Case("sin_", "y = sin(x0);", 1, tuple(FLOATS), np.sin, libm=True),
+    Case("tanh_", "y = tanh(x0);", 1, tuple(FLOATS), np.tanh, libm=True),
+    Case("pi_times", "y = x0 * PI;", 1, tuple(FLOATS), lambda x: x * x.dtype.type(np.pi)),
+    # <math.h> functions of integers compute in double.
+    Case("sqrt_of_int", "y = sqrt(x0);", 1, tuple(INTS), _as_double(np.sqrt),
+         output="float64"),
+    Case("fabs_of_int", "y = fabs(x0);", 1, tuple(INTS), _as_double(np.fabs),
+         output="float64"),
+    Case("floor_of_int", "y = floor(x0);", 1, tuple(INTS), _as_double(np.floor),
+         output="float64"),
+    # Signed arithmetic wraps, as NumPy's integer loops do.
+    Case("wrap_add", "y = x0 + x1;", 2, tuple(SIGNED), _by_python(lambda a, b: a + b)),
+    Case("wrap_mul", "y = x0 * x1;", 2, tuple(SIGNED), _by_python(lambda a, b: a * b)),
+    Case("wrap_neg", "y = -x0;", 1, tuple(SIGNED), _by_python(lambda a: -a)),
+    Case("wrap_increment_compares", "y = (T)(x0 + 1 > x0);", 1, ("int32", "int64"),
+         lambda x: (x != np.iinfo(x.dtype).max).astype(x.dtype)),
+    # Float to integer conversion truncates towards zero when the value fits (NaN, Inf and out
+    # of range values are left undefined: x86 and the GPU give different answers).
+    Case("to_int32", "y = (int32_t)x0;", 1, ("float64",),
+         lambda x: np.trunc(x).astype(np.int32), output="int32"),
+]
+
+
+def _types_line(case: Case, t: str) -> str:
+    ins = [t] * case.arity
+    return f"{case.output or t}({', '.join(ins)})"
+
+
+def _corpus_file() -> str:
+    parts = []
+    for case in CORPUS:
+        args = ", ".join(f"x{k}" for k in range(case.arity))
+        types = ", ".join(_types_line(case, t) for t in case.types)
+        parts.append(f"ufunc {case.name}({args}) -> y\n    types: {types}\n{{\n    {case.body}\n}}\n")
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------- values
+
+
+def _float_values(dtype) -> np.ndarray:
+    info = np.finfo(dtype)
+    special = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -2.5, 2.0, 3.0, np.pi, -np.e, 1e-3,
+               float(info.max), -float(info.max), float(info.tiny), float(info.smallest_subnormal),
+               -float(info.smallest_subnormal), np.inf, -np.inf, np.nan, 100.0, -700.0, 88.5]
+    return np.array(special, dtype=dtype)
+
+
+def _int_values(dtype) -> np.ndarray:
+    info = np.iinfo(dtype)
+    values = [0, 1, 2, 3, 7, info.max, info.max - 1, info.min, info.min + 1, 100 % (info.max + 1)]
+    if info.min < 0:
+        values += [-1, -2, -3, -7]
+    return np.array(values, dtype=dtype)
+
+
+def _operands(case: Case, t: str) -> list[np.ndarray]:
+    values = _float_values(t) if t in FLOATS else _int_values(t)
+    if case.name == "ipow":     # exponents that stay meaningful: small, negative, huge
+        exponents = np.array([0, 1, 2, 3, 5, 63, 64, 65, 127] + ([-1, -2, -3] if t in SIGNED else []),
+                             dtype=t)
+        pairs = list(itertools.product(values, exponents))
+        return [np.array([p[0] for p in pairs], dtype=t), np.array([p[1] for p in pairs], dtype=t)]
+    if case.name == "to_int32":
+        return [np.array([0.0, -0.0, 0.5, -0.5, 2.9, -2.9, 2**31 - 1, -2**31, 1e9, -1e9,
+                          2147483647.9, -2147483648.9], dtype=t)]
+    if case.arity == 3:         # clamp: every value against a few bounds, in both orders
+        bounds = values[[0, 2, 3, -1, 4]] if t in FLOATS else values[:5]
+        triples = list(itertools.product(values, bounds, bounds))
+        return [np.array([p[k] for p in triples], dtype=t) for k in range(3)]
+    if case.arity == 2:
+        pairs = list(itertools.product(values, values))
+        return [np.array([p[k] for p in pairs], dtype=t) for k in range(2)]
+    return [values]
+
+
+# --------------------------------------------------------------------------- comparing
+
+# ULPs two correct libm implementations may differ by: the host's vector math (glibc libmvec)
+# against its scalar libm in the simulator, and CUDA's math library (its documented maximum
+# errors) against glibc on a GPU.  0 means bit for bit.
+HOST_VS_SIM_ULPS = 1
+HOST_VS_GPU_ULPS = {"float32": 4, "float64": 2}
+REFERENCE_ULPS = {"float32": 4, "float64": 2}    # against NumPy's own (SIMD) math
+
+
+def _ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """ULPs between same-typed floats (NaN against NaN: 0, NaN against a number: huge)."""
+    signed = {4: np.int32, 8: np.int64}[a.dtype.itemsize]
+    ia, ib = a.view(signed).astype(object), b.view(signed).astype(object)
+    # Map the sign-magnitude order onto a line so that adjacent floats are 1 apart.
+    top = 1 << (8 * a.dtype.itemsize - 1)
+    la = [v if v >= 0 else -(v + top) for v in ia]
+    lb = [v if v >= 0 else -(v + top) for v in ib]
+    out = np.array([abs(x - y) for x, y in zip(la, lb)], dtype=float)
+    both_nan = np.isnan(a) & np.isnan(b)
+    one_nan = np.isnan(a) ^ np.isnan(b)
+    out[both_nan] = 0
+    out[one_nan] = np.inf
+    return out
+
+
+def _assert_agree(got, want, ulps, what):
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, expected {want.dtype}"
+    if got.dtype.kind != "f":
+        bad = got != want
+    elif ulps == 0:
+        same_bits = got.view(f"u{got.dtype.itemsize}") == want.view(f"u{want.dtype.itemsize}")
+        bad = ~(same_bits | (np.isnan(got) & np.isnan(want)))
+    else:
+        bad = _ulp_distance(got, want) > ulps
+    assert not bad.any(), (f"{what}: {int(bad.sum())} of {bad.size} differ, first at "
+                           f"{int(np.argmax(bad))}: got {got[bad][:4]}, expected {want[bad][:4]}")
+
+
+# --------------------------------------------------------------------------- the corpus module
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, module_builder):
+    """The corpus built once: for the GPU present when the tests run on one, else host and
+    simulator only (the nvcc compile of the same text is checked below)."""
+    out = module_builder(tmp_path_factory.mktemp("prelude"), "ufg_prelude_corpus", _corpus_file(),
+                       "--cuda-arch", "native" if ON_GPU else "none")
+    sys.path.insert(0, str(out))
+    try:
+        yield importlib.import_module("ufg_prelude_corpus")
+    finally:
+        sys.path.remove(str(out))
+
+
+def _cases():
+    return [pytest.param(case, t, id=f"{case.name}-{t}") for case in CORPUS for t in case.types]
+
+
+@pytest.mark.parametrize("case, t", _cases())
+def test_host_and_device_compute_the_same_and_what_the_reference_computes(corpus, case, t):
+    fn = getattr(corpus, case.name)
+    operands = _operands(case, t)
+    with np.errstate(all="ignore"):
+        host = fn(*operands)
+        want = case.reference(*operands)
+    on_device = fn(*[device.to_device(a) for a in operands]).copy_to_host()
+
+    between = 0
+    if case.libm:
+        between = HOST_VS_GPU_ULPS[t] if ON_GPU else HOST_VS_SIM_ULPS
+    _assert_agree(on_device, host, between, f"{case.name}({t}) on {BACKEND} vs host")
+    _assert_agree(host, want.astype(host.dtype), REFERENCE_ULPS.get(t, 0) if case.libm else 0,
+                  f"{case.name}({t}) on the host vs the reference")
+
+
+def test_the_corpus_covers_every_prelude_name_and_type():
+    names = {c.body.split("(")[0].split("=")[-1].strip() for c in CORPUS}
+    assert {"abs", "sign", "min", "max", "clamp", "pow", "fabs", "fmin", "fmax", "copysign",
+            "fmod", "hypot", "atan2", "floor", "ceil", "trunc", "rint", "sqrt", "exp", "log",
+            "sin", "tanh"} <= names
+    values = sum(len(_operands(c, t)[0]) for c in CORPUS for t in c.types)
+    assert values > 10_000, values
+
+
+# --------------------------------------------------------------------------- nvcc
+
+NVCC = shutil.which("nvcc") or (Path("/usr/local/cuda/bin/nvcc") if Path(
+    "/usr/local/cuda/bin/nvcc").exists() else None)
+
+
+def _generated_kernels(corpus) -> Path:
+    module_dir = Path(corpus.__file__).parent
+    found = list(module_dir.glob(".ufuncgen-build/*/cmake/*_generated/*_kernels.cu"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+def _include_dir() -> Path:
+    import ufuncgen
+    installed = Path(ufuncgen.__file__).parent / "include"
+    return installed if installed.is_dir() else Path(__file__).parents[2] / "src" / "include"
+
+
+def _nvcc_ptx(source: Path, tmp_path: Path) -> str:
+    ptx = tmp_path / "kernels.ptx"
+    result = subprocess.run(
+        [str(NVCC), "-ptx", "-arch=compute_90", "-O3", "--fmad=false", f"-I{_include_dir()}",
+         f"-I{source.parent}", str(source), "-o", str(ptx)],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "warning" not in result.stderr, result.stderr
+    return ptx.read_text()
+
+
+@pytest.mark.skipif(NVCC is None, reason="needs nvcc (the CUDA toolkit)")
+def test_nvcc_compiles_every_corpus_body_for_every_type(corpus, tmp_path):
+    ptx = _nvcc_ptx(_generated_kernels(corpus), tmp_path)
+    for case in CORPUS:
+        for t in case.types:
+            assert f"ufg_kernel_{case.name}_" in ptx
+
+
+WRAP_PROBE = """\
+ufunc increment_compares(x) -> y
+    types: int64(int64)
+{
+    y = x + 1 > x;
+}
+"""
+
+
+@pytest.mark.skipif(NVCC is None, reason="needs nvcc (the CUDA toolkit)")
+@pytest.mark.xfail(strict=True, reason="issue 15 item 2, open: nvcc has no -fwrapv, so signed "
+                   "overflow in a body is undefined on the GPU and `x + 1 > x` folds to 1")
+def test_nvcc_keeps_the_comparison_that_wrapping_makes_false_at_the_maximum(tmp_path):
+    (tmp_path / "probe.ufunc").write_text(WRAP_PROBE)
+    generate("ufg_wrap_probe", [str(tmp_path / "probe.ufunc")], str(tmp_path / "generated"))
+    # The body alone in a kernel without a loop: any comparison in its PTX is the body's.
+    probe = tmp_path / "generated" / "probe.cu"
+    probe.write_text('#include <stdint.h>\n'
+                     '#define UFG_BODY_FN static __device__ __forceinline__\n'
+                     '#define UFG_HELPER_FN static __device__ inline\n'
+                     'typedef int64_t ufg_stride_t;\n'
+                     '#include "ufg_wrap_probe_bodies.h"\n'
+                     'extern "C" __global__ void probe(const int64_t *x, int64_t *y)\n'
+                     '{ ufg_body_increment_compares_int64(*x, y); }\n')
+    ptx = _nvcc_ptx(probe, tmp_path)
+    assert "setp." in ptx, "the comparison was folded away: y is the constant 1"
+
+
+# --------------------------------------------------------------------------- the C++ side
+
+GXX = shutil.which("g++")
+C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
+           "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
+           "float32": "float", "float64": "double"}
+# Signed overflow is undefined in C++ as compiled by nvcc and g++ (the open item above).
+CXX_CASES = [c for c in CORPUS if not c.name.startswith("wrap_")]
+
+
+def _cxx_harness(bodies: Path) -> str:
+    """C++ that includes the generated bodies as nvcc does (the prelude's overloads, not
+    _Generic) and exports one loop per corpus function and type."""
+    text = bodies.read_text()
+    lines = ["#include <stdint.h>", "#include <math.h>",
+             "#define UFG_BODY_FN static inline", "#define UFG_HELPER_FN static inline",
+             "typedef int64_t ufg_stride_t;", f'#include "{bodies.name}"']
+    for case in CXX_CASES:
+        for t in case.types:
+            body = re.search(rf"\bufg_body_{case.name}_{t}(?:__\w+)?(?=\()", text).group(0)
+            ins = ", ".join(f"((const {C_TYPES[t]} *)args[{k}])[i]" for k in range(case.arity))
+            out = C_TYPES[case.output or t]
+            lines.append(f'extern "C" void run_{case.name}_{t}(char **args, int64_t n)\n'
+                         f"{{ for (int64_t i = 0; i < n; i++) "
+                         f"{body}({ins}, &(({out} *)args[{case.arity}])[i]); }}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def cxx_corpus(corpus, tmp_path_factory):
+    """The corpus bodies compiled as C++ by g++ (without -fwrapv, like nvcc): the overloads
+    nvcc uses, run on this machine."""
+    bodies = _generated_kernels(corpus).with_name("ufg_prelude_corpus_bodies.h")
+    work = tmp_path_factory.mktemp("cxx")
+    source = work / "harness.cpp"
+    source.write_text(_cxx_harness(bodies))
+    library = work / "harness.so"
+    result = subprocess.run([GXX, "-std=c++17", "-O2", "-fno-math-errno", "-ffp-contract=off",
+                             "-shared", "-fPIC", "-Wall", f"-I{_include_dir()}",
+                             f"-I{bodies.parent}", str(source), "-o", str(library)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return ctypes.CDLL(str(library))
+
+
+@pytest.mark.skipif(GXX is None, reason="needs g++")
+@pytest.mark.parametrize("case, t", [pytest.param(c, t, id=f"{c.name}-{t}")
+                                     for c in CXX_CASES for t in c.types])
+def test_the_cplusplus_prelude_computes_what_the_c_prelude_computes(corpus, cxx_corpus, case, t):
+    operands = _operands(case, t)
+    with np.errstate(all="ignore"):
+        host = getattr(corpus, case.name)(*operands)
+    got = np.empty_like(host)
+    arrays = [np.ascontiguousarray(a) for a in operands] + [got]
+    pointers = (ctypes.c_char_p * len(arrays))(*[a.ctypes.data_as(ctypes.c_char_p) for a in arrays])
+    getattr(cxx_corpus, f"run_{case.name}_{t}")(pointers, ctypes.c_int64(host.size))
+    _assert_agree(got, host, HOST_VS_SIM_ULPS if case.libm else 0,
+                  f"{case.name}({t}) as C++ vs the host's C")
