@@ -8,7 +8,7 @@ import pytest
 
 from ufuncgen.gen import SignatureError, load_module
 from ufuncgen.gen.diagnostics import DiagnosticSink
-from ufuncgen.gen.model import MAX_ARGS, Identity, Module, build_module
+from ufuncgen.gen.model import MAX_ARGS, RESERVED_NAMES, Identity, Module, build_module, reserved_reason
 from ufuncgen.gen.parse import parse_text
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "signatures" / "examples.ufunc"
@@ -125,9 +125,31 @@ def test_a_name_is_checked_against_identifiers_and_python_and_c_keywords_and_res
     assert errors(ufunc("float64(float64, float64)", header="f(x, None) -> r")) == [
         "1:12: argument name 'None' is a Python keyword"]
     assert errors(ufunc("float64(float64, float64)", header="f(x, __y) -> r")) == [
-        "1:12: argument name '__y' is reserved by ufuncgen (T, ufg_*, UFG_*, __*)"]
+        "1:12: argument name '__y' is reserved for the C and C++ implementation: names starting "
+        "with two underscores, or an underscore and a capital letter"]
     assert errors(ufunc("float64(float64, float64)", header="f(x, y) -> UFG_r")) == [
-        "1:18: argument name 'UFG_r' is reserved by ufuncgen (T, ufg_*, UFG_*, __*)"]
+        "1:18: output name 'UFG_r' is reserved by ufuncgen: the generated code's names start "
+        "with ufg_ and UFG_"]
+
+
+@pytest.mark.parametrize("name", sorted(RESERVED_NAMES) + ["_Bool", "__y", "ufg_x", "UFG_X",
+                                                           "npy_x", "Py_x", "PyObject"])
+def test_every_reserved_name_is_refused_as_argument_output_dimension_function_and_helper(name):
+    gufunc_text = (f"gufunc {name}(x, {name}) -> y\n    layout: ({name}),()->()\n"
+                   "    types: float64(float64, float64)\n{\n    y = 0;\n}\n")
+    found = errors(gufunc_text)
+    kinds = [e.split("'")[0].split(": ", 1)[1] for e in found]
+    assert kinds[:2] == ["function name ", "argument name "], found
+    assert "core dimension name " in kinds, found
+    assert all(reserved_reason(name) in e for e in found), found
+    helper_text = (f"helper T {name}(T v)\n{{\n    return v;\n}}\n"
+                   + textwrap.dedent(ufunc("float64(float64, float64)")))
+    assert errors(helper_text) == [f"1:10: helper name '{name}' {reserved_reason(name)}"]
+
+
+def test_names_that_only_resemble_reserved_ones_are_accepted():
+    for name in ("_x", "_1", "Tx", "ufg", "abs_", "maximum", "classy", "Pyramid", "int64", "i"):
+        assert reserved_reason(name) is None, name
 
 
 # --------------------------------------------------------------------------- gufunc layouts

@@ -19,15 +19,57 @@ from .parse import RawDimDefinition, RawFile, RawFunction, RawHelper, RawLayout,
 MAX_ARGS = 16          # inputs + outputs; the host loop driver keeps one block buffer per argument
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-# Bodies compile as C (host loops) and as C++ (nvcc), so names must be free in both.
-_C_KEYWORDS = frozenset("""
-    auto break case char const continue default do double else enum extern float for goto if
-    inline int long register restrict return short signed sizeof static struct switch typedef
-    union unsigned void volatile while bool true false class new delete this template typename
-    namespace operator private protected public virtual friend throw try catch using explicit
-    mutable export asm and or not xor main
-""".split())
-_RESERVED_NAMES = frozenset({"T"})
+
+# Names a function, argument, output, helper or core dimension may not take, and why: bodies
+# compile as C (host loops) and as CUDA C++ (nvcc), inside code that ufuncgen generates around
+# them, so a name must be free in both languages, in the headers that code includes, and in the
+# generated code itself.  The one table of reserved names; `reserved_reason` reads it.
+_C_KEYWORD = "is a C or C++ keyword"
+_HEADER_NAME = "is defined by the C headers the generated code includes"
+_PRELUDE_NAME = "is reserved for ufuncgen's prelude of body functions (abs, min, max, clamp, sign)"
+RESERVED_NAMES: dict[str, str] = {
+    **dict.fromkeys("""
+        auto break case char const continue default do double else enum extern float for goto
+        if inline int long register restrict return short signed sizeof static struct switch
+        typedef union unsigned void volatile while
+        bool true false alignas alignof constexpr nullptr static_assert thread_local typeof
+        typeof_unqual
+        and and_eq asm bitand bitor catch char8_t char16_t char32_t class compl concept
+        const_cast consteval constinit co_await co_return co_yield decltype delete dynamic_cast
+        explicit export friend mutable namespace new noexcept not not_eq operator or or_eq
+        private protected public reinterpret_cast requires static_cast template this throw try
+        typeid typename using virtual wchar_t xor xor_eq
+    """.split(), _C_KEYWORD),
+    **dict.fromkeys("""
+        int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t intptr_t uintptr_t
+        intmax_t uintmax_t size_t ptrdiff_t NULL errno I complex imaginary NAN INFINITY
+        HUGE_VAL HUGE_VALF HUGE_VALL
+    """.split(), _HEADER_NAME),
+    **dict.fromkeys("abs min max clamp sign".split(), _PRELUDE_NAME),
+    "main": "is reserved in C: it names the program's entry point",
+    "T": "is reserved by ufuncgen: inside a body T is the element type",
+}
+# Prefixes, each with why; checked in order, after the whole names above.
+RESERVED_PREFIXES: tuple[tuple[re.Pattern, str], ...] = (
+    (re.compile(r"ufg_|UFG_"), "is reserved by ufuncgen: the generated code's names start "
+                               "with ufg_ and UFG_"),
+    (re.compile(r"__|_[A-Z]"), "is reserved for the C and C++ implementation: names starting "
+                               "with two underscores, or an underscore and a capital letter"),
+    (re.compile(r"npy_|NPY_|Py[A-Z_]"), "is reserved by NumPy's and Python's C headers "
+                                        "(npy_*, NPY_*, Py_*, PyName)"),
+)
+
+
+def reserved_reason(name: str) -> str | None:
+    """Why `name` cannot name a function, argument, helper or dimension; None when it can."""
+    if keyword.iskeyword(name):
+        return "is a Python keyword"
+    if name in RESERVED_NAMES:
+        return RESERVED_NAMES[name]
+    for prefix, reason in RESERVED_PREFIXES:
+        if prefix.match(name):
+            return reason
+    return None
 
 
 @dataclass(frozen=True)
@@ -237,12 +279,8 @@ class _Validator:
         name = tok.text
         if not _IDENTIFIER.match(name):
             self.error(tok, f"{what} '{name}' is not a valid C and Python identifier")
-        elif keyword.iskeyword(name):
-            self.error(tok, f"{what} '{name}' is a Python keyword")
-        elif name in _C_KEYWORDS:
-            self.error(tok, f"{what} '{name}' is a C or C++ keyword")
-        elif name in _RESERVED_NAMES or name.startswith(("ufg_", "UFG_", "__")):
-            self.error(tok, f"{what} '{name}' is reserved by ufuncgen (T, ufg_*, UFG_*, __*)")
+        elif reserved_reason(name) is not None:
+            self.error(tok, f"{what} '{name}' {reserved_reason(name)}")
         else:
             return True
         return False
@@ -288,7 +326,7 @@ class _Validator:
         ok = True
         seen: set[str] = set()
         for tok in raw.args + raw.outputs:
-            ok &= self.check_name(tok, "argument name")
+            ok &= self.check_name(tok, "output name" if tok in raw.outputs else "argument name")
             if tok.text in seen:
                 self.error(tok, f"duplicate argument name '{tok.text}' in '{raw.name.text}'")
                 ok = False
