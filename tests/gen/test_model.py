@@ -116,7 +116,39 @@ def test_more_arguments_than_the_loop_driver_supports_is_an_error():
     text = ufunc("float64(" + ", ".join(["float64"] * MAX_ARGS) + ")",
                  header=f"f({', '.join(names)}) -> r")
     assert errors(text) == [f"1:7: 'f' has {MAX_ARGS + 1} arguments and outputs; at most {MAX_ARGS} "
-                            "are supported"]
+                            "are supported (ufuncgen's loops take 16, NumPy 64)"]
+
+
+def test_the_models_argument_limit_is_the_host_loop_drivers():
+    header = (Path(__file__).resolve().parents[2] / "src" / "include" / "ufuncgen" / "host_loops.h")
+    assert f"#define UFG_MAX_ARGS {MAX_ARGS}\n" in header.read_text()
+
+
+def test_the_models_core_dimension_limits_are_the_device_kernels():
+    from ufuncgen.gen.model import UFG_DEVICE_MAX_CORE_DIMS, UFG_DEVICE_MAX_CORE_STRIDES
+    header = (Path(__file__).resolve().parents[2] / "src" / "include" / "ufuncgen" / "device_kernel.h")
+    text = header.read_text()
+    assert f"#define UFG_DEVICE_MAX_CORE_DIMS {UFG_DEVICE_MAX_CORE_DIMS}\n" in text
+    assert f"#define UFG_DEVICE_MAX_CORE_STRIDES {UFG_DEVICE_MAX_CORE_STRIDES}\n" in text
+
+
+def test_a_frozen_size_numpy_can_parse_is_accepted_and_one_more_is_refused():
+    from ufuncgen.gen.model import NPY_MAX_FROZEN_SIZE
+    layout = f"({NPY_MAX_FROZEN_SIZE})->()"
+    assert function(gufunc(layout, "f(x) -> y", "float64(float64)")).layout.dims[0].frozen_size \
+        == NPY_MAX_FROZEN_SIZE
+    too_large = gufunc(f"({NPY_MAX_FROZEN_SIZE + 1})->()", "f(x) -> y", "float64(float64)")
+    assert [e.split(": ", 1)[1] for e in errors(too_large)] == [
+        f"frozen core dimension {NPY_MAX_FROZEN_SIZE + 1} is too large: NumPy takes sizes up to "
+        f"{NPY_MAX_FROZEN_SIZE}"]
+
+
+def test_numpys_frozen_size_limit_is_the_one_numpy_applies():
+    umt = pytest.importorskip("numpy._core._umath_tests")
+    from ufuncgen.gen.model import NPY_MAX_FROZEN_SIZE
+    assert umt.test_signature(1, 1, f"({NPY_MAX_FROZEN_SIZE})->()")[4] == (NPY_MAX_FROZEN_SIZE,)
+    with pytest.raises(ValueError):
+        umt.test_signature(1, 1, f"({NPY_MAX_FROZEN_SIZE + 1})->()")
 
 
 def test_a_name_is_checked_against_identifiers_and_python_and_c_keywords_and_reserved_names():
@@ -291,8 +323,21 @@ def test_duplicate_helpers_are_an_error():
     assert errors(text) == ["5:10: duplicate helper name 'h' (first defined at t.ufunc:1:10)"]
 
 
-def test_a_file_of_helpers_only_is_accepted():
-    assert model("helper T h(T v)\n{\n    return v;\n}\n").functions == ()
+def test_a_module_of_helpers_only_is_refused_at_its_first_helper():
+    assert errors("helper T h(T v)\n{\n    return v;\n}\n") == [
+        "1:10: no functions are declared, only helpers: helper 'h' is compiled only into the "
+        "functions that call it; add a declaration starting with 'ufunc' or 'gufunc'"]
+
+
+def test_a_file_of_helpers_only_is_accepted_beside_a_file_of_functions():
+    files = []
+    for name, text in (("h.ufunc", "helper T h(T v)\n{\n    return v;\n}\n"),
+                       ("f.ufunc", textwrap.dedent(ufunc("float64(float64, float64)")).lstrip())):
+        sink = DiagnosticSink(name, [])
+        files.append((parse_text(name, text, sink), sink, name))
+    module = build_module("m", files)
+    assert module is not None and [f.name for f in module.functions] == ["f"]
+    assert [h.name for h in module.helpers] == ["h"]
 
 
 def test_the_seed_examples_load_and_paths_are_relative_to_the_source_root():

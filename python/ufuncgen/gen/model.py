@@ -16,7 +16,16 @@ from .element_types import ELEMENT_TYPES, ElementType
 from .diagnostics import DiagnosticSink, Location
 from .parse import RawDimDefinition, RawFile, RawFunction, RawHelper, RawLayout, Token
 
-MAX_ARGS = 16          # inputs + outputs; the host loop driver keeps one block buffer per argument
+# Limits checked at `ufuncgen check`, so that a file that checks also builds and imports.
+UFG_MAX_ARGS = 16       # host_loops.h: the host loop driver keeps one block buffer per argument
+NPY_MAXARGS = 64        # NumPy 2: operands of one ufunc call
+MAX_ARGS = min(UFG_MAX_ARGS, NPY_MAXARGS)   # inputs + outputs
+# NumPy's signature parser refuses a frozen size it reads as LLONG_MAX or more (found by
+# experiment with NumPy 2.x: 9223372036854775806 parses, ...807 does not), and the module
+# would then fail at import.
+NPY_MAX_FROZEN_SIZE = 2**63 - 2
+UFG_DEVICE_MAX_CORE_DIMS = 16       # device_kernel.h: distinct core dimensions of a gufunc
+UFG_DEVICE_MAX_CORE_STRIDES = 48    # device_kernel.h: core dimensions of all its arguments
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -333,7 +342,8 @@ class _Validator:
             seen.add(tok.text)
         if len(raw.args) + len(raw.outputs) > MAX_ARGS:
             self.error(raw.name, f"'{raw.name.text}' has {len(raw.args) + len(raw.outputs)} "
-                                 f"arguments and outputs; at most {MAX_ARGS} are supported")
+                                 f"arguments and outputs; at most {MAX_ARGS} are supported "
+                                 f"(ufuncgen's loops take {UFG_MAX_ARGS}, NumPy {NPY_MAXARGS})")
             ok = False
         return ok
 
@@ -480,11 +490,27 @@ class _Validator:
                 if not tok.text.isdigit() or int(tok.text) < 1:
                     self.error(tok, f"a frozen core dimension must be a positive integer, not '{tok.text}'")
                     ok = False
+                elif int(tok.text) > NPY_MAX_FROZEN_SIZE:
+                    self.error(tok, f"frozen core dimension {tok.text} is too large: NumPy takes "
+                                    f"sizes up to {NPY_MAX_FROZEN_SIZE}")
+                    ok = False
             elif not self.check_name(tok, "core dimension name"):
                 ok = False
             elif tok.text in arg_names:
                 self.error(tok, f"'{tok.text}' names both an argument and a core dimension of '{name}'")
                 ok = False
+        if len(order) > UFG_DEVICE_MAX_CORE_DIMS:
+            extra = list(order.values())[UFG_DEVICE_MAX_CORE_DIMS]
+            self.error(extra, f"layout {lay.text} has {len(order)} distinct core dimensions; at "
+                              f"most {UFG_DEVICE_MAX_CORE_DIMS} are supported (the device kernels' "
+                              f"limit), and '{extra.text}' is number {UFG_DEVICE_MAX_CORE_DIMS + 1}")
+            ok = False
+        total = sum(len(group) for group in lay.inputs + lay.outputs)
+        if total > UFG_DEVICE_MAX_CORE_STRIDES:
+            self.error(lay.location, f"layout {lay.text} has {total} core dimensions over all its "
+                                     f"arguments; at most {UFG_DEVICE_MAX_CORE_STRIDES} are "
+                                     "supported (one core stride each in the device kernels)")
+            ok = False
         expressions = self._dim_definitions(raw.dims, input_dims, order)
         if expressions is None:   # reported; its dims count as defined, so nothing else is said of them
             ok = False
@@ -571,12 +597,15 @@ def c_balance_problems(lines, first_line: int = 1) -> list[tuple[int, int, str]]
     """(0-based line, 1-based col, message) for each bracket in C text that is never closed or
     closes nothing, and for a comment, string or character literal left open at the end: such a
     body would swallow or break the generated code around it, and the C compiler would then
-    report errors in generated files instead of the user's.  Preprocessor lines are skipped."""
+    report errors in generated files instead of the user's.  Preprocessor lines are not C:
+    only their conditionals are checked (#if/#ifdef/#ifndef closed by #endif in the body)."""
     problems = []
     stack: list[tuple[str, int, int]] = []
+    conditionals: list[tuple[str, int, int, bool]] = []   # (#if..., line, col, seen #else)
     in_comment = None
     for n, line in enumerate(lines):
         if in_comment is None and line.lstrip().startswith("#"):
+            _preprocessor_conditional(line, n, first_line, conditionals, problems)
             if line.rstrip().endswith("\\") and n == len(lines) - 1:
                 problems.append((n, len(line.rstrip()), "a body's last line cannot end with '\\' "
                                  "(it would continue into generated code)"))
@@ -625,7 +654,37 @@ def c_balance_problems(lines, first_line: int = 1) -> list[tuple[int, int, str]]
         problems.append((in_comment[0], in_comment[1], "unterminated comment: '/*' is never closed by '*/'"))
     for c, n, col in stack:
         problems.append((n, col, f"'{c}' is never closed"))
+    for directive, n, col, _ in conditionals:
+        problems.append((n, col, f"'#{directive}' is never closed: expected '#endif' before "
+                                 "the end of the body"))
     return problems
+
+
+_DIRECTIVE = re.compile(r"\s*#\s*([A-Za-z_]\w*)")
+
+
+def _preprocessor_conditional(line: str, n: int, first_line: int, open_: list, problems: list) -> None:
+    """Tracks #if/#ifdef/#ifndef ... #elif/#else ... #endif in one body: each must open and
+    close inside it, or it would swallow (or end) conditionals of the generated code."""
+    m = _DIRECTIVE.match(line)
+    if not m:
+        return
+    directive, col = m.group(1), line.index("#") + 1
+    if directive in ("if", "ifdef", "ifndef"):
+        open_.append((directive, n, col, False))
+    elif directive in ("elif", "else", "elifdef", "elifndef", "endif"):
+        if not open_:
+            problems.append((n, col, f"'#{directive}' without '#if' in this body: expected a "
+                                     "matching '#if', '#ifdef' or '#ifndef' before it"))
+        elif directive == "endif":
+            open_.pop()
+        else:
+            opened, at, at_col, seen_else = open_[-1]
+            if seen_else:
+                problems.append((n, col, f"'#{directive}' after '#else': the '#{opened}' at "
+                                         f"line {first_line + at} already has its '#else'"))
+            elif directive == "else":
+                open_[-1] = (opened, at, at_col, True)
 
 
 def _count(n: int, noun: str) -> str:
@@ -676,6 +735,14 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
             fn = v.function(raw_fn)
             if fn:
                 functions.append(fn)
+    if not first_function and files and not any(sink.diagnostics for _, sink, _ in files):
+        first = next(((raw.helpers[0], sink) for raw, sink, _ in files if raw.helpers), None)
+        if first is not None:
+            helper, sink = first
+            v = _Validator(sink, sink.path)
+            v.error(helper.name, f"no functions are declared, only helpers: helper "
+                                 f"'{helper.name.text}' is compiled only into the functions that "
+                                 "call it; add a declaration starting with 'ufunc' or 'gufunc'")
     if any(sink.diagnostics for _, sink, _ in files):
         return None
     module = Module(qualified_name, tuple(p for _, _, p in files), tuple(helpers), tuple(functions))
