@@ -357,3 +357,51 @@ def test_a_signature_error_holds_every_diagnostic_and_formats_like_a_compiler(tm
     assert [d.location.line for d in info.value.diagnostics] == [1, 2]
     assert text.splitlines()[0] == "bad.ufunc:1:12: error: argument name 'int' is a C or C++ keyword"
     assert text.endswith("\n2 errors generated.")
+
+
+# --------------------------------------------------------------------------- division warnings
+
+def _warnings(text: str) -> list[str]:
+    return [f"{w.location.line}:{w.location.col}" for w in model(text).warnings]
+
+
+def test_dividing_by_a_float_local_under_a_float_t_gives_no_warning_although_an_argument_is_int():
+    assert _warnings("""
+        ufunc power(x, k) -> y
+            types: float64(float64, int64)
+        {
+            T acc = (T)1;
+            y = k < 0 ? (T)1 / acc : acc;
+        }
+    """) == []
+
+
+def test_an_integer_local_divided_by_an_integer_argument_warns_even_in_a_float_function():
+    assert _warnings("""
+        ufunc f(x, k) -> y
+            types: float64(float64, int64)
+        {
+            int64_t half = 7;
+            y = x + half / k;
+        }
+    """) == ["5:18"]
+
+
+def test_a_cast_to_a_floating_type_on_either_side_makes_the_division_floating():
+    for expression in ("(double)a / b", "a / (double)b", "a * 1.0 / b", "a / (b + 0.5)",
+                       "(float)(a + 1) / b", "a / (const double)b"):
+        assert _warnings(f"""
+            ufunc f(a, b) -> y
+                types: float64(int64, int64)
+            {{
+                y = {expression};
+            }}
+        """) == [], expression
+    for expression in ("a / b", "(T)a / b", "a / (int64_t)b", "2 * a / b", "(a + 1) / b"):
+        assert _warnings(f"""
+            ufunc f(a, b) -> y
+                types: float64(int64, int64)
+            {{
+                y = {expression};
+            }}
+        """) != [], expression

@@ -748,13 +748,17 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
     module = Module(qualified_name, tuple(p for _, _, p in files), tuple(helpers), tuple(functions))
     sinks = {display_path: sink for _, sink, display_path in files}
     for fn in functions:
-        if any(t.kind in "iu" for s in fn.signatures for t in s.all_types):
-            _warn_unguarded_division(sinks[fn.body.path], fn.body, f"function '{fn.name}'")
+        for sig in fn.signatures:
+            names = {a.name: _kind(sig.all_types[a.index]) for a in fn.args}
+            if fn.layout is not None:
+                names.update({d.name: "i" for d in fn.layout.variable_dims})
+            _warn_unguarded_division(sinks[fn.body.path], fn.body, f"function '{fn.name}'",
+                                     _kind(sig.element_type), names)
     for t, used in module.helper_instances:
-        if t.kind in "iu":
-            for helper in used:
-                _warn_unguarded_division(sinks[helper.body.path], helper.body,
-                                         f"helper '{helper.name}' (compiled for {t.name})")
+        for helper in used:
+            _warn_unguarded_division(sinks[helper.body.path], helper.body,
+                                     f"helper '{helper.name}' (compiled for {t.name})",
+                                     _kind(t), _declared_kinds(helper.prototype, _kind(t)))
     warnings = tuple(w for _, sink, _ in files for w in sorted(
         dict.fromkeys(sink.warnings), key=lambda w: (w.location.line, w.location.col)))
     return dataclasses.replace(module, warnings=warnings)
@@ -769,16 +773,180 @@ _DIVISION = re.compile(r"(?<![/*])([/%])(?![/*])\s*=?\s*(?P<divisor>\((?:\s*\w+\
 _COMPARISON = r"(?:[=!<>]=|<|>)"
 
 
-def _warn_unguarded_division(sink: DiagnosticSink, body: Body, what: str) -> None:
-    """The integer-division heuristic (README, "Integer division"): a body compiled for an
-    integer type warns at each `/`, `%`, `/=`, `%=` whose divisor is not a nonzero number and
-    is never compared in the body: a name divisor must appear in a comparison (`d != 0`,
-    `0 < d`, `d > 1`, ...) or a test (`!d`, `d ?`, `if (d)`); any other divisor (an
-    expression) needs some comparison with 0 in the body."""
+def _kind(t: ElementType) -> str:
+    """'f' for a floating type, 'i' for any other (bool and unsigned included)."""
+    return "f" if t.is_float else "i"
+
+
+# Simple C types by the kind of arithmetic they make: what a declaration or a cast names.
+_FLOAT_C_TYPES = frozenset({"float", "double"})
+_INT_C_TYPES = frozenset("""int long short char unsigned signed bool _Bool size_t ptrdiff_t
+    int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t intptr_t uintptr_t
+    npy_intp""".split())
+_QUALIFIERS = r"(?:(?:const|volatile|static|register)\s+)*"
+_TYPE_WORDS = r"[A-Za-z_]\w*(?:\s+[A-Za-z_]\w*)*"
+_DECLARATION = re.compile(rf"\b{_QUALIFIERS}(?P<type>{_TYPE_WORDS}?)\s*\**\s*\b(?P<name>[A-Za-z_]\w*)"
+                          r"\s*(?=[=;,\[)])")
+_CAST = re.compile(rf"\(\s*{_QUALIFIERS}(?P<type>{_TYPE_WORDS})\s*\)")
+_NOT_OPERANDS = frozenset({"return", "if", "while", "for", "switch", "sizeof", "case", "else", "do"})
+
+
+def _type_kind(words: str, t_kind: str) -> str | None:
+    """The kind of a C type written as words (`T`, `const double`, `unsigned int`); None when
+    it is not a simple arithmetic type."""
+    words = words.split()
+    if words == ["T"]:
+        return t_kind
+    if words and all(w in _FLOAT_C_TYPES or w == "long" for w in words) and \
+            any(w in _FLOAT_C_TYPES for w in words):
+        return "f"
+    if words and all(w in _INT_C_TYPES for w in words):
+        return "i"
+    return None
+
+
+def _declared_kinds(text: str, t_kind: str) -> dict[str, str]:
+    """Names declared with a simple type in C text (`T acc = 0;`, `int64_t i`, `double w;`)."""
+    kinds = {}
+    for m in _DECLARATION.finditer(text):
+        kind = _type_kind(m.group("type"), t_kind)
+        if kind is not None:
+            kinds[m.group("name")] = kind
+    return kinds
+
+
+def _literal_kind(token: str) -> str:
+    if token.lower().startswith("0x"):
+        return "f" if "p" in token.lower() else "i"
+    return "f" if re.search(r"[.eE]|[0-9][fF]$", token) else "i"
+
+
+def _expression_kind(text: str, names: dict[str, str]) -> str | None:
+    """An expression's kind by C's usual conversions: floating when any operand is, integer
+    when every operand is known to be; None when it cannot tell (a call, an unknown name)."""
+    kinds = []
+    for m in re.finditer(r"[A-Za-z_]\w*|\.?\d[\w.]*", text):
+        token = m.group(0)
+        if token[0].isdigit() or token[0] == ".":
+            kinds.append(_literal_kind(token))
+        elif token not in _NOT_OPERANDS:
+            kinds.append(names.get(token))
+    if "f" in kinds:
+        return "f"
+    return "i" if kinds and all(k == "i" for k in kinds) else None
+
+
+def _matching(text: str, i: int, step: int) -> int:
+    """The index of the bracket matching text[i] (step +1 forwards from '(', -1 backwards
+    from ')'); -1 when unbalanced."""
+    opening, closing = ("(", ")") if step > 0 else (")", "(")
+    depth = 0
+    while 0 <= i < len(text):
+        if text[i] == opening:
+            depth += 1
+        elif text[i] == closing:
+            depth -= 1
+            if depth == 0:
+                return i
+        i += step
+    return -1
+
+
+def _operand_before(text: str, end: int, names: dict[str, str]) -> str | None:
+    """The kind of the left operand of the operator at text[end]: the multiplicative chain
+    before it (`a * b / c` divides a * b), each term with its casts."""
+    kinds = []
+    while True:
+        while end > 0 and text[end - 1].isspace():
+            end -= 1
+        if end == 0:
+            break
+        kind, start = None, end
+        c = text[end - 1]
+        if c == ")":
+            k = _matching(text, end - 1, -1)
+            if k < 0:
+                break
+            call = re.search(r"([A-Za-z_]\w*)\s*$", text[:k])
+            if call and call.group(1) not in _NOT_OPERANDS:
+                kind, start = names.get(call.group(1)), call.start(1)   # x(i) of a gufunc
+            else:
+                kind, start = _expression_kind(text[k + 1:end - 1], names), k
+        elif c.isalnum() or c in "_.":
+            m = re.search(r"[\w.]+$", text[:end])
+            token = m.group(0)
+            if token in _NOT_OPERANDS:
+                break
+            kind = _literal_kind(token) if token[0].isdigit() or token[0] == "." else names.get(token)
+            start = m.start()
+        else:
+            break
+        while True:     # casts before the term: the outermost decides
+            cast = re.search(rf"{_CAST.pattern}\s*$", text[:start])
+            if not cast:
+                break
+            cast_kind = _type_kind(cast.group("type"), names.get("T", "i"))
+            if cast_kind is None and cast.group("type").split()[-1] not in names:
+                break       # `(a)`, not a cast
+            kind, start = cast_kind, cast.start()
+        kinds.append(kind)
+        j = start
+        while j > 0 and text[j - 1].isspace():
+            j -= 1
+        if j > 1 and text[j - 1] in "*/%" and (text[j - 2].isalnum() or text[j - 2] in "_)]. "):
+            end = j - 1
+            continue
+        break
+    if "f" in kinds:
+        return "f"
+    return "i" if kinds and all(k == "i" for k in kinds) else None
+
+
+def _operand_after(text: str, start: int, names: dict[str, str]) -> str | None:
+    """The kind of the right operand starting at text[start]: its casts, then one term."""
+    t_kind = names.get("T", "i")
+    kind = None
+    while True:
+        while start < len(text) and text[start].isspace():
+            start += 1
+        cast = _CAST.match(text, start)
+        if cast and _type_kind(cast.group("type"), t_kind) is not None:
+            kind = kind or _type_kind(cast.group("type"), t_kind)
+            start = cast.end()
+            continue
+        break
+    if kind is not None:
+        return kind
+    if start < len(text) and text[start] == "(":
+        k = _matching(text, start, 1)
+        return _expression_kind(text[start + 1:k], names) if k > 0 else None
+    m = re.match(r"[A-Za-z_]\w*|\.?\d[\w.]*", text[start:])
+    if not m:
+        return None
+    token = m.group(0)
+    return _literal_kind(token) if token[0].isdigit() or token[0] == "." else names.get(token)
+
+
+def _warn_unguarded_division(sink: DiagnosticSink, body: Body, what: str, t_kind: str = "i",
+                             names: dict[str, str] | None = None) -> None:
+    """The integer-division heuristic (README, "Integer division"), for a body compiled with
+    T of kind `t_kind` ('i' or 'f') and the given names' kinds (arguments, core dimensions):
+    a division is taken to be an integer one when neither operand is floating, by C's usual
+    conversions, with the kinds of literals, casts, the names given and the locals the body
+    declares with a simple type; an operand of unknown type counts as T.  Each integer `/`,
+    `%`, `/=`, `%=` warns whose divisor is not a nonzero number and is never compared in the
+    body: a name divisor must appear in a comparison (`d != 0`, `0 < d`, `d > 1`, ...) or a
+    test (`!d`, `d ?`, `if (d)`); any other divisor (an expression) needs some comparison with
+    0 in the body."""
     text = "\n".join(body.lines)
     clean = _C_NOISE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
     any_zero_test = re.search(rf"{_COMPARISON}\s*0\b|\b0\s*{_COMPARISON}", clean)
+    kinds = {"T": t_kind, **(names or {}), **_declared_kinds(clean, t_kind)}
     for m in _DIVISION.finditer(clean):
+        left = _operand_before(clean, m.start(1), kinds) or t_kind
+        right = _operand_after(clean, m.end(1) + (clean[m.end(1):m.end(1) + 1] == "="), kinds) or t_kind
+        if "f" in (left, right):
+            continue                # a floating division: by 0 it gives inf or nan, defined
         operand = m.group("operand")
         if operand and operand[0].isdigit():
             if re.fullmatch(r"0+[uUlL]*|0[xX]0+[uUlL]*", operand) is None:
