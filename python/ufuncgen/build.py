@@ -7,13 +7,16 @@ nothing else), then drives CMake with the same `ufuncgen_add_module` function th
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 import sysconfig
 
+from .build_diagnostics import user_diagnostics
 from .gen import load_module
 from .gen.diagnostics import format_warnings
+from .gen.load import display_path
 
 CMAKE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cmake")
 
@@ -82,7 +85,11 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
         options += ["-DUFUNCGEN_SANITIZE=ON", "-DUFUNCGEN_CUDA=OFF"]
     _run([cmake, "-S", project_dir, "-B", binary_dir, "-DCMAKE_BUILD_TYPE=Release",
           f"-DPython_EXECUTABLE={sys.executable}", *options], verbose)
-    _run([cmake, "--build", binary_dir, "--parallel"], verbose)
+    sources = {}
+    for f in files:
+        with open(f, encoding="utf-8") as text:
+            sources[display_path(f, os.getcwd())] = text.read().split("\n")
+    _run([cmake, "--build", binary_dir, "--parallel"], verbose, sources, checked)
     path = os.path.join(output_dir, short + sysconfig.get_config_var("EXT_SUFFIX"))
     if not os.path.exists(path):
         raise BuildError(f"the build finished but {path} is missing")
@@ -98,7 +105,7 @@ def cuda_arch_options(cuda_arch: str | None) -> list[str]:
     if cuda_arch == "native":
         return ["-DCMAKE_CUDA_ARCHITECTURES=native"]
     archs = cuda_arch.split(",")
-    if not all(a.isdigit() for a in archs):
+    if not all(re.fullmatch(r"[0-9]+(-real|-virtual)?", a) for a in archs):
         raise BuildError(f"--cuda-arch: expected 'none', 'native' or compute capabilities such "
                          f"as 90 or 75,80; got {cuda_arch!r}")
     return ["-DCMAKE_CUDA_ARCHITECTURES=" + ";".join(archs)]
@@ -112,10 +119,24 @@ def tool_environment() -> dict[str, str]:
             if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS")}
 
 
-def _run(command: list[str], verbose: bool) -> None:
+def _run(command: list[str], verbose: bool, sources: dict[str, list[str]] | None = None,
+         module=None) -> None:
+    """Runs a build step, its output captured unless verbose.  When it fails, the diagnostics
+    located in the signature files (`sources`) are shown at the user's lines, or all of its
+    output when there are none; when it succeeds, the warnings located there are shown."""
     result = subprocess.run(command, stdout=None if verbose else subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=tool_environment())
+                            stderr=subprocess.STDOUT, text=True, errors="replace",
+                            env=tool_environment())
+    located = user_diagnostics(result.stdout or "", sources, module) if sources else []
     if result.returncode != 0:
+        if located:
+            sys.stderr.write("\n".join(located) + "\n")
+            raise BuildError("compiling the generated code failed at the lines above "
+                             "(-v shows the full build output)")
         if result.stdout:
             sys.stderr.write(result.stdout)
         raise BuildError(f"{os.path.basename(command[0])} failed (exit {result.returncode})")
+    if located:
+        count = sum(1 for d in located if ": warning: " in d.split("\n")[0])
+        summary = f"{count} compiler warning{'s' if count != 1 else ''} in the bodies."
+        sys.stderr.write("\n".join(located + [summary]) + "\n")

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from ufuncgen.build import tool_environment
 from ufuncgen.gen import SignatureError, load_module
+from ufuncgen.gen.model import RESERVED_NAMES, reserved_reason
 from ufuncgen.gen.render import render_module
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,7 +89,12 @@ TOKENS = ["ufunc", "gufunc", "helper", "doc:", "types:", "layout:", "identity:",
           "\n{\n", "\n}\n", "    ", "\t", "(n)", "(3)", "(m,n)", "()", "0", "-1", "1e999",
           "inf", "-inf", "nan", "True", "true", "false", "reorderable", "x", "y", "n", "p",
           "int", "return", "\"", "'", "/*", "*/", "//", "\\", "\r", "\r\n", "\x00", "\x0c",
-          "\u00e9", "\u2028", "\ufeff", "\U0001F600", "9" * 30, "a" * 300]
+          "\u00e9", "\u2028", "\ufeff", "\U0001F600", "9" * 30, "a" * 300,
+          # names C++ (nvcc), the C headers, the prelude or ufuncgen keep for themselves
+          "class", "new", "template", "this", "int64_t", "I", "abs", "max", "_Bool", "__x",
+          "ufg_x", "Py_x", "9223372036854775807",
+          # preprocessor lines among body lines
+          "\n#if 0\n", "\n#ifdef X\n", "\n#else\n", "\n#elif 1\n", "\n#endif\n"]
 TEXT_CHARS = st.characters(codec="utf-8", exclude_categories=("Cs",))
 
 
@@ -170,7 +176,8 @@ def mutated(draw, bases=st.sampled_from([SEED] + SMALL_VALID)):
 
 C_PIECES = ["{", "}", "(", ")", "[", "]", ";", "/*", "*/", "//", "\"", "'", "\\", "#if 0",
             "#endif", "#define T int", "return;", "x", "T", "0", "/", "%", "sin(", "ufg_", "\n",
-            "\n#", "int q = 1 / 0;", "goto", "@", "`", "$"]
+            "\n#", "int q = 1 / 0;", "goto", "@", "`", "$", "\n#if 1\n", "\n#ifndef T\n",
+            "\n#else\n", "\n#endif\n", "\n  #  elif 0\n", "class", "new", "this", "template"]
 
 
 @st.composite
@@ -195,13 +202,7 @@ def body_mutated(draw, bases=st.sampled_from([SEED] + SMALL_VALID)):
 
 
 NAMES = st.from_regex(r"\A[a-z][a-z0-9_]{0,6}\Z").filter(
-    lambda s: s not in {"if", "do", "for", "int", "case", "char", "else", "auto", "goto", "long",
-                        "void", "enum", "true", "false", "bool", "new", "this", "class", "try",
-                        "not", "and", "or", "xor", "inline", "const", "float", "double", "short",
-                        "break", "union", "while", "static", "struct", "switch", "return",
-                        "sizeof", "signed", "extern", "typedef", "default", "continue",
-                        "register", "unsigned", "volatile", "restrict", "delete", "template",
-                        "typename", "asm", "n", "m", "p", "k", "d", "i", "j", "acc"})
+    lambda s: reserved_reason(s) is None and s not in {"n", "m", "p", "k", "d", "i", "j", "acc"})
 INT_TYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 FLOAT_TYPES = ["float32", "float64"]
 
@@ -268,6 +269,87 @@ def test_arbitrary_bytes_render_or_give_diagnostics(data, tmp_path_factory):
 def test_generated_valid_files_render(text, tmp_path_factory):
     result = generate(text, tmp_path_factory.mktemp("valid"))
     assert not isinstance(result, SignatureError), f"{text}\n{result}"
+
+
+RESERVED = st.sampled_from(sorted(RESERVED_NAMES) + [
+    "class", "None", "lambda", "_Bool", "_X1", "__x", "ufg_x", "UFG_X", "npy_x", "NPY_X",
+    "Py_x", "PyObject"])
+
+
+@st.composite
+def file_with_a_reserved_name(draw):
+    """A valid file with one name of its first declaration replaced by a reserved one:
+    (text, the name, its line, its column)."""
+    text = draw(valid_file())
+    lines = text.split("\n")
+    header = lines[0]
+    words = [m for m in re.finditer(r"[A-Za-z_]\w*", header) if m.group(0) not in ("ufunc", "gufunc")]
+    m = draw(st.sampled_from(words))
+    name = draw(RESERVED)
+    lines[0] = header[:m.start()] + name + header[m.end():]
+    return "\n".join(lines), name, 1, m.start() + 1
+
+
+@PROFILE
+@given(case=file_with_a_reserved_name())
+def test_a_reserved_name_anywhere_in_a_declaration_is_refused_at_its_place(case, tmp_path_factory):
+    text, name, line, col = case
+    result = generate(text, tmp_path_factory.mktemp("reserved"))
+    assert isinstance(result, SignatureError), text
+    assert any(d.location.line == line and d.location.col == col and f"'{name}'" in d.message
+               and reserved_reason(name) in d.message for d in result.diagnostics), result.format()
+
+
+DIRECTIVES = ["#if 1", "#ifdef X", "#ifndef X", "#else", "#elif 0", "#endif", "  #  endif",
+              "#define Y 1", "#if 0 /* #endif */"]
+
+
+def _conditionals_balance(directives: list[str]) -> bool:
+    """The reference: every #if... closed by #endif, no #else/#elif/#endif without one, one
+    #else per #if, nothing after it but #endif."""
+    stack: list[bool] = []      # whether the open #if has had its #else
+    for d in directives:
+        word = d.strip().lstrip("#").split()[0]
+        if word in ("if", "ifdef", "ifndef"):
+            stack.append(False)
+        elif word in ("else", "elif", "endif"):
+            if not stack or stack[-1]:
+                if not stack or word != "endif":
+                    return False
+            if word == "endif":
+                stack.pop()
+            elif word == "else":
+                stack[-1] = True
+    return not stack
+
+
+@st.composite
+def body_with_directives(draw):
+    """A valid file with preprocessor lines inserted, in order, among one body's lines:
+    (text, whether its conditionals balance)."""
+    lines = draw(valid_file()).split("\n")
+    opening = lines.index("{")
+    closing = lines.index("}", opening)
+    directives = draw(st.lists(st.sampled_from(DIRECTIVES), min_size=1, max_size=5))
+    body = lines[opening + 1:closing]
+    for d in directives:
+        body.insert(draw(st.integers(0, len(body))), d)
+    # inserted in order: keep their relative order by re-sorting positions
+    ordered = iter(directives)
+    body = [next(ordered) if b in DIRECTIVES else b for b in body]
+    return "\n".join(lines[:opening + 1] + body + lines[closing:]), _conditionals_balance(directives)
+
+
+@PROFILE
+@given(case=body_with_directives())
+def test_preprocessor_conditionals_in_a_body_are_accepted_exactly_when_they_balance(case, tmp_path_factory):
+    text, balanced = case
+    result = generate(text, tmp_path_factory.mktemp("pp"))
+    if balanced:
+        assert not isinstance(result, SignatureError), f"{text}\n{result}"
+    else:
+        assert isinstance(result, SignatureError), text
+        assert any("#" in d.message for d in result.diagnostics), result.format()
 
 
 # ------------------------------------------------------------------------------ compiling

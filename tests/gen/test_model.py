@@ -8,7 +8,7 @@ import pytest
 
 from ufuncgen.gen import SignatureError, load_module
 from ufuncgen.gen.diagnostics import DiagnosticSink
-from ufuncgen.gen.model import MAX_ARGS, Identity, Module, build_module
+from ufuncgen.gen.model import MAX_ARGS, RESERVED_NAMES, Identity, Module, build_module, reserved_reason
 from ufuncgen.gen.parse import parse_text
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "signatures" / "examples.ufunc"
@@ -116,7 +116,39 @@ def test_more_arguments_than_the_loop_driver_supports_is_an_error():
     text = ufunc("float64(" + ", ".join(["float64"] * MAX_ARGS) + ")",
                  header=f"f({', '.join(names)}) -> r")
     assert errors(text) == [f"1:7: 'f' has {MAX_ARGS + 1} arguments and outputs; at most {MAX_ARGS} "
-                            "are supported"]
+                            "are supported (ufuncgen's loops take 16, NumPy 64)"]
+
+
+def test_the_models_argument_limit_is_the_host_loop_drivers():
+    header = (Path(__file__).resolve().parents[2] / "src" / "include" / "ufuncgen" / "host_loops.h")
+    assert f"#define UFG_MAX_ARGS {MAX_ARGS}\n" in header.read_text()
+
+
+def test_the_models_core_dimension_limits_are_the_device_kernels():
+    from ufuncgen.gen.model import UFG_DEVICE_MAX_CORE_DIMS, UFG_DEVICE_MAX_CORE_STRIDES
+    header = (Path(__file__).resolve().parents[2] / "src" / "include" / "ufuncgen" / "device_kernel.h")
+    text = header.read_text()
+    assert f"#define UFG_DEVICE_MAX_CORE_DIMS {UFG_DEVICE_MAX_CORE_DIMS}\n" in text
+    assert f"#define UFG_DEVICE_MAX_CORE_STRIDES {UFG_DEVICE_MAX_CORE_STRIDES}\n" in text
+
+
+def test_a_frozen_size_numpy_can_parse_is_accepted_and_one_more_is_refused():
+    from ufuncgen.gen.model import NPY_MAX_FROZEN_SIZE
+    layout = f"({NPY_MAX_FROZEN_SIZE})->()"
+    assert function(gufunc(layout, "f(x) -> y", "float64(float64)")).layout.dims[0].frozen_size \
+        == NPY_MAX_FROZEN_SIZE
+    too_large = gufunc(f"({NPY_MAX_FROZEN_SIZE + 1})->()", "f(x) -> y", "float64(float64)")
+    assert [e.split(": ", 1)[1] for e in errors(too_large)] == [
+        f"frozen core dimension {NPY_MAX_FROZEN_SIZE + 1} is too large: NumPy takes sizes up to "
+        f"{NPY_MAX_FROZEN_SIZE}"]
+
+
+def test_numpys_frozen_size_limit_is_the_one_numpy_applies():
+    umt = pytest.importorskip("numpy._core._umath_tests")
+    from ufuncgen.gen.model import NPY_MAX_FROZEN_SIZE
+    assert umt.test_signature(1, 1, f"({NPY_MAX_FROZEN_SIZE})->()")[4] == (NPY_MAX_FROZEN_SIZE,)
+    with pytest.raises(ValueError):
+        umt.test_signature(1, 1, f"({NPY_MAX_FROZEN_SIZE + 1})->()")
 
 
 def test_a_name_is_checked_against_identifiers_and_python_and_c_keywords_and_reserved_names():
@@ -125,9 +157,31 @@ def test_a_name_is_checked_against_identifiers_and_python_and_c_keywords_and_res
     assert errors(ufunc("float64(float64, float64)", header="f(x, None) -> r")) == [
         "1:12: argument name 'None' is a Python keyword"]
     assert errors(ufunc("float64(float64, float64)", header="f(x, __y) -> r")) == [
-        "1:12: argument name '__y' is reserved by ufuncgen (T, ufg_*, UFG_*, __*)"]
+        "1:12: argument name '__y' is reserved for the C and C++ implementation: names starting "
+        "with two underscores, or an underscore and a capital letter"]
     assert errors(ufunc("float64(float64, float64)", header="f(x, y) -> UFG_r")) == [
-        "1:18: argument name 'UFG_r' is reserved by ufuncgen (T, ufg_*, UFG_*, __*)"]
+        "1:18: output name 'UFG_r' is reserved by ufuncgen: the generated code's names start "
+        "with ufg_ and UFG_"]
+
+
+@pytest.mark.parametrize("name", sorted(RESERVED_NAMES) + ["_Bool", "__y", "ufg_x", "UFG_X",
+                                                           "npy_x", "Py_x", "PyObject"])
+def test_every_reserved_name_is_refused_as_argument_output_dimension_function_and_helper(name):
+    gufunc_text = (f"gufunc {name}(x, {name}) -> y\n    layout: ({name}),()->()\n"
+                   "    types: float64(float64, float64)\n{\n    y = 0;\n}\n")
+    found = errors(gufunc_text)
+    kinds = [e.split("'")[0].split(": ", 1)[1] for e in found]
+    assert kinds[:2] == ["function name ", "argument name "], found
+    assert "core dimension name " in kinds, found
+    assert all(reserved_reason(name) in e for e in found), found
+    helper_text = (f"helper T {name}(T v)\n{{\n    return v;\n}}\n"
+                   + textwrap.dedent(ufunc("float64(float64, float64)")))
+    assert errors(helper_text) == [f"1:10: helper name '{name}' {reserved_reason(name)}"]
+
+
+def test_names_that_only_resemble_reserved_ones_are_accepted():
+    for name in ("_x", "_1", "Tx", "ufg", "abs_", "maximum", "classy", "Pyramid", "int64", "i"):
+        assert reserved_reason(name) is None, name
 
 
 # --------------------------------------------------------------------------- gufunc layouts
@@ -269,8 +323,21 @@ def test_duplicate_helpers_are_an_error():
     assert errors(text) == ["5:10: duplicate helper name 'h' (first defined at t.ufunc:1:10)"]
 
 
-def test_a_file_of_helpers_only_is_accepted():
-    assert model("helper T h(T v)\n{\n    return v;\n}\n").functions == ()
+def test_a_module_of_helpers_only_is_refused_at_its_first_helper():
+    assert errors("helper T h(T v)\n{\n    return v;\n}\n") == [
+        "1:10: no functions are declared, only helpers: helper 'h' is compiled only into the "
+        "functions that call it; add a declaration starting with 'ufunc' or 'gufunc'"]
+
+
+def test_a_file_of_helpers_only_is_accepted_beside_a_file_of_functions():
+    files = []
+    for name, text in (("h.ufunc", "helper T h(T v)\n{\n    return v;\n}\n"),
+                       ("f.ufunc", textwrap.dedent(ufunc("float64(float64, float64)")).lstrip())):
+        sink = DiagnosticSink(name, [])
+        files.append((parse_text(name, text, sink), sink, name))
+    module = build_module("m", files)
+    assert module is not None and [f.name for f in module.functions] == ["f"]
+    assert [h.name for h in module.helpers] == ["h"]
 
 
 def test_the_seed_examples_load_and_paths_are_relative_to_the_source_root():
@@ -290,3 +357,51 @@ def test_a_signature_error_holds_every_diagnostic_and_formats_like_a_compiler(tm
     assert [d.location.line for d in info.value.diagnostics] == [1, 2]
     assert text.splitlines()[0] == "bad.ufunc:1:12: error: argument name 'int' is a C or C++ keyword"
     assert text.endswith("\n2 errors generated.")
+
+
+# --------------------------------------------------------------------------- division warnings
+
+def _warnings(text: str) -> list[str]:
+    return [f"{w.location.line}:{w.location.col}" for w in model(text).warnings]
+
+
+def test_dividing_by_a_float_local_under_a_float_t_gives_no_warning_although_an_argument_is_int():
+    assert _warnings("""
+        ufunc power(x, k) -> y
+            types: float64(float64, int64)
+        {
+            T acc = (T)1;
+            y = k < 0 ? (T)1 / acc : acc;
+        }
+    """) == []
+
+
+def test_an_integer_local_divided_by_an_integer_argument_warns_even_in_a_float_function():
+    assert _warnings("""
+        ufunc f(x, k) -> y
+            types: float64(float64, int64)
+        {
+            int64_t half = 7;
+            y = x + half / k;
+        }
+    """) == ["5:18"]
+
+
+def test_a_cast_to_a_floating_type_on_either_side_makes_the_division_floating():
+    for expression in ("(double)a / b", "a / (double)b", "a * 1.0 / b", "a / (b + 0.5)",
+                       "(float)(a + 1) / b", "a / (const double)b"):
+        assert _warnings(f"""
+            ufunc f(a, b) -> y
+                types: float64(int64, int64)
+            {{
+                y = {expression};
+            }}
+        """) == [], expression
+    for expression in ("a / b", "(T)a / b", "a / (int64_t)b", "2 * a / b", "(a + 1) / b"):
+        assert _warnings(f"""
+            ufunc f(a, b) -> y
+                types: float64(int64, int64)
+            {{
+                y = {expression};
+            }}
+        """) != [], expression

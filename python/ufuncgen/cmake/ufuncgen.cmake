@@ -158,7 +158,7 @@ function(ufuncgen_add_module target)
     # give it, instead of being undefined behaviour that -O3 may assume never happens;
     # UBSan found add(int64) overflowing at INT64_MAX + 1 in the shipped examples.
     target_compile_options(${target} PRIVATE
-      "$<$<COMPILE_LANGUAGE:C>:-O3;-fwrapv;-fopenmp-simd;-fno-math-errno;-ffp-contract=off;-Wall;-Wdouble-promotion;-Wno-unknown-pragmas>")
+      "$<$<COMPILE_LANGUAGE:C>:-O3;-fwrapv;-fopenmp-simd;-fno-math-errno;-ffp-contract=off;-Wall;-Wdouble-promotion;-Wfloat-conversion;-Wno-unknown-pragmas>")
   endif()
   ufuncgen_sanitize(${target})
   if(NOT UFUNCGEN_THREADS)

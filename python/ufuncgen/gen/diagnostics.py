@@ -35,7 +35,8 @@ class Diagnostic:
     def format(self) -> str:
         text = f"{self.location}: {self.severity}: {self.message}"
         if self.source_line is not None:
-            line = self.source_line.rstrip("\n").replace("\t", " ")
+            # A tab or a NUL shows as one space, so that the caret stays under its column.
+            line = self.source_line.rstrip("\n").replace("\t", " ").replace("\0", " ")
             text += f"\n    {line}\n    {' ' * (self.location.col - 1)}^"
         return text
 

@@ -31,6 +31,22 @@ def _decode(shown: str, data: bytes) -> str | Diagnostic:
                           source)
 
 
+def _nul_bytes(shown: str, text: str) -> list[Diagnostic]:
+    """A NUL byte ends a C string: the compiler would ignore it, or cut a line short.  One
+    diagnostic for the first NUL of each line holding one."""
+    found = []
+    offset = 0          # in bytes, as an editor's "go to byte" counts
+    for number, line in enumerate(text.split("\n"), 1):
+        col = line.find("\0")
+        if col >= 0:
+            found.append(Diagnostic(
+                Location(shown, number, col + 1),
+                f"file contains a NUL byte (0x00) at offset {offset + len(line[:col].encode())}: "
+                "a signature file must be text", line))
+        offset += len(line.encode()) + 1
+    return found
+
+
 def load_module(qualified_name: str, paths: list[str], source_root: str | None = None) -> Module:
     files = []
     sinks: list[DiagnosticSink] = []     # one per path, in the order given
@@ -47,6 +63,10 @@ def load_module(qualified_name: str, paths: list[str], source_root: str | None =
         text = _decode(shown, data)
         if isinstance(text, Diagnostic):
             sink.diagnostics.append(text)
+            continue
+        nuls = _nul_bytes(shown, text)
+        if nuls:
+            sink.diagnostics.extend(nuls)
             continue
         raw = parse_text(shown, text, sink)
         files.append((raw, sink, shown))

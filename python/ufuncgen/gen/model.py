@@ -16,18 +16,69 @@ from .element_types import ELEMENT_TYPES, ElementType
 from .diagnostics import DiagnosticSink, Location
 from .parse import RawDimDefinition, RawFile, RawFunction, RawHelper, RawLayout, Token
 
-MAX_ARGS = 16          # inputs + outputs; the host loop driver keeps one block buffer per argument
+# Limits checked at `ufuncgen check`, so that a file that checks also builds and imports.
+UFG_MAX_ARGS = 16       # host_loops.h: the host loop driver keeps one block buffer per argument
+NPY_MAXARGS = 64        # NumPy 2: operands of one ufunc call
+MAX_ARGS = min(UFG_MAX_ARGS, NPY_MAXARGS)   # inputs + outputs
+# NumPy's signature parser refuses a frozen size it reads as LLONG_MAX or more (found by
+# experiment with NumPy 2.x: 9223372036854775806 parses, ...807 does not), and the module
+# would then fail at import.
+NPY_MAX_FROZEN_SIZE = 2**63 - 2
+UFG_DEVICE_MAX_CORE_DIMS = 16       # device_kernel.h: distinct core dimensions of a gufunc
+UFG_DEVICE_MAX_CORE_STRIDES = 48    # device_kernel.h: core dimensions of all its arguments
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-# Bodies compile as C (host loops) and as C++ (nvcc), so names must be free in both.
-_C_KEYWORDS = frozenset("""
-    auto break case char const continue default do double else enum extern float for goto if
-    inline int long register restrict return short signed sizeof static struct switch typedef
-    union unsigned void volatile while bool true false class new delete this template typename
-    namespace operator private protected public virtual friend throw try catch using explicit
-    mutable export asm and or not xor main
-""".split())
-_RESERVED_NAMES = frozenset({"T"})
+
+# Names a function, argument, output, helper or core dimension may not take, and why: bodies
+# compile as C (host loops) and as CUDA C++ (nvcc), inside code that ufuncgen generates around
+# them, so a name must be free in both languages, in the headers that code includes, and in the
+# generated code itself.  The one table of reserved names; `reserved_reason` reads it.
+_C_KEYWORD = "is a C or C++ keyword"
+_HEADER_NAME = "is defined by the C headers the generated code includes"
+_PRELUDE_NAME = "is reserved for ufuncgen's prelude of body functions (abs, min, max, clamp, sign)"
+RESERVED_NAMES: dict[str, str] = {
+    **dict.fromkeys("""
+        auto break case char const continue default do double else enum extern float for goto
+        if inline int long register restrict return short signed sizeof static struct switch
+        typedef union unsigned void volatile while
+        bool true false alignas alignof constexpr nullptr static_assert thread_local typeof
+        typeof_unqual
+        and and_eq asm bitand bitor catch char8_t char16_t char32_t class compl concept
+        const_cast consteval constinit co_await co_return co_yield decltype delete dynamic_cast
+        explicit export friend mutable namespace new noexcept not not_eq operator or or_eq
+        private protected public reinterpret_cast requires static_cast template this throw try
+        typeid typename using virtual wchar_t xor xor_eq
+    """.split(), _C_KEYWORD),
+    **dict.fromkeys("""
+        int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t intptr_t uintptr_t
+        intmax_t uintmax_t size_t ptrdiff_t NULL errno I complex imaginary NAN INFINITY
+        HUGE_VAL HUGE_VALF HUGE_VALL
+    """.split(), _HEADER_NAME),
+    **dict.fromkeys("abs min max clamp sign".split(), _PRELUDE_NAME),
+    "main": "is reserved in C: it names the program's entry point",
+    "T": "is reserved by ufuncgen: inside a body T is the element type",
+}
+# Prefixes, each with why; checked in order, after the whole names above.
+RESERVED_PREFIXES: tuple[tuple[re.Pattern, str], ...] = (
+    (re.compile(r"ufg_|UFG_"), "is reserved by ufuncgen: the generated code's names start "
+                               "with ufg_ and UFG_"),
+    (re.compile(r"__|_[A-Z]"), "is reserved for the C and C++ implementation: names starting "
+                               "with two underscores, or an underscore and a capital letter"),
+    (re.compile(r"npy_|NPY_|Py[A-Z_]"), "is reserved by NumPy's and Python's C headers "
+                                        "(npy_*, NPY_*, Py_*, PyName)"),
+)
+
+
+def reserved_reason(name: str) -> str | None:
+    """Why `name` cannot name a function, argument, helper or dimension; None when it can."""
+    if keyword.iskeyword(name):
+        return "is a Python keyword"
+    if name in RESERVED_NAMES:
+        return RESERVED_NAMES[name]
+    for prefix, reason in RESERVED_PREFIXES:
+        if prefix.match(name):
+            return reason
+    return None
 
 
 @dataclass(frozen=True)
@@ -237,12 +288,8 @@ class _Validator:
         name = tok.text
         if not _IDENTIFIER.match(name):
             self.error(tok, f"{what} '{name}' is not a valid C and Python identifier")
-        elif keyword.iskeyword(name):
-            self.error(tok, f"{what} '{name}' is a Python keyword")
-        elif name in _C_KEYWORDS:
-            self.error(tok, f"{what} '{name}' is a C or C++ keyword")
-        elif name in _RESERVED_NAMES or name.startswith(("ufg_", "UFG_", "__")):
-            self.error(tok, f"{what} '{name}' is reserved by ufuncgen (T, ufg_*, UFG_*, __*)")
+        elif reserved_reason(name) is not None:
+            self.error(tok, f"{what} '{name}' {reserved_reason(name)}")
         else:
             return True
         return False
@@ -288,14 +335,15 @@ class _Validator:
         ok = True
         seen: set[str] = set()
         for tok in raw.args + raw.outputs:
-            ok &= self.check_name(tok, "argument name")
+            ok &= self.check_name(tok, "output name" if tok in raw.outputs else "argument name")
             if tok.text in seen:
                 self.error(tok, f"duplicate argument name '{tok.text}' in '{raw.name.text}'")
                 ok = False
             seen.add(tok.text)
         if len(raw.args) + len(raw.outputs) > MAX_ARGS:
             self.error(raw.name, f"'{raw.name.text}' has {len(raw.args) + len(raw.outputs)} "
-                                 f"arguments and outputs; at most {MAX_ARGS} are supported")
+                                 f"arguments and outputs; at most {MAX_ARGS} are supported "
+                                 f"(ufuncgen's loops take {UFG_MAX_ARGS}, NumPy {NPY_MAXARGS})")
             ok = False
         return ok
 
@@ -442,11 +490,27 @@ class _Validator:
                 if not tok.text.isdigit() or int(tok.text) < 1:
                     self.error(tok, f"a frozen core dimension must be a positive integer, not '{tok.text}'")
                     ok = False
+                elif int(tok.text) > NPY_MAX_FROZEN_SIZE:
+                    self.error(tok, f"frozen core dimension {tok.text} is too large: NumPy takes "
+                                    f"sizes up to {NPY_MAX_FROZEN_SIZE}")
+                    ok = False
             elif not self.check_name(tok, "core dimension name"):
                 ok = False
             elif tok.text in arg_names:
                 self.error(tok, f"'{tok.text}' names both an argument and a core dimension of '{name}'")
                 ok = False
+        if len(order) > UFG_DEVICE_MAX_CORE_DIMS:
+            extra = list(order.values())[UFG_DEVICE_MAX_CORE_DIMS]
+            self.error(extra, f"layout {lay.text} has {len(order)} distinct core dimensions; at "
+                              f"most {UFG_DEVICE_MAX_CORE_DIMS} are supported (the device kernels' "
+                              f"limit), and '{extra.text}' is number {UFG_DEVICE_MAX_CORE_DIMS + 1}")
+            ok = False
+        total = sum(len(group) for group in lay.inputs + lay.outputs)
+        if total > UFG_DEVICE_MAX_CORE_STRIDES:
+            self.error(lay.location, f"layout {lay.text} has {total} core dimensions over all its "
+                                     f"arguments; at most {UFG_DEVICE_MAX_CORE_STRIDES} are "
+                                     "supported (one core stride each in the device kernels)")
+            ok = False
         expressions = self._dim_definitions(raw.dims, input_dims, order)
         if expressions is None:   # reported; its dims count as defined, so nothing else is said of them
             ok = False
@@ -533,12 +597,15 @@ def c_balance_problems(lines, first_line: int = 1) -> list[tuple[int, int, str]]
     """(0-based line, 1-based col, message) for each bracket in C text that is never closed or
     closes nothing, and for a comment, string or character literal left open at the end: such a
     body would swallow or break the generated code around it, and the C compiler would then
-    report errors in generated files instead of the user's.  Preprocessor lines are skipped."""
+    report errors in generated files instead of the user's.  Preprocessor lines are not C:
+    only their conditionals are checked (#if/#ifdef/#ifndef closed by #endif in the body)."""
     problems = []
     stack: list[tuple[str, int, int]] = []
+    conditionals: list[tuple[str, int, int, bool]] = []   # (#if..., line, col, seen #else)
     in_comment = None
     for n, line in enumerate(lines):
         if in_comment is None and line.lstrip().startswith("#"):
+            _preprocessor_conditional(line, n, first_line, conditionals, problems)
             if line.rstrip().endswith("\\") and n == len(lines) - 1:
                 problems.append((n, len(line.rstrip()), "a body's last line cannot end with '\\' "
                                  "(it would continue into generated code)"))
@@ -587,7 +654,37 @@ def c_balance_problems(lines, first_line: int = 1) -> list[tuple[int, int, str]]
         problems.append((in_comment[0], in_comment[1], "unterminated comment: '/*' is never closed by '*/'"))
     for c, n, col in stack:
         problems.append((n, col, f"'{c}' is never closed"))
+    for directive, n, col, _ in conditionals:
+        problems.append((n, col, f"'#{directive}' is never closed: expected '#endif' before "
+                                 "the end of the body"))
     return problems
+
+
+_DIRECTIVE = re.compile(r"\s*#\s*([A-Za-z_]\w*)")
+
+
+def _preprocessor_conditional(line: str, n: int, first_line: int, open_: list, problems: list) -> None:
+    """Tracks #if/#ifdef/#ifndef ... #elif/#else ... #endif in one body: each must open and
+    close inside it, or it would swallow (or end) conditionals of the generated code."""
+    m = _DIRECTIVE.match(line)
+    if not m:
+        return
+    directive, col = m.group(1), line.index("#") + 1
+    if directive in ("if", "ifdef", "ifndef"):
+        open_.append((directive, n, col, False))
+    elif directive in ("elif", "else", "elifdef", "elifndef", "endif"):
+        if not open_:
+            problems.append((n, col, f"'#{directive}' without '#if' in this body: expected a "
+                                     "matching '#if', '#ifdef' or '#ifndef' before it"))
+        elif directive == "endif":
+            open_.pop()
+        else:
+            opened, at, at_col, seen_else = open_[-1]
+            if seen_else:
+                problems.append((n, col, f"'#{directive}' after '#else': the '#{opened}' at "
+                                         f"line {first_line + at} already has its '#else'"))
+            elif directive == "else":
+                open_[-1] = (opened, at, at_col, True)
 
 
 def _count(n: int, noun: str) -> str:
@@ -638,18 +735,30 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
             fn = v.function(raw_fn)
             if fn:
                 functions.append(fn)
+    if not first_function and files and not any(sink.diagnostics for _, sink, _ in files):
+        first = next(((raw.helpers[0], sink) for raw, sink, _ in files if raw.helpers), None)
+        if first is not None:
+            helper, sink = first
+            v = _Validator(sink, sink.path)
+            v.error(helper.name, f"no functions are declared, only helpers: helper "
+                                 f"'{helper.name.text}' is compiled only into the functions that "
+                                 "call it; add a declaration starting with 'ufunc' or 'gufunc'")
     if any(sink.diagnostics for _, sink, _ in files):
         return None
     module = Module(qualified_name, tuple(p for _, _, p in files), tuple(helpers), tuple(functions))
     sinks = {display_path: sink for _, sink, display_path in files}
     for fn in functions:
-        if any(t.kind in "iu" for s in fn.signatures for t in s.all_types):
-            _warn_unguarded_division(sinks[fn.body.path], fn.body, f"function '{fn.name}'")
+        for sig in fn.signatures:
+            names = {a.name: _kind(sig.all_types[a.index]) for a in fn.args}
+            if fn.layout is not None:
+                names.update({d.name: "i" for d in fn.layout.variable_dims})
+            _warn_unguarded_division(sinks[fn.body.path], fn.body, f"function '{fn.name}'",
+                                     _kind(sig.element_type), names)
     for t, used in module.helper_instances:
-        if t.kind in "iu":
-            for helper in used:
-                _warn_unguarded_division(sinks[helper.body.path], helper.body,
-                                         f"helper '{helper.name}' (compiled for {t.name})")
+        for helper in used:
+            _warn_unguarded_division(sinks[helper.body.path], helper.body,
+                                     f"helper '{helper.name}' (compiled for {t.name})",
+                                     _kind(t), _declared_kinds(helper.prototype, _kind(t)))
     warnings = tuple(w for _, sink, _ in files for w in sorted(
         dict.fromkeys(sink.warnings), key=lambda w: (w.location.line, w.location.col)))
     return dataclasses.replace(module, warnings=warnings)
@@ -664,16 +773,180 @@ _DIVISION = re.compile(r"(?<![/*])([/%])(?![/*])\s*=?\s*(?P<divisor>\((?:\s*\w+\
 _COMPARISON = r"(?:[=!<>]=|<|>)"
 
 
-def _warn_unguarded_division(sink: DiagnosticSink, body: Body, what: str) -> None:
-    """The integer-division heuristic (README, "Integer division"): a body compiled for an
-    integer type warns at each `/`, `%`, `/=`, `%=` whose divisor is not a nonzero number and
-    is never compared in the body: a name divisor must appear in a comparison (`d != 0`,
-    `0 < d`, `d > 1`, ...) or a test (`!d`, `d ?`, `if (d)`); any other divisor (an
-    expression) needs some comparison with 0 in the body."""
+def _kind(t: ElementType) -> str:
+    """'f' for a floating type, 'i' for any other (bool and unsigned included)."""
+    return "f" if t.is_float else "i"
+
+
+# Simple C types by the kind of arithmetic they make: what a declaration or a cast names.
+_FLOAT_C_TYPES = frozenset({"float", "double"})
+_INT_C_TYPES = frozenset("""int long short char unsigned signed bool _Bool size_t ptrdiff_t
+    int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t intptr_t uintptr_t
+    npy_intp""".split())
+_QUALIFIERS = r"(?:(?:const|volatile|static|register)\s+)*"
+_TYPE_WORDS = r"[A-Za-z_]\w*(?:\s+[A-Za-z_]\w*)*"
+_DECLARATION = re.compile(rf"\b{_QUALIFIERS}(?P<type>{_TYPE_WORDS}?)\s*\**\s*\b(?P<name>[A-Za-z_]\w*)"
+                          r"\s*(?=[=;,\[)])")
+_CAST = re.compile(rf"\(\s*{_QUALIFIERS}(?P<type>{_TYPE_WORDS})\s*\)")
+_NOT_OPERANDS = frozenset({"return", "if", "while", "for", "switch", "sizeof", "case", "else", "do"})
+
+
+def _type_kind(words: str, t_kind: str) -> str | None:
+    """The kind of a C type written as words (`T`, `const double`, `unsigned int`); None when
+    it is not a simple arithmetic type."""
+    words = words.split()
+    if words == ["T"]:
+        return t_kind
+    if words and all(w in _FLOAT_C_TYPES or w == "long" for w in words) and \
+            any(w in _FLOAT_C_TYPES for w in words):
+        return "f"
+    if words and all(w in _INT_C_TYPES for w in words):
+        return "i"
+    return None
+
+
+def _declared_kinds(text: str, t_kind: str) -> dict[str, str]:
+    """Names declared with a simple type in C text (`T acc = 0;`, `int64_t i`, `double w;`)."""
+    kinds = {}
+    for m in _DECLARATION.finditer(text):
+        kind = _type_kind(m.group("type"), t_kind)
+        if kind is not None:
+            kinds[m.group("name")] = kind
+    return kinds
+
+
+def _literal_kind(token: str) -> str:
+    if token.lower().startswith("0x"):
+        return "f" if "p" in token.lower() else "i"
+    return "f" if re.search(r"[.eE]|[0-9][fF]$", token) else "i"
+
+
+def _expression_kind(text: str, names: dict[str, str]) -> str | None:
+    """An expression's kind by C's usual conversions: floating when any operand is, integer
+    when every operand is known to be; None when it cannot tell (a call, an unknown name)."""
+    kinds = []
+    for m in re.finditer(r"[A-Za-z_]\w*|\.?\d[\w.]*", text):
+        token = m.group(0)
+        if token[0].isdigit() or token[0] == ".":
+            kinds.append(_literal_kind(token))
+        elif token not in _NOT_OPERANDS:
+            kinds.append(names.get(token))
+    if "f" in kinds:
+        return "f"
+    return "i" if kinds and all(k == "i" for k in kinds) else None
+
+
+def _matching(text: str, i: int, step: int) -> int:
+    """The index of the bracket matching text[i] (step +1 forwards from '(', -1 backwards
+    from ')'); -1 when unbalanced."""
+    opening, closing = ("(", ")") if step > 0 else (")", "(")
+    depth = 0
+    while 0 <= i < len(text):
+        if text[i] == opening:
+            depth += 1
+        elif text[i] == closing:
+            depth -= 1
+            if depth == 0:
+                return i
+        i += step
+    return -1
+
+
+def _operand_before(text: str, end: int, names: dict[str, str]) -> str | None:
+    """The kind of the left operand of the operator at text[end]: the multiplicative chain
+    before it (`a * b / c` divides a * b), each term with its casts."""
+    kinds = []
+    while True:
+        while end > 0 and text[end - 1].isspace():
+            end -= 1
+        if end == 0:
+            break
+        kind, start = None, end
+        c = text[end - 1]
+        if c == ")":
+            k = _matching(text, end - 1, -1)
+            if k < 0:
+                break
+            call = re.search(r"([A-Za-z_]\w*)\s*$", text[:k])
+            if call and call.group(1) not in _NOT_OPERANDS:
+                kind, start = names.get(call.group(1)), call.start(1)   # x(i) of a gufunc
+            else:
+                kind, start = _expression_kind(text[k + 1:end - 1], names), k
+        elif c.isalnum() or c in "_.":
+            m = re.search(r"[\w.]+$", text[:end])
+            token = m.group(0)
+            if token in _NOT_OPERANDS:
+                break
+            kind = _literal_kind(token) if token[0].isdigit() or token[0] == "." else names.get(token)
+            start = m.start()
+        else:
+            break
+        while True:     # casts before the term: the outermost decides
+            cast = re.search(rf"{_CAST.pattern}\s*$", text[:start])
+            if not cast:
+                break
+            cast_kind = _type_kind(cast.group("type"), names.get("T", "i"))
+            if cast_kind is None and cast.group("type").split()[-1] not in names:
+                break       # `(a)`, not a cast
+            kind, start = cast_kind, cast.start()
+        kinds.append(kind)
+        j = start
+        while j > 0 and text[j - 1].isspace():
+            j -= 1
+        if j > 1 and text[j - 1] in "*/%" and (text[j - 2].isalnum() or text[j - 2] in "_)]. "):
+            end = j - 1
+            continue
+        break
+    if "f" in kinds:
+        return "f"
+    return "i" if kinds and all(k == "i" for k in kinds) else None
+
+
+def _operand_after(text: str, start: int, names: dict[str, str]) -> str | None:
+    """The kind of the right operand starting at text[start]: its casts, then one term."""
+    t_kind = names.get("T", "i")
+    kind = None
+    while True:
+        while start < len(text) and text[start].isspace():
+            start += 1
+        cast = _CAST.match(text, start)
+        if cast and _type_kind(cast.group("type"), t_kind) is not None:
+            kind = kind or _type_kind(cast.group("type"), t_kind)
+            start = cast.end()
+            continue
+        break
+    if kind is not None:
+        return kind
+    if start < len(text) and text[start] == "(":
+        k = _matching(text, start, 1)
+        return _expression_kind(text[start + 1:k], names) if k > 0 else None
+    m = re.match(r"[A-Za-z_]\w*|\.?\d[\w.]*", text[start:])
+    if not m:
+        return None
+    token = m.group(0)
+    return _literal_kind(token) if token[0].isdigit() or token[0] == "." else names.get(token)
+
+
+def _warn_unguarded_division(sink: DiagnosticSink, body: Body, what: str, t_kind: str = "i",
+                             names: dict[str, str] | None = None) -> None:
+    """The integer-division heuristic (README, "Integer division"), for a body compiled with
+    T of kind `t_kind` ('i' or 'f') and the given names' kinds (arguments, core dimensions):
+    a division is taken to be an integer one when neither operand is floating, by C's usual
+    conversions, with the kinds of literals, casts, the names given and the locals the body
+    declares with a simple type; an operand of unknown type counts as T.  Each integer `/`,
+    `%`, `/=`, `%=` warns whose divisor is not a nonzero number and is never compared in the
+    body: a name divisor must appear in a comparison (`d != 0`, `0 < d`, `d > 1`, ...) or a
+    test (`!d`, `d ?`, `if (d)`); any other divisor (an expression) needs some comparison with
+    0 in the body."""
     text = "\n".join(body.lines)
     clean = _C_NOISE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
     any_zero_test = re.search(rf"{_COMPARISON}\s*0\b|\b0\s*{_COMPARISON}", clean)
+    kinds = {"T": t_kind, **(names or {}), **_declared_kinds(clean, t_kind)}
     for m in _DIVISION.finditer(clean):
+        left = _operand_before(clean, m.start(1), kinds) or t_kind
+        right = _operand_after(clean, m.end(1) + (clean[m.end(1):m.end(1) + 1] == "="), kinds) or t_kind
+        if "f" in (left, right):
+            continue                # a floating division: by 0 it gives inf or nan, defined
         operand = m.group("operand")
         if operand and operand[0].isdigit():
             if re.fullmatch(r"0+[uUlL]*|0[xX]0+[uUlL]*", operand) is None:

@@ -1,0 +1,111 @@
+"""The compilers' messages about the user's bodies, at the user's lines.
+
+The generated code carries `#line` directives back to the signature files, so the C compiler
+reports a body's problems as `f.ufunc:LINE:COL: warning: ...`, and nvcc as
+`f.ufunc(LINE): error: ...`.  CMake runs the compilers in its build directory, where they
+cannot read `f.ufunc` to quote it, and it shows their output only when asked.  This module
+picks, out of the captured build output, the diagnostics located in the signature files,
+rewrites nvcc's to the C compiler's `path:line:col: severity: message` form, names the
+generated functions as the user wrote them, and quotes the source line with a caret, as
+`ufuncgen check` does.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .gen.diagnostics import Location
+from .gen.model import Module
+
+# gcc and clang: `path:line:col: severity: message`, the column sometimes absent.
+_GCC = re.compile(r"(?P<path>[^:\n]+?):(?P<line>\d+):(?:(?P<col>\d+):)? "
+                  r"(?P<severity>fatal error|error|warning|note): (?P<message>.*)")
+# nvcc (EDG): `path(line): severity #number-D: message`, then the source line and a caret.
+_NVCC = re.compile(r"(?P<path>[^(\n]+?)\((?P<line>\d+)\): "
+                   r"(?P<severity>error|warning|remark)(?: #[\w-]+)?: (?P<message>.*)")
+_NVCC_SUMMARY = re.compile(r"Remark: The warnings can be suppressed|\d+ errors? detected in the compilation")
+_QUOTED = re.compile(r"([\"'\u2018\u201c]?)\b(?P<name>\w+)\b([\"'\u2019\u201d]?)")
+
+
+@dataclass(frozen=True)
+class CompilerDiagnostic:
+    location: Location
+    severity: str          # "error", "warning", "note"
+    message: str
+    has_column: bool = True
+
+    def format(self, lines: list[str] | None) -> str:
+        where = str(self.location) if self.has_column else \
+            f"{self.location.path}:{self.location.line}"
+        text = f"{where}: {self.severity}: {self.message}"
+        if lines is not None and 0 < self.location.line <= len(lines):
+            source = lines[self.location.line - 1].replace("\t", " ")
+            text += f"\n    {source}"
+            if self.has_column:
+                text += f"\n    {' ' * (self.location.col - 1)}^"
+        return text
+
+
+def generated_names(module: Module) -> dict[str, str]:
+    """C names of the generated code that the compilers' messages may name, as the user
+    wrote them: `ufg_body_lerp_float32` is `'lerp' for float32(float32, float32, float32)`."""
+    names = {}
+    for fn in module.functions:
+        for sig in fn.signatures:
+            names[f"ufg_body_{fn.name}_{sig.suffix}"] = f"'{fn.name}' for {sig.text}"
+    for t, helpers in module.helper_instances:
+        for helper in helpers:
+            names[f"{helper.name}__{t.name}"] = f"helper '{helper.name}' for T = {t.name}"
+    return names
+
+
+def _rename(message: str, names: dict[str, str]) -> str:
+    def replace(m: re.Match) -> str:
+        described = names.get(m.group("name"))
+        return m.group(0) if described is None else described
+    return _QUOTED.sub(replace, message)
+
+
+def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module | None = None) -> list[str]:
+    """The diagnostics of `output` (a build's combined output) located in the signature files
+    `sources` (display path → lines), each formatted with its source line and caret; an error
+    in generated code whose macro-expansion note points at a signature file is reported there.
+    Duplicates (a body is compiled several times) are dropped; order is kept."""
+    names = generated_names(module) if module is not None else {}
+    lines = output.splitlines()
+    found: list[CompilerDiagnostic] = []
+    pending: tuple[str, str] | None = None     # an error in generated code, awaiting its note
+    i = 0
+    while i < len(lines):
+        text = lines[i]
+        i += 1
+        m = _GCC.fullmatch(text)
+        if m:
+            path, line = m["path"], int(m["line"])
+            col = int(m["col"]) if m["col"] else 1
+            severity, message = m["severity"].replace("fatal error", "error"), m["message"]
+            if path not in sources:
+                pending = (severity, message) if severity in ("error", "warning") else pending
+                continue
+            if severity == "note" and pending is not None and "in expansion of macro" in message:
+                severity, message = pending       # the user's line is where it went wrong
+                pending = None
+            elif severity != "note":
+                pending = None
+            found.append(CompilerDiagnostic(Location(path, line, col), severity,
+                                            _rename(message, names), m["col"] is not None))
+            continue
+        m = _NVCC.fullmatch(text)
+        if m and m["path"] in sources:
+            path, line = m["path"], int(m["line"])
+            source = sources[path][line - 1] if 0 < line <= len(sources[path]) else None
+            col = None
+            # EDG quotes the line indented by two spaces, then a caret under the column.
+            if i + 1 < len(lines) and source is not None and lines[i] == "  " + source \
+                    and lines[i + 1].strip() == "^":
+                col = lines[i + 1].index("^") - 1
+                i += 2
+            found.append(CompilerDiagnostic(Location(path, line, col or 1),
+                                            m["severity"].replace("remark", "note"),
+                                            _rename(m["message"], names), col is not None))
+    return [d.format(sources.get(d.location.path)) for d in dict.fromkeys(found)]

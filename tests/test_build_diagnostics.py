@@ -1,0 +1,194 @@
+"""`ufuncgen build` shows the compilers' messages about a body at the user's line, with the
+source line and a caret, as `ufuncgen check` shows its own: gcc's warnings of a build that
+succeeds (without -v), and nvcc's `file(line): error:` rewritten as `file:line:col: error:`.
+
+The first tests feed captured compiler output to the filter; the others run real builds
+(one CUDA architecture when nvcc is present, --cuda-arch 75-real, to keep them short).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ufuncgen.build_diagnostics import user_diagnostics
+from ufuncgen.gen.diagnostics import DiagnosticSink
+from ufuncgen.gen.model import build_module
+from ufuncgen.gen.parse import parse_text
+
+NVCC = shutil.which("nvcc") or (shutil.which("nvcc", path="/usr/local/cuda/bin"))
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="needs nvcc (the CUDA toolkit) to compile "
+                                                     "the device kernels")
+
+SOURCE = """\
+ufunc half_square(x) -> y
+    types: float32(float32)
+{
+    y = pow(x, 2) * 0.5;
+}
+
+ufunc magnitude(k) -> y
+    types: int32(int32)
+{
+    int unused = 3;
+    y = fabs(k);
+}
+"""
+LINES = {"f.ufunc": SOURCE.split("\n")}
+
+
+def _module():
+    sink = DiagnosticSink("f.ufunc", [])
+    return build_module("m", [(parse_text("f.ufunc", SOURCE, sink), sink, "f.ufunc")])
+
+
+# Output as gcc 12 and nvcc 13 print it in a CMake build (abridged).
+GCC_OUTPUT = """\
+[ 40%] Building C object CMakeFiles/m.dir/m_generated/m_module.c.o
+In file included from /tmp/b/m_generated/m_module.c:13:
+f.ufunc: In function \u2018ufg_body_half_square_float32\u2019:
+f.ufunc:4:9: warning: conversion from \u2018double\u2019 to \u2018float\u2019 may change value [-Wfloat-conversion]
+f.ufunc: In function \u2018ufg_body_magnitude_int32\u2019:
+f.ufunc:10:9: warning: unused variable \u2018unused\u2019 [-Wunused-variable]
+/tmp/b/m_generated/m_module.c:40:5: warning: something in generated code
+[ 80%] Building C object CMakeFiles/m.dir/m_generated/m_kernels_sim.c.o
+f.ufunc: In function \u2018ufg_body_magnitude_int32\u2019:
+f.ufunc:10:9: warning: unused variable \u2018unused\u2019 [-Wunused-variable]
+"""
+NVCC_OUTPUT = """\
+f.ufunc(11): error: calling a constexpr __host__ function("fabs") from a __device__ function("ufg_body_magnitude_int32") is not allowed.
+      y = fabs(k);
+          ^
+
+f.ufunc(10): warning #177-D: variable "unused" was declared but never referenced
+      int unused = 3;
+          ^
+
+Remark: The warnings can be suppressed with "-diag-suppress <warning-number>"
+
+1 error detected in the compilation of "/tmp/b/m_generated/m_kernels.cu".
+"""
+
+
+def test_gcc_warnings_in_a_signature_file_are_kept_once_each_with_source_line_and_caret():
+    assert user_diagnostics(GCC_OUTPUT, LINES, _module()) == [
+        "f.ufunc:4:9: warning: conversion from \u2018double\u2019 to \u2018float\u2019 may change "
+        "value [-Wfloat-conversion]\n"
+        "        y = pow(x, 2) * 0.5;\n"
+        "            ^",
+        "f.ufunc:10:9: warning: unused variable \u2018unused\u2019 [-Wunused-variable]\n"
+        "        int unused = 3;\n"
+        "            ^",
+    ]
+
+
+def test_nvcc_diagnostics_are_rewritten_to_file_line_col_and_name_the_users_function():
+    assert user_diagnostics(NVCC_OUTPUT, LINES, _module()) == [
+        "f.ufunc:11:9: error: calling a constexpr __host__ function(\"fabs\") from a __device__ "
+        "function('magnitude' for int32(int32)) is not allowed.\n"
+        "        y = fabs(k);\n"
+        "            ^",
+        "f.ufunc:10:9: warning: variable \"unused\" was declared but never referenced\n"
+        "        int unused = 3;\n"
+        "            ^",
+    ]
+
+
+def test_an_nvcc_diagnostic_without_a_quoted_line_keeps_file_and_line_only():
+    assert user_diagnostics("f.ufunc(4): error: expected a \";\"\n", LINES) == [
+        "f.ufunc:4: error: expected a \";\"\n        y = pow(x, 2) * 0.5;"]
+
+
+def test_an_error_in_generated_code_is_reported_at_the_users_line_its_macro_note_names():
+    output = ("/tmp/b/include/ufuncgen/host_loops.h:12:3: error: invalid operands to binary %\n"
+              "f.ufunc:4:9: note: in expansion of macro \u2018T\u2019\n")
+    assert user_diagnostics(output, LINES) == [
+        "f.ufunc:4:9: error: invalid operands to binary %\n"
+        "        y = pow(x, 2) * 0.5;\n"
+        "            ^"]
+
+
+def test_output_about_other_files_only_gives_nothing():
+    assert user_diagnostics("/tmp/b/x.c:1:1: error: oops\nmake: *** Error 1\n", LINES) == []
+
+
+# ------------------------------------------------------------------------------ real builds
+
+def _build(tmp_path: Path, text: str, name: str) -> subprocess.CompletedProcess:
+    (tmp_path / f"{name}.ufunc").write_text(textwrap.dedent(text))
+    return subprocess.run([sys.executable, "-m", "ufuncgen", "build", f"{name}.ufunc", "--name",
+                           name, "-o", "out", "--cuda-arch", "75-real"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+
+
+def _normalised(stderr: str) -> str:
+    """Quotes as ASCII (gcc's depend on the locale)."""
+    return stderr.translate({0x2018: "'", 0x2019: "'"})
+
+
+def test_a_float32_body_computing_in_double_builds_and_warns_at_the_users_line(tmp_path):
+    result = _build(tmp_path, """\
+        ufunc half_square(x) -> y
+            types: float32(float32)
+        {
+            y = pow(x, 2) * 0.5;
+        }
+
+        ufunc scaled(x) -> y
+            types: float32(float32)
+        {
+            y = x * 1.5;
+        }
+    """, "promo")
+    assert result.returncode == 0, result.stderr
+    assert _normalised(result.stderr) == """\
+promo.ufunc:4:9: warning: conversion from 'double' to 'float' may change value [-Wfloat-conversion]
+        y = pow(x, 2) * 0.5;
+            ^
+promo.ufunc:10:11: warning: implicit conversion from 'float' to 'double' to match other operand of binary expression [-Wdouble-promotion]
+        y = x * 1.5;
+              ^
+promo.ufunc:10:9: warning: conversion from 'double' to 'float' may change value [-Wfloat-conversion]
+        y = x * 1.5;
+            ^
+3 compiler warnings in the bodies.
+"""
+
+
+@needs_nvcc
+def test_a_body_that_compiles_for_the_host_but_not_for_the_device_fails_at_the_users_line(tmp_path):
+    result = _build(tmp_path, """\
+        ufunc magnitude(k) -> y
+            types: int32(int32)
+        {
+            y = (int32_t)fabs(k);
+        }
+    """, "device_only")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert _normalised(result.stderr) == """\
+device_only.ufunc:4:18: error: calling a constexpr __host__ function("fabs") from a __device__ function('magnitude' for int32(int32)) is not allowed. The experimental flag '--expt-relaxed-constexpr' can be used to allow this.
+        y = (int32_t)fabs(k);
+                     ^
+ufuncgen: error: compiling the generated code failed at the lines above (-v shows the full build output)
+"""
+
+
+@needs_nvcc
+def test_an_nvcc_error_naming_an_undefined_identifier_points_at_the_users_column(tmp_path):
+    """gcc stops first on the same typo; the message is then gcc's, at the same place."""
+    result = _build(tmp_path, """\
+        ufunc scale(x, k) -> y
+            types: float64(float64, float64)
+        {
+            y = x * kk;
+        }
+    """, "typo")
+    assert result.returncode == 1
+    first = _normalised(result.stderr).split("\\n")[0]
+    assert first.startswith("typo.ufunc:4:13: error: ") and "kk" in first, result.stderr
