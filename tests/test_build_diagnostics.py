@@ -7,7 +7,6 @@ The first tests feed captured compiler output to the filter; the others run real
 """
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys

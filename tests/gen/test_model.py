@@ -1,6 +1,7 @@
 """The model: raw declarations → validated, frozen data with what the templates need."""
 from __future__ import annotations
 
+import keyword
 import textwrap
 from pathlib import Path
 
@@ -166,17 +167,34 @@ def test_a_name_is_checked_against_identifiers_and_python_and_c_keywords_and_res
 
 @pytest.mark.parametrize("name", sorted(RESERVED_NAMES) + ["_Bool", "__y", "ufg_x", "UFG_X",
                                                            "npy_x", "Py_x", "PyObject"])
-def test_every_reserved_name_is_refused_as_argument_output_dimension_function_and_helper(name):
+def test_every_reserved_name_is_refused_as_argument_output_dimension_and_helper(name):
     gufunc_text = (f"gufunc {name}(x, {name}) -> y\n    layout: ({name}),()->()\n"
                    "    types: float64(float64, float64)\n{\n    y = 0;\n}\n")
     found = errors(gufunc_text)
     kinds = [e.split("'")[0].split(": ", 1)[1] for e in found]
-    assert kinds[:2] == ["function name ", "argument name "], found
+    # A function's own name is refused only for the prefixes: it never stands alone in C.
+    by_prefix = keyword.iskeyword(name) or name in ("__y", "ufg_x", "UFG_X", "npy_x", "Py_x",
+                                                    "PyObject", "_Bool")
+    assert kinds[:2] == (["function name ", "argument name "] if by_prefix
+                         else ["argument name ", "core dimension name "]), found
     assert "core dimension name " in kinds, found
     assert all(reserved_reason(name) in e for e in found), found
     helper_text = (f"helper T {name}(T v)\n{{\n    return v;\n}}\n"
                    + textwrap.dedent(ufunc("float64(float64, float64)")))
     assert errors(helper_text) == [f"1:10: helper name '{name}' {reserved_reason(name)}"]
+
+
+@pytest.mark.parametrize("name", ["clamp", "max", "template", "new", "int64_t", "sqrt"])
+def test_a_function_may_be_named_like_a_cpp_keyword_or_a_prelude_function(name):
+    assert function(f"ufunc {name}(x) -> y\n    types: float64(float64)\n{{\n    y = x;\n}}\n").name == name
+
+
+@pytest.mark.parametrize("name", ["sqrt", "pow", "hypot", "fmin", "floor"])
+def test_a_helper_may_not_take_the_name_of_a_prelude_function(name):
+    helper_text = (f"helper T {name}(T v)\n{{\n    return v;\n}}\n"
+                   + textwrap.dedent(ufunc("float64(float64, float64)")))
+    assert errors(helper_text) == [f"1:10: helper name '{name}' is a function of ufuncgen's "
+                                   f"prelude of body functions: a helper of that name would hide it"]
 
 
 def test_names_that_only_resemble_reserved_ones_are_accepted():

@@ -55,9 +55,18 @@ RESERVED_NAMES: dict[str, str] = {
         HUGE_VAL HUGE_VALF HUGE_VALL
     """.split(), _HEADER_NAME),
     **dict.fromkeys("abs min max clamp sign".split(), _PRELUDE_NAME),
+    **dict.fromkeys("PI TWO_PI SQRT2 LN2".split(),
+                    "is a constant of ufuncgen's prelude of body functions (PI, TWO_PI, SQRT2, LN2)"),
     "main": "is reserved in C: it names the program's entry point",
     "T": "is reserved by ufuncgen: inside a body T is the element type",
 }
+# Every function of the body prelude (src/include/ufuncgen/prelude.h): a helper so named would
+# be rewritten by the prelude's macro of that name.
+PRELUDE_FUNCTIONS = frozenset("""
+    abs sign min max clamp fmin fmax pow fma sqrt cbrt exp exp2 expm1 log log2 log10 log1p
+    sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh erf erfc tgamma lgamma floor
+    ceil trunc round rint nearbyint fabs atan2 hypot fmod copysign fdim remainder nextafter
+""".split())
 # Prefixes, each with why; checked in order, after the whole names above.
 RESERVED_PREFIXES: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"ufg_|UFG_"), "is reserved by ufuncgen: the generated code's names start "
@@ -286,10 +295,17 @@ class _Validator:
 
     def check_name(self, tok: Token, what: str) -> bool:
         name = tok.text
+        # A function's own name reaches C only inside generated names (ufg_body_NAME_float32),
+        # so C's keywords and the prelude's names are free for it (`ufunc clamp(...)`).
+        reason = (reserved_reason(name) if what != "function name" or keyword.iskeyword(name)
+                  else next((r for p, r in RESERVED_PREFIXES if p.match(name)), None))
         if not _IDENTIFIER.match(name):
             self.error(tok, f"{what} '{name}' is not a valid C and Python identifier")
-        elif reserved_reason(name) is not None:
-            self.error(tok, f"{what} '{name}' {reserved_reason(name)}")
+        elif reason is not None:
+            self.error(tok, f"{what} '{name}' {reason}")
+        elif what == "helper name" and name in PRELUDE_FUNCTIONS:
+            self.error(tok, f"{what} '{name}' is a function of ufuncgen's prelude of body "
+                            f"functions: a helper of that name would hide it")
         else:
             return True
         return False
