@@ -24,6 +24,7 @@
 #define UFUNCGEN_PRELUDE_H
 
 #include <stdint.h>
+#include <string.h>
 #ifndef __CUDACC__
 #include <math.h>
 #ifndef __cplusplus
@@ -125,6 +126,28 @@ UFG_UNSIGNED_TYPES(UFG_DEFINE_POW_UNSIGNED_NAME)
 UFG_PRELUDE_FN float ufg_pow_f(float base, float exponent) { return (powf)(base, exponent); }
 UFG_PRELUDE_FN double ufg_pow_d(double base, double exponent) { return (pow)(base, exponent); }
 
+/* hypot of float32, inline so that a loop calling it vectorizes (a libm call would keep the
+ * whole loop scalar, its sin and cos included).  The squares of two floats and their sum are
+ * exact or rounded once in double, which cannot overflow there, so one sqrt gives the result
+ * glibc's own hypotf computes the same way, with the same flags.  An infinite argument wins
+ * over a NaN one, as C requires: chosen with integer masks, because GCC will not turn a
+ * floating-point comparison or a branch around sqrt into vector code without -fno-trapping-math. */
+UFG_PRELUDE_FN float ufg_hypot_f(float x, float y)
+{
+    const double xd = (double)x, yd = (double)y;
+    const float r = (float)(sqrt)(xd * xd + yd * yd);
+    uint32_t r_bits, x_bits, y_bits;
+    memcpy(&r_bits, &r, sizeof r);
+    memcpy(&x_bits, &x, sizeof x);
+    memcpy(&y_bits, &y, sizeof y);
+    const uint32_t infinite = -(uint32_t)(((x_bits & 0x7fffffffu) == 0x7f800000u)
+                                          | ((y_bits & 0x7fffffffu) == 0x7f800000u));
+    r_bits = (r_bits & ~infinite) | (0x7f800000u & infinite);
+    float result;
+    memcpy(&result, &r_bits, sizeof result);
+    return result;
+}
+
 /* ---------------------------------------------------------------- the math functions' lists */
 
 /* One argument: float computes in float, double and integers in double. */
@@ -135,7 +158,7 @@ UFG_PRELUDE_FN double ufg_pow_d(double base, double exponent) { return (pow)(bas
     X(floor) X(ceil) X(trunc) X(round) X(rint) X(nearbyint) X(fabs)
 /* Two arguments: the type of `a + b` when it is float or double, else double. */
 #define UFG_MATH_2(X) \
-    X(atan2) X(hypot) X(fmod) X(copysign) X(fdim) X(remainder) X(nextafter)
+    X(atan2) X(fmod) X(copysign) X(fdim) X(remainder) X(nextafter)
 
 /* ---------------------------------------------------------------- C: _Generic dispatch */
 #ifndef __cplusplus
@@ -166,7 +189,7 @@ UFG_PRELUDE_FN double ufg_pow_d(double base, double exponent) { return (pow)(bas
 #undef remainder
 #undef nextafter
 #define atan2(a, b) _Generic((a) + (b), float: atan2f, default: (atan2))((a), (b))
-#define hypot(a, b) _Generic((a) + (b), float: hypotf, default: (hypot))((a), (b))
+#define hypot(a, b) _Generic((a) + (b), float: ufg_hypot_f, default: (hypot))((a), (b))
 #define fmod(a, b) _Generic((a) + (b), float: fmodf, default: (fmod))((a), (b))
 #define fmin(a, b) _Generic((a) + (b), float: ufg_fmin_f, default: ufg_fmin_d)((a), (b))
 #define fmax(a, b) _Generic((a) + (b), float: ufg_fmax_f, default: ufg_fmax_d)((a), (b))
@@ -240,6 +263,7 @@ UFG_PRELUDE_FN auto ufg_fma(A a, B b, C c) -> decltype(ufg_fma_of(a + b + c, a +
     { return ufg_##name##_of(static_cast<decltype(a + b)>(a), static_cast<decltype(a + b)>(b)); }
 UFG_MATH_1(UFG_DEFINE_MATH_1)
 UFG_MATH_2(UFG_DEFINE_MATH_2)
+UFG_DEFINE_MATH_2_AS(hypot, ufg_hypot_f, ::hypot)
 UFG_DEFINE_MATH_2_AS(fmin, ufg_fmin_f, ufg_fmin_d)
 UFG_DEFINE_MATH_2_AS(fmax, ufg_fmax_f, ufg_fmax_d)
 
