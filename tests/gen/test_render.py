@@ -55,6 +55,16 @@ def test_only_binary_functions_with_an_identity_get_device_reduce_kernels(exampl
     assert "UFG_LAUNCHER(reduce_custom_op" not in kernels
 
 
+def test_only_associative_functions_get_host_reductions_and_pass_them_to_the_loop_driver(examples):
+    module_c = examples["ex_module.c"]
+    assert module_c.count('#include "ufuncgen/host_reduce_impl.h"') == 3     # add: 3 loops
+    assert "#define UFG_REDUCE_BODY ufg_body_add_float32" in module_c
+    assert "&ufg_reduce_add_int64_ops," in module_c
+    assert "ufg_reduce_hypot" not in module_c and "ufg_reduce_custom_op" not in module_c
+    hypot_loop = module_c.split("ufg_loop_hypot_float64(")[1].split("\n}")[0]
+    assert hypot_loop.rstrip().endswith("NULL, NULL, true);")     # no exact kernel, no reduction
+
+
 def test_rendering_twice_gives_identical_text(examples):
     again = render_module(load_module("pkg.ex", [str(EXAMPLES)], source_root=str(EXAMPLES.parent)),
                           COMMAND)
