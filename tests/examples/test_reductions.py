@@ -145,24 +145,24 @@ def test_reduce_of_functions_without_identity_or_with_core_dims_raises_like_nump
 # ----------------------------------------------------------------------------- associative add
 #
 # add is `associative: true`: its .reduce runs pairwise and vectorized on the host
-# (src/include/ufuncgen/host_reduce.h): 256-element leaves over 32 lanes, the leaves combined
-# as a balanced tree, large calls in 65,536-element parts.  The sizes below sit around those
-# boundaries and NumPy's own (8 accumulators, 128-element blocks).
+# (src/include/ufuncgen/host_reduce.h): 128-element leaves over 32 lanes (in order below 64
+# elements), the leaves combined as a balanced tree, large calls in 65,536-element parts.  The
+# sizes below sit around those boundaries and NumPy's own (8 accumulators, 128-element blocks).
 
 from ufuncgen import _core  # noqa: E402
 
 import ufuncgen  # noqa: E402
 
-PAIRWISE_SIZES = (2, 7, 8, 31, 32, 33, 127, 128, 129, 255, 256, 257, 511, 513, 4095, 4096, 4097,
+PAIRWISE_SIZES = (2, 7, 8, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 513, 4095, 4096, 4097,
                   65535, 65536, 65537, 2 * 65536 + 5, 300_007)
 FLOAT_DTYPES = [np.float32, np.float64]
 
 
 def pairwise_bound(dtype, n, magnitude):
-    """|error| of a pairwise sum: each term goes through at most 7 sequential additions in its
-    lane, 5 lane folds and log2(n / 256) tree levels (plus the accumulator's and the
-    reference's roundings), each relative to the sum of magnitudes."""
-    levels = 7 + 5 + max(0, math.ceil(math.log2(max(n, 1) / 256))) + 3
+    """|error| of a pairwise sum: each term goes through at most 63 additions in its leaf (a
+    short last leaf is summed in order), then log2(n / 128) + 1 tree levels, plus the
+    accumulator's and the reference's roundings, each relative to the sum of magnitudes."""
+    levels = min(n, 64 + max(0, math.ceil(math.log2(max(n, 1) / 128)))) + 3
     return levels * eps(dtype) * magnitude
 
 
@@ -305,8 +305,10 @@ def test_add_reduce_gives_the_same_bits_on_one_two_and_three_threads(dtype, thre
     _core._set_parallel_threshold(elements, work, 0)       # the pool takes every large call
     n = 5 * 65536 + 1234
     values = random_values(dtype, (n,), rng)
+    # Whole parts only; and a rest of 511 leaves, then of 512 (its last one short), which in
+    # one range call merges with the parts' subtree.
     cases = [values, values[::-1], with_layout(values, "strided"), values[:3 * 65536],
-             values[:2 * 65536 + 255 * 256 + 1]]
+             values[:2 * 65536 + 510 * 128 + 1], values[:2 * 65536 + 511 * 128 + 1]]
     wide = random_values(dtype, (3, 2 * 65536 + 77), rng)
     results = {}
     for threads in (1, 2, 3):

@@ -403,8 +403,8 @@ ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int
                     ufg_contiguous_kernel exact, const ufg_reduce_ops *reduce,
                     bool threads_allowed)
 {
-    /* Shorter reductions keep NumPy's order: a leaf needs UFG_REDUCE_LANES elements. */
-    if (reduce != NULL && n >= UFG_REDUCE_LANES && ufg_is_reduce_call(args, n, steps, itemsizes[0])) {
+    /* Shorter reductions keep NumPy's order: the lanes need two rows of elements. */
+    if (reduce != NULL && n >= UFG_REDUCE_MIN && ufg_is_reduce_call(args, n, steps, itemsizes[0])) {
         ufg_run_reduce(args, n, steps, reduce, exact, threads_allowed);
         return;
     }

@@ -12,19 +12,22 @@
 #define T_ UFG_REDUCE_T
 #define F_ UFG_REDUCE_BODY
 
-/* The reduction of one leaf: 1 <= m <= UFG_REDUCE_LEAF contiguous values. */
+/* The reduction of one leaf: 1 <= m <= UFG_REDUCE_LEAF contiguous values (fewer than
+ * UFG_REDUCE_MIN: in order). */
 UFG_INLINE T_
 UFG_REDUCE_NAME(_leaf)(const T_ *restrict x, npy_intp m)
 {
     npy_intp i = 0;
     T_ r = x[0];
-    if (m >= UFG_REDUCE_LANES) {
-        /* Independent lanes: the loop over j is what the compiler vectorizes. */
+    if (m >= UFG_REDUCE_MIN) {
+        /* Independent lanes: the loops over j are what the compiler vectorizes.  The lanes
+         * start as the first two rows' results, computed in registers: copying the first row
+         * into `lane` would be stored in halves that the next vector load cannot forward. */
         T_ lane[UFG_REDUCE_LANES];
         for (int j = 0; j < UFG_REDUCE_LANES; j++) {
-            lane[j] = x[j];
+            F_(x[j], x[j + UFG_REDUCE_LANES], &lane[j]);
         }
-        for (i = UFG_REDUCE_LANES; i + UFG_REDUCE_LANES <= m; i += UFG_REDUCE_LANES) {
+        for (i = 2 * UFG_REDUCE_LANES; i + UFG_REDUCE_LANES <= m; i += UFG_REDUCE_LANES) {
             for (int j = 0; j < UFG_REDUCE_LANES; j++) {
                 F_(lane[j], x[i + j], &lane[j]);
             }
