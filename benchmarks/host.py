@@ -27,10 +27,10 @@ What it measures, all on one core, in one process, so that ratios are comparable
    - ``add.reduce`` (associative: pairwise and vectorized) >= 1.0x ``np.add.reduce``, float32
      and float64, ``--n`` elements, 1-D and along the contiguous axis of a 2-D array
      (rows of 1,000), ufuncgen on one thread;
-   - its accuracy on standard normal values: absolute error against ``math.fsum`` no larger
-     than ``np.add.reduce``'s on the ``--n``-element array (both printed), and the mean error
-     over 100 arrays of 100,000 elements, where one array's verdict is a coin toss between two
-     results a unit in the last place apart.
+   - its accuracy on standard normal values: root mean square error against ``math.fsum``
+     over 1,000 arrays of 20,000 no larger than ``np.add.reduce``'s.  The errors on the one
+     ``--n``-element array are printed too, not judged: both results are within a few units
+     in the last place of the exact sum, so one array's verdict is close to a coin toss.
 
 Ratios are ``peer time / ufuncgen time``: above 1 means ufuncgen is faster.  Times are the
 minimum over several repeats, with the candidates interleaved (each repeat times every
@@ -562,21 +562,24 @@ def reduce_ratios(n, repeat, rng):
     return results
 
 
-def reduce_errors(n, seed):
+def reduce_errors(n, seed, rows=1000, columns=20_000):
     """{dtype: ((ours, NumPy's) |error| vs math.fsum on one n-element standard normal array,
-    (ours, NumPy's) mean |error| over 100 arrays of 100,000)}."""
+    (ours, NumPy's) root mean square error vs math.fsum over `rows` arrays of `columns`)}.
+
+    Both sums are within a few units in the last place of the exact one, so one array's
+    verdict is close to a coin toss; the mean over many arrays tells the methods apart."""
     results = {}
     for dtype_name in ("float32", "float64"):
         rng = np.random.default_rng(seed)
-
-        def errors(x):
-            exact = math.fsum(x.astype(np.float64).tolist())
-            return abs(float(ex.add.reduce(x)) - exact), abs(float(np.add.reduce(x)) - exact)
-
-        one = errors(rng.standard_normal(n).astype(dtype_name))
-        many = np.mean([errors(rng.standard_normal(100_000).astype(dtype_name))
-                        for _ in range(100)], axis=0)
-        results[dtype_name] = one, tuple(many)
+        x = rng.standard_normal(n).astype(dtype_name)
+        exact = math.fsum(x.astype(np.float64).tolist())
+        one = abs(float(ex.add.reduce(x)) - exact), abs(float(np.add.reduce(x)) - exact)
+        del x
+        many = rng.standard_normal((rows, columns)).astype(dtype_name)
+        exact = np.array([math.fsum(row.astype(np.float64).tolist()) for row in many])
+        rms = [math.sqrt(np.mean((fn.reduce(many, axis=1).astype(np.float64) - exact) ** 2))
+               for fn in (ex.add, np.add)]
+        results[dtype_name] = one, tuple(rms)
     return results
 
 
@@ -616,10 +619,11 @@ def targets(results, n, repeat, rng, seed=0):
               ratio >= 1.0, f"target >= 1.0x; {n:,} elements; best ufuncgen "
               f"{ours * 1e3:.2f} ms, np.add.reduce {theirs * 1e3:.2f} ms")
     for dtype_name, ((ours, theirs), (mean_ours, mean_theirs)) in reduce_errors(n, seed).items():
-        check(f"add.reduce {dtype_name} |error| vs math.fsum, {n:,} standard normal values",
-              f"{ours:.3g}", ours <= theirs, f"target <= np.add.reduce's {theirs:.3g}")
-        check(f"add.reduce {dtype_name} mean |error| vs math.fsum, 100 x 100,000 values",
-              f"{mean_ours:.3g}", mean_ours <= mean_theirs,
+        # One array: printed, not judged (either method may land a few ulps closer).
+        print(f"- INFO: add.reduce {dtype_name} |error| vs math.fsum, {n:,} standard normal "
+              f"values: {ours:.3g} (np.add.reduce: {theirs:.3g})")
+        check(f"add.reduce {dtype_name} RMS error vs math.fsum, 1,000 arrays of 20,000 "
+              "standard normal values", f"{mean_ours:.3g}", mean_ours <= mean_theirs,
               f"target <= np.add.reduce's {mean_theirs:.3g}")
     print()
 
