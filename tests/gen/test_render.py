@@ -65,6 +65,16 @@ def test_only_associative_functions_get_host_reductions_and_pass_them_to_the_loo
     assert hypot_loop.rstrip().endswith("NULL, NULL, true);")     # no exact kernel, no reduction
 
 
+def test_a_gufunc_loop_picks_a_contiguous_specialization_with_constant_frozen_strides(examples):
+    module_c = examples["ex_module.c"]
+    steps = module_c.split("ufg_contiguous_steps_rgb_to_gray_float64(npy_intp const *dimensions, npy_intp *steps)")[1]
+    assert steps.split("}")[0].split("\n")[3:6] == ["    steps[0] = 8 * 3;", "    steps[1] = 8;", "    steps[2] = 8;"]
+    matmul = module_c.split("ufg_contiguous_steps_matmul_float32(npy_intp const *dimensions, npy_intp *steps)")[1]
+    assert "steps[3] = 4 * dimensions[2];" in matmul.split("}")[0]       # a(i, k): row of n
+    loop = module_c.split("ufg_loop_matmul_float32(")[1].split("\n}")[0]
+    assert "ufg_same_steps(steps, ufg_steps, 9) ? ufg_range_contiguous_matmul_float32 : ufg_range_matmul_float32" in loop
+
+
 def test_rendering_twice_gives_identical_text(examples):
     again = render_module(load_module("pkg.ex", [str(EXAMPLES)], source_root=str(EXAMPLES.parent)),
                           COMMAND)
