@@ -98,7 +98,10 @@ UFG_REDUCE_NAME(_range)(npy_intp n, const char *in, npy_intp stride, char *resul
             }
             x = gathered;
         }
-        UFG_REDUCE_NAME(_push)(&tree, UFG_REDUCE_NAME(_leaf)(x, m));
+        /* A whole leaf has a constant length: its loops unroll with no early exits, so the
+         * lanes stay in registers.  The same operations as for any m. */
+        UFG_REDUCE_NAME(_push)(&tree, m == UFG_REDUCE_LEAF ? UFG_REDUCE_NAME(_leaf)(x, UFG_REDUCE_LEAF)
+                                                           : UFG_REDUCE_NAME(_leaf)(x, m));
     }
     const T_ r = UFG_REDUCE_NAME(_fold)(&tree);
     memcpy(result, &r, sizeof r);
