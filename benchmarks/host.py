@@ -23,7 +23,14 @@ What it measures, all on one core, in one process, so that ratios are comparable
    - gaussian_pdf float32 >= 3x NumPy composed and >= 1.5x Numba @vectorize;
    - add float32 >= 0.95x np.add, with a preallocated ``out=`` for both and without;
    - call overhead: a 10-element ``ex.add(a, b)`` within 1.1x of the bare ``ex.add.ufunc``;
-   - ``import ufuncgen.examples`` adds <= 20 ms over ``import numpy`` (fresh interpreters).
+   - ``import ufuncgen.examples`` adds <= 20 ms over ``import numpy`` (fresh interpreters);
+   - ``add.reduce`` (associative: pairwise and vectorized) >= 1.0x ``np.add.reduce``, float32
+     and float64, ``--n`` elements, 1-D and along the contiguous axis of a 2-D array
+     (rows of 1,000), ufuncgen on one thread;
+   - its accuracy on standard normal values: root mean square error against ``math.fsum``
+     over 1,000 arrays of 20,000 no larger than ``np.add.reduce``'s.  The errors on the one
+     ``--n``-element array are printed too, not judged: both results are within a few units
+     in the last place of the exact sum, so one array's verdict is close to a coin toss.
 
 Ratios are ``peer time / ufuncgen time``: above 1 means ufuncgen is faster.  Times are the
 minimum over several repeats, with the candidates interleaved (each repeat times every
@@ -43,6 +50,7 @@ import timeit
 
 import numpy as np
 
+import ufuncgen
 import ufuncgen.examples as ex
 
 try:
@@ -529,7 +537,53 @@ def import_overhead_ms(runs):
     return statistics.median(importtime), wall_ms
 
 
-def targets(results, n, repeat, rng):
+def reduce_ratios(n, repeat, rng):
+    """{(dtype, case): (np.add.reduce time / ex.add.reduce time, ours, NumPy's)} on one
+    thread, for a 1-D array of n standard normal values and the same values as rows of 1,000
+    reduced along axis 1 (the contiguous one)."""
+    threads = ufuncgen.get_num_threads()
+    ufuncgen.set_num_threads(1)
+    results = {}
+    try:
+        for dtype_name in ("float32", "float64"):
+            x = rng.standard_normal(n).astype(dtype_name)
+            rows = x[: n // 1000 * 1000].reshape(-1, 1000)
+            for case, array, kwargs in (("1-D", x, {}), ("2-D axis=1", rows, {"axis": 1})):
+                ours = ex.add.reduce(array, **kwargs)
+                theirs = np.add.reduce(array, **kwargs)
+                assert np.allclose(ours, theirs, rtol=1e-4, atol=1e-3)
+                times = time_interleaved(
+                    {"ufuncgen": lambda a=array, k=kwargs: ex.add.reduce(a, **k),
+                     "NumPy": lambda a=array, k=kwargs: np.add.reduce(a, **k)}, max(repeat, 9))
+                results[dtype_name, case] = (times["NumPy"] / times["ufuncgen"],
+                                             times["ufuncgen"], times["NumPy"])
+    finally:
+        ufuncgen.set_num_threads(threads)
+    return results
+
+
+def reduce_errors(n, seed, rows=1000, columns=20_000):
+    """{dtype: ((ours, NumPy's) |error| vs math.fsum on one n-element standard normal array,
+    (ours, NumPy's) root mean square error vs math.fsum over `rows` arrays of `columns`)}.
+
+    Both sums are within a few units in the last place of the exact one, so one array's
+    verdict is close to a coin toss; the mean over many arrays tells the methods apart."""
+    results = {}
+    for dtype_name in ("float32", "float64"):
+        rng = np.random.default_rng(seed)
+        x = rng.standard_normal(n).astype(dtype_name)
+        exact = math.fsum(x.astype(np.float64).tolist())
+        one = abs(float(ex.add.reduce(x)) - exact), abs(float(np.add.reduce(x)) - exact)
+        del x
+        many = rng.standard_normal((rows, columns)).astype(dtype_name)
+        exact = np.array([math.fsum(row.astype(np.float64).tolist()) for row in many])
+        rms = [math.sqrt(np.mean((fn.reduce(many, axis=1).astype(np.float64) - exact) ** 2))
+               for fn in (ex.add, np.add)]
+        results[dtype_name] = one, tuple(rms)
+    return results
+
+
+def targets(results, n, repeat, rng, seed=0):
     print("## Targets\n")
     gauss = results.get(("gaussian_pdf", "float32"))
     if gauss is not None:
@@ -559,6 +613,18 @@ def targets(results, n, repeat, rng):
     check("import ufuncgen.examples after import numpy", f"+{importtime_ms:.1f} ms",
           importtime_ms <= 20, f"target <= 20 ms; median of -X importtime; "
           f"wall-clock difference of medians {wall_ms:+.1f} ms")
+
+    for (dtype_name, case), (ratio, ours, theirs) in reduce_ratios(n, repeat, rng).items():
+        check(f"add.reduce {dtype_name} {case} vs np.add.reduce, one thread", f"{ratio:.2f}x",
+              ratio >= 1.0, f"target >= 1.0x; {n:,} elements; best ufuncgen "
+              f"{ours * 1e3:.2f} ms, np.add.reduce {theirs * 1e3:.2f} ms")
+    for dtype_name, ((ours, theirs), (mean_ours, mean_theirs)) in reduce_errors(n, seed).items():
+        # One array: printed, not judged (either method may land a few ulps closer).
+        print(f"- INFO: add.reduce {dtype_name} |error| vs math.fsum, {n:,} standard normal "
+              f"values: {ours:.3g} (np.add.reduce: {theirs:.3g})")
+        check(f"add.reduce {dtype_name} RMS error vs math.fsum, 1,000 arrays of 20,000 "
+              "standard normal values", f"{mean_ours:.3g}", mean_ours <= mean_theirs,
+              f"target <= np.add.reduce's {mean_theirs:.3g}")
     print()
 
 
@@ -601,7 +667,7 @@ def main():
 
     results = bench_elementwise(args.n, repeat, rng)
     bench_gufuncs(args.n, repeat, rng)
-    targets(results, args.n, repeat, rng)
+    targets(results, args.n, repeat, rng, args.seed)
 
 
 if __name__ == "__main__":

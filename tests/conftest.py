@@ -40,6 +40,25 @@ ufunc scaled_serial(x) -> y
 """
 
 
+# A module for the reduction-order tests: the same sum, reorderable or not.
+REDUCE_ORDER_FILE = """\
+ufunc plus(x, y) -> s
+    types: float32(float32, float32)
+    identity: 0
+    associative: true
+{
+    s = x + y;
+}
+
+ufunc plus_in_order(x, y) -> s
+    types: float32(float32, float32)
+    identity: 0
+{
+    s = x + y;
+}
+"""
+
+
 def build_module(work: Path, name: str, text: str, *options: str) -> Path:
     """`ufuncgen build` of `text` as module `name` into work/out; returns work/out."""
     work.mkdir(parents=True, exist_ok=True)
@@ -69,3 +88,9 @@ def probe_module_without_threads_dir(tmp_path_factory) -> Path:
     """The same file built with `ufuncgen build --no-threads`, as `ufg_probe_serial`."""
     return build_module(tmp_path_factory.mktemp("probe_serial"), "ufg_probe_serial",
                         PROBE_FILE, "--no-threads")
+
+
+@pytest.fixture(scope="session")
+def reduce_order_module_dir(tmp_path_factory) -> Path:
+    """The directory holding the built module `ufg_order` (not on sys.path)."""
+    return build_module(tmp_path_factory.mktemp("order"), "ufg_order", REDUCE_ORDER_FILE)

@@ -91,6 +91,7 @@ def launch_reduce(
     in_reduce_strides: tuple[int, ...], out_ptr: int, out_keep_strides: tuple[int, ...],
     out_chunk_stride: int, n_chunks: int, identity_bytes: bytes | None, /,
 ) -> None: ...
+def table_associative(table: Any, /) -> bool: ...
 def launch_cast(
     device: int, stream: int, shape: tuple[int, ...], src_ptr: int,
     src_strides: tuple[int, ...], src_dtype: DTypeLike, dst_ptr: int,

@@ -43,6 +43,7 @@ class _Spec:
     dims: tuple[str, ...]                       # distinct core dims, in NumPy's order
     ufunc: np.ufunc
     table: object                               # the generated launchers (a capsule)
+    associative: bool                           # .reduce may split an output's elements
 
     @property
     def is_gufunc(self) -> bool:
@@ -71,7 +72,8 @@ def _make_spec(function) -> _Spec:
                      for group in re.findall(r"\(([^)]*)\)", ins + "," + outs))
         dims = tuple(dict.fromkeys(d for group in core for d in group))
     return _Spec(function.__name__, ufunc.nin, ufunc.nout, _argument_names(function), loops,
-                 core, dims or (), ufunc, function._device_table)
+                 core, dims or (), ufunc, function._device_table,
+                 _device.table_associative(function._device_table))
 
 
 def _argument_names(function) -> tuple[str, ...]:
@@ -799,10 +801,12 @@ def _reduce_launch(spec, loop_index, c, source: Buffer, axes, keep, keep_shape, 
                                                         out_keep_strides])
     rshape, (in_reduce,) = collapse(reduce_shape, [tuple(source.strides[d] for d in axes)])
     # Enough threads to fill the GPU: split each output's elements into interleaved chunks,
-    # whose partial results a second launch reduces.
+    # whose partial results a second launch reduces.  That reorders the reduction, which only
+    # an `associative: true` function allows; any other reduces each output on one thread,
+    # in NumPy's order.
     threads = _device.multiprocessor_count(c.device) * 2048
     n_chunks = 1
-    if n_out < threads and n_reduce >= 4096:
+    if spec.associative and n_out < threads and n_reduce >= 4096:
         n_chunks = int(min(n_reduce // 1024, max(1, threads // n_out)))
     if n_chunks <= 1:
         _device.launch_reduce(spec.table, loop_index, c.device, c.stream, kshape, rshape,

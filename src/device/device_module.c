@@ -578,6 +578,9 @@ static PyMethodDef ufg_device_methods[] = {
      "launch_reduce(table, loop_index, device, stream, keep_shape, reduce_shape, in_ptr, "
      "in_keep_strides, in_reduce_strides, out_ptr, out_keep_strides, out_chunk_stride, "
      "n_chunks, identity_bytes, /)\n--\n\nLaunch a generated reduction kernel."},
+    {"table_associative", ufg_table_associative, METH_O,
+     "table_associative(table, /)\n--\n\n"
+     "Whether a generated function is associative: its reductions may be split into chunks."},
     {"launch_cast", UFG_FN(ufg_launch_cast_entry), METH_FASTCALL,
      "launch_cast(device, stream, shape, src_ptr, src_strides, src_dtype, dst_ptr, "
      "dst_strides, dst_dtype, /)\n--\n\n"

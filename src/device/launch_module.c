@@ -56,6 +56,21 @@ ufg_parse_loop(PyObject *table_obj, PyObject *index_obj)
     return &table->loops[index];
 }
 
+/* table_associative(table): whether the function may split a reduction (device_kernel.h). */
+PyObject *
+ufg_table_associative(PyObject *Py_UNUSED(module), PyObject *table_obj)
+{
+    const ufg_device_table *table = PyCapsule_IsValid(table_obj, UFG_DEVICE_TABLE_CAPSULE)
+        ? PyCapsule_GetPointer(table_obj, UFG_DEVICE_TABLE_CAPSULE) : NULL;
+    if (table == NULL) {
+        PyErr_Format(PyExc_TypeError,
+                     "table: expected a \"%s\" capsule from a generated module, got %.100s",
+                     UFG_DEVICE_TABLE_CAPSULE, Py_TYPE(table_obj)->tp_name);
+        return NULL;
+    }
+    return PyBool_FromLong(table->associative);
+}
+
 /* Raised when the table has no launcher for the backend in use. */
 static PyObject *
 ufg_missing_launcher(const ufg_backend *backend, PyObject *index_obj)

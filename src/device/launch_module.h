@@ -10,6 +10,7 @@
 
 PyObject *ufg_launch_elementwise(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *ufg_launch_reduce(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *ufg_table_associative(PyObject *module, PyObject *table);
 PyObject *ufg_launch_cast_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 #endif /* UFG_DEVICE_LAUNCH_MODULE_H */

@@ -64,3 +64,38 @@ def test_reduce_refuses_where_and_host_out():
 
 def test_reduce_of_host_arrays_still_goes_to_numpy():
     assert ex.add.reduce(np.arange(5.0)) == 10.0
+
+
+# ----------------------------------------------------------------------------- associative or not
+
+@pytest.fixture
+def order_module(reduce_order_module_dir, monkeypatch):
+    import importlib
+    monkeypatch.syspath_prepend(str(reduce_order_module_dir))
+    return importlib.import_module("ufg_order")
+
+
+def test_a_function_without_associative_reduces_each_output_in_numpys_order_on_the_device(order_module):
+    # Long enough that an associative function's reduction is split into chunks.
+    x = np.random.default_rng(5).standard_normal(100_003).astype(np.float32)
+    in_order = np.add.accumulate(x)[-1]              # sequential float32 sums
+    got = host(order_module.plus_in_order.reduce(to_dev(x)))
+    assert got.tobytes() == np.float32(in_order).tobytes()
+    x2 = np.stack([x, x[::-1]])
+    got = host(order_module.plus_in_order.reduce(to_dev(x2), axis=1))
+    assert got.tobytes() == np.array([in_order, np.add.accumulate(x[::-1])[-1]], np.float32).tobytes()
+
+
+def test_an_associative_function_may_split_its_device_reduction_and_stays_accurate(order_module):
+    x = np.random.default_rng(5).standard_normal(100_003).astype(np.float32)
+    got = float(host(order_module.plus.reduce(to_dev(x))))
+    exact = float(np.sum(x.astype(np.float64)))
+    assert abs(got - exact) <= 64 * np.finfo(np.float32).eps * float(np.abs(x).sum())
+    # Split into chunks: not the in-order sum that plus_in_order gives on the same data.
+    assert got != float(np.add.accumulate(x)[-1])
+
+
+def test_a_built_associative_function_reduces_on_the_host_with_the_same_bits_as_the_shipped_add(order_module):
+    x = np.random.default_rng(6).standard_normal(300_007).astype(np.float32)
+    assert order_module.plus.reduce(x).tobytes() == ex.add.reduce(x).tobytes()
+    assert order_module.plus_in_order.reduce(x).tobytes() == np.add.accumulate(x)[-1].tobytes()

@@ -352,3 +352,20 @@ def test_gufunc_nan_and_inf_propagate_like_the_math(rng):
     assert ex.l2_norm(np.zeros((3, 0))).tolist() == [0.0] * 3
     assert ex.inner1d(np.zeros((2, 0)), np.zeros((2, 0))).tolist() == [0.0] * 2
     assert ex.matmul(np.zeros((2, 0)), np.zeros((0, 3))).tolist() == [[0.0] * 3] * 2
+
+
+@pytest.mark.parametrize("loop", [(1,), (7,), (300,)], ids=str)
+@pytest.mark.parametrize("name, dtype", CASES)
+def test_contiguous_and_strided_gufunc_calls_give_the_same_bits(name, dtype, loop, rng):
+    # A C-contiguous call runs the loop's contiguous specialization (constant strides the
+    # compiler vectorizes); any other layout the general loop.  Same operations per element,
+    # so the same bits, whatever the loop length (vector body or tail).
+    inputs = gufunc_inputs(name, dtype, loop, 9, rng)
+    contiguous = getattr(ex, name)(*[np.ascontiguousarray(a) for a in inputs])
+    for layout in ("strided", "reversed", "fortran"):
+        other = getattr(ex, name)(*[with_layout(a, layout) for a in inputs])
+        assert contiguous.tobytes() == np.ascontiguousarray(other).tobytes(), layout
+    out = np.zeros_like(contiguous)[..., None][..., 0]      # a contiguous out= of its own
+    getattr(ex, name)(*inputs, out=out)
+    assert out.tobytes() == contiguous.tobytes()
+    check_gufunc(name, contiguous, inputs)

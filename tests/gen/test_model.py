@@ -297,6 +297,50 @@ def test_fastmath_is_a_flag():
         "3:15: fastmath must be true or false, not 'maybe'"]
 
 
+# --------------------------------------------------------------------------- associative
+
+def test_associative_is_a_flag_that_is_off_by_default():
+    assert function(ufunc("float64(float64, float64)", extra="associative: true")).associative is True
+    assert function(ufunc("float64(float64, float64)", extra="associative: no")).associative is False
+    assert function(ufunc("float64(float64, float64)")).associative is False
+    assert errors(ufunc("float64(float64, float64)", extra="associative: maybe")) == [
+        "3:18: associative must be true or false, not 'maybe'"]
+
+
+def test_every_loop_of_an_associative_function_gets_a_host_reduction_and_others_none():
+    fn = function(ufunc("int64(int64, int64), float32(float32, float32)", extra="associative: true"))
+    assert [s.text for s in fn.host_reduce_signatures] == ["int64(int64, int64)", "float32(float32, float32)"]
+    assert function(ufunc("float64(float64, float64)")).host_reduce_signatures == ()
+    assert function(ufunc("float64(float64, float64)", extra="associative: false")).host_reduce_signatures == ()
+
+
+def test_associative_on_a_function_that_is_not_binary_with_one_output_is_an_error_at_its_value():
+    assert errors(ufunc("float64(float64)", header="f(x) -> r", extra="associative: true")) == [
+        "3:18: associative is only meaningful for a ufunc of two inputs and one output (it lets "
+        "'f.reduce' reorder its work); 'f' has 1 input and 1 output"]
+    assert errors(ufunc("(float64, float64)(float64, float64)", header="f(x, y) -> (r, s)",
+                        extra="associative: true")) == [
+        "3:18: associative is only meaningful for a ufunc of two inputs and one output (it lets "
+        "'f.reduce' reorder its work); 'f' has 2 inputs and 2 outputs"]
+    assert errors(gufunc("(n),(n)->()", "f(x, y) -> r", "float64(float64, float64)",
+                         extra="associative: true")) == [
+        "4:18: associative is only meaningful for a ufunc of two inputs and one output (it lets "
+        "'f.reduce' reorder its work); 'f' is a gufunc"]
+
+
+def test_associative_needs_loops_that_take_and_give_one_type():
+    assert errors(ufunc("float64(float64, float64), float64(int64, int64)", extra="associative: true")) == [
+        "3:18: associative needs every type signature to take and give one type, as in "
+        "float64(float64, float64), but 'f' has the type signature float64(int64, int64)"]
+    # associative: false says nothing, so it is fine anywhere
+    assert function(ufunc("float64(float64)", header="f(x) -> r", extra="associative: false")).associative is False
+
+
+def test_the_shipped_add_is_associative_and_the_other_examples_are_not():
+    module = load_module("ufuncgen.examples", [str(EXAMPLES)])
+    assert [f.name for f in module.functions if f.associative] == ["add"]
+
+
 # --------------------------------------------------------------------------- module
 
 def test_doc_lines_are_joined_with_newlines():

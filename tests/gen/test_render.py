@@ -55,6 +55,26 @@ def test_only_binary_functions_with_an_identity_get_device_reduce_kernels(exampl
     assert "UFG_LAUNCHER(reduce_custom_op" not in kernels
 
 
+def test_only_associative_functions_get_host_reductions_and_pass_them_to_the_loop_driver(examples):
+    module_c = examples["ex_module.c"]
+    assert module_c.count('#include "ufuncgen/host_reduce_impl.h"') == 3     # add: 3 loops
+    assert "#define UFG_REDUCE_BODY ufg_body_add_float32" in module_c
+    assert "&ufg_reduce_add_int64_ops," in module_c
+    assert "ufg_reduce_hypot" not in module_c and "ufg_reduce_custom_op" not in module_c
+    hypot_loop = module_c.split("ufg_loop_hypot_float64(")[1].split("\n}")[0]
+    assert hypot_loop.rstrip().endswith("NULL, NULL, true);")     # no exact kernel, no reduction
+
+
+def test_a_gufunc_loop_picks_a_contiguous_specialization_with_constant_frozen_strides(examples):
+    module_c = examples["ex_module.c"]
+    steps = module_c.split("ufg_contiguous_steps_rgb_to_gray_float64(npy_intp const *dimensions, npy_intp *steps)")[1]
+    assert steps.split("}")[0].split("\n")[3:6] == ["    steps[0] = 8 * 3;", "    steps[1] = 8;", "    steps[2] = 8;"]
+    matmul = module_c.split("ufg_contiguous_steps_matmul_float32(npy_intp const *dimensions, npy_intp *steps)")[1]
+    assert "steps[3] = 4 * dimensions[2];" in matmul.split("}")[0]       # a(i, k): row of n
+    loop = module_c.split("ufg_loop_matmul_float32(")[1].split("\n}")[0]
+    assert "ufg_same_steps(steps, ufg_steps, 9) ? ufg_range_contiguous_matmul_float32 : ufg_range_matmul_float32" in loop
+
+
 def test_rendering_twice_gives_identical_text(examples):
     again = render_module(load_module("pkg.ex", [str(EXAMPLES)], source_root=str(EXAMPLES.parent)),
                           COMMAND)

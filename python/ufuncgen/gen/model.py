@@ -194,6 +194,14 @@ class Function:
     body: Body
     location: Location
     threads: bool = True        # large calls may run on several threads
+    associative: bool = False   # `.reduce` may reorder: vectorized, pairwise, multi-core
+
+    @property
+    def host_reduce_signatures(self) -> tuple[TypeSignature, ...]:
+        """The loops that run NumPy's reduce calls as a reordered (pairwise, vectorized)
+        reduction on the host: every loop of an `associative: true` function, which the
+        validator allows only on binary functions whose loops take and give one type."""
+        return self.signatures if self.associative else ()
 
     @property
     def args(self) -> tuple[Arg, ...]:
@@ -327,11 +335,12 @@ class _Validator:
         identity = self._identity(raw, signatures or ())
         fastmath = self._flag(raw.fastmath, "fastmath")
         threads = self._flag(raw.threads, "threads", default=True)
+        associative = self._associative(raw, signatures or ())
         if raw.body is None:
             self.error(raw.name, f"function '{raw.name.text}' has no body: expected a line "
                                  "holding only '{' after its options")
             ok = False
-        if not ok or identity is False or fastmath is None or threads is None:
+        if not ok or identity is False or fastmath is None or threads is None or associative is None:
             return None
         nin = len(raw.args)
         args, stride = [], 0
@@ -344,7 +353,7 @@ class _Validator:
             name=raw.name.text, kind=raw.kind.text, doc="\n".join(raw.doc),
             inputs=args[:nin], outputs=args[nin:], signatures=signatures, layout=layout,
             identity=identity, fastmath=fastmath, body=self.body(raw.body),
-            location=raw.name.location, threads=threads,
+            location=raw.name.location, threads=threads, associative=associative,
         )
 
     def _check_arg_names(self, raw: RawFunction) -> bool:
@@ -456,6 +465,29 @@ class _Validator:
                                 f"signature {sig.text}")
                 return False
         return Identity("value", literal, value_kind)
+
+    # -- associative -------------------------------------------------------------
+
+    def _associative(self, raw: RawFunction, signatures) -> bool | None:
+        """`associative: true`, checked: None when it is in error.  Reordering a reduction
+        means feeding results back in as inputs, so each loop must take and give one type."""
+        value = self._flag(raw.associative, "associative")
+        if not value:
+            return value
+        tok, name = raw.associative, raw.name.text
+        if raw.layout is not None or len(raw.args) != 2 or len(raw.outputs) != 1:
+            actual = ("is a gufunc" if raw.layout is not None else
+                      f"has {_count(len(raw.args), 'input')} and {_count(len(raw.outputs), 'output')}")
+            self.error(tok, f"associative is only meaningful for a ufunc of two inputs and one "
+                            f"output (it lets '{name}.reduce' reorder its work); '{name}' {actual}")
+            return None
+        for sig in signatures:
+            if len(set(sig.all_types)) != 1:
+                self.error(tok, f"associative needs every type signature to take and give one "
+                                f"type, as in float64(float64, float64), but '{name}' has the "
+                                f"type signature {sig.text}")
+                return None
+        return True
 
     # -- gufunc layout -----------------------------------------------------------
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from .diagnostics import DiagnosticSink, Location
 
-OPTION_KEYS = ("doc", "types", "layout", "identity", "fastmath", "threads", "dim")
+OPTION_KEYS = ("doc", "types", "layout", "identity", "associative", "fastmath", "threads", "dim")
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
@@ -87,6 +87,7 @@ class RawFunction:
     body: RawBody | None
     broken: frozenset[str] = frozenset()   # option keys with a line already reported as an error
     threads: Token | None = None
+    associative: Token | None = None
 
 
 @dataclass(frozen=True)
@@ -261,6 +262,7 @@ class _FunctionBuilder:
         self.identity: Token | None = None
         self.fastmath: Token | None = None
         self.threads: Token | None = None
+        self.associative: Token | None = None
         self.dims: list[RawDimDefinition] = []
         self.broken: set[str] = set()
 
@@ -268,7 +270,7 @@ class _FunctionBuilder:
         return RawFunction(self.kind, self.name, tuple(self.args), tuple(self.outputs),
                            tuple(self.doc), tuple(self.types), self.layout, self.identity,
                            self.fastmath, tuple(self.dims), body, frozenset(self.broken),
-                           self.threads)
+                           self.threads, self.associative)
 
 
 def _parse_header(cur: _Cursor, kind: Token) -> _FunctionBuilder:
@@ -319,7 +321,7 @@ def _parse_option_value(sink: DiagnosticSink, fn: _FunctionBuilder, key: str, cu
         fn.layout = parse_layout(cur)
     elif key == "dim":
         fn.dims.append(parse_dim_definition(cur))
-    else:   # identity, fastmath, threads: one word or number, maybe signed
+    else:   # identity, associative, fastmath, threads: one word or number, maybe signed
         sign = cur.accept("-") or cur.accept("+")
         tok = cur.next()
         if tok.kind not in ("name", "number"):

@@ -55,6 +55,23 @@ def core_accessor(arg: Arg, t: ElementType) -> str:
     return f"#define {arg.name}({index}) (*({t.c_type} *)(ufg_{arg.name} + {offset}))"
 
 
+def contiguous_steps(fn: Function, sig) -> list[str]:
+    """NumPy's `steps` for a gufunc call whose every argument is C-contiguous, outer loop
+    included, as C expressions over `dimensions`: the outer steps (one per argument), then
+    each argument's core strides.  A frozen dimension is its number, so that the compiler
+    sees constant strides where the layout fixes them."""
+    def size(dim) -> str:
+        return str(dim.frozen_size) if dim.frozen_size is not None else f"dimensions[{dim.index + 1}]"
+
+    def product(itemsize: int, dims) -> str:
+        return " * ".join([str(itemsize)] + [size(d) for d in dims])
+
+    outer = [product(sig.all_types[a.index].itemsize, a.core_dims) for a in fn.args]
+    core = [product(sig.all_types[a.index].itemsize, a.core_dims[j + 1:])
+            for a in fn.args for j in range(len(a.core_dims))]
+    return outer + core
+
+
 def call_signature(fn: Function) -> str:
     names = ", ".join(a.name for a in fn.inputs)
     return f"{fn.name}({names}, /, {_GUFUNC_KEYWORDS if fn.is_gufunc else _UFUNC_KEYWORDS})"
@@ -111,7 +128,7 @@ def environment() -> jinja2.Environment:
     env.filters.update(
         c_string=c_string, c_body=c_body, c_param=c_param, core_accessor=core_accessor,
         wrapper_doc=wrapper_doc, ufunc_doc=ufunc_doc, identity_spec=identity_spec,
-        call_signature=call_signature, py_doc=py_doc,
+        call_signature=call_signature, py_doc=py_doc, contiguous_steps=contiguous_steps,
     )
     return env
 

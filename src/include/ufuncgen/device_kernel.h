@@ -94,6 +94,9 @@ typedef struct {
 typedef struct {
     int ntypes;
     const ufg_device_loop *loops;
+    /* 1 for `associative: true`: .reduce may split one output's elements into chunks reduced
+     * by different threads; 0: each output is reduced by one thread, in NumPy's order. */
+    int associative;
 } ufg_device_table;
 
 #define UFG_DEVICE_TABLE_CAPSULE "ufuncgen.device_table"

@@ -325,6 +325,8 @@ ufg_run_elementwise_serial(char **args, npy_intp n, const npy_intp *steps, int n
     }
 }
 
+#include "ufuncgen/host_reduce.h"
+
 /* A call, or one part of a multi-threaded call: elements [offset + index * part, ...). */
 typedef struct {
     char **args;
@@ -388,16 +390,24 @@ ufg_run_elementwise_parallel(ufg_elementwise_job *job, int threads)
 
 /*
  * The one entry point of every elementwise loop.  `threads_allowed` is false for functions
- * with `threads: false`; a reduction or accumulation (outputs overlapping inputs) always runs
- * serially, in order (one element per kernel call: the kernel's scalar tail, flag-exact).
+ * with `threads: false`.  `reduce` is the loop's reorderable reduction (host_reduce.h) when
+ * the function is `associative: true`, else NULL: a reduce-pattern call then runs there.
+ * Any other reduction or accumulation (outputs overlapping inputs) runs serially, in order
+ * (one element per kernel call: the kernel's scalar tail, flag-exact).
  * `exact` is the loop's scalar kernel when its body calls vector math (see ufg_run_block),
  * else NULL: a contiguous call is then checked in chunks (ufg_run_contiguous_checked).
  */
 static inline void
 ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
                     const int *itemsizes, ufg_contiguous_kernel kernel,
-                    ufg_contiguous_kernel exact, bool threads_allowed)
+                    ufg_contiguous_kernel exact, const ufg_reduce_ops *reduce,
+                    bool threads_allowed)
 {
+    /* Shorter reductions keep NumPy's order: the lanes need two rows of elements. */
+    if (reduce != NULL && n >= UFG_REDUCE_MIN && ufg_is_reduce_call(args, n, steps, itemsizes[0])) {
+        ufg_run_reduce(args, n, steps, reduce, exact, threads_allowed);
+        return;
+    }
     if (n > 1 && ufg_outputs_overlap_inputs(args, n, steps, nin, nargs, itemsizes)) {
         ufg_run_elementwise_serial(args, n, steps, nargs, kernel);
         return;

@@ -121,6 +121,19 @@ ufg_parallel_part(npy_intp n, int64_t unit, int threads, npy_intp align)
 
 /* ------------------------------------------------------------------ gufunc outer loops */
 
+/* Whether NumPy's `steps` are those of a C-contiguous call (the generated loop's
+ * contiguous specialization then runs). */
+static inline bool
+ufg_same_steps(npy_intp const *steps, const npy_intp *contiguous, int count)
+{
+    for (int k = 0; k < count; k++) {
+        if (steps[k] != contiguous[k]) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Runs the body for outer iterations [begin, end) (generated, one per type signature). */
 typedef void (*ufg_gufunc_range)(char **args, npy_intp const *dimensions, npy_intp const *steps,
                                  npy_intp begin, npy_intp end);

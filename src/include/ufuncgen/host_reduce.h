@@ -1,0 +1,162 @@
+/*
+ * Host reductions of associative functions (`associative: true`), included by host_loops.h.
+ *
+ * NumPy runs `f.reduce` by calling the loop with the accumulator as both its first input and
+ * its output, stride 0 for both (the reduce pattern): acc = f(f(f(acc, x0), x1), x2) ...
+ * Taken literally that is one serial chain, one element at a time.  A function that declares
+ * itself associative (and commutative: see the README) may be reordered, and then runs here:
+ *
+ *   - leaves of UFG_REDUCE_LEAF elements, each reduced with UFG_REDUCE_LANES independent
+ *     accumulators (lane j takes elements j, j + LANES, ...), which the compiler turns into
+ *     SIMD registers; the lanes are then folded pairwise (j with j + LANES/2, ...);
+ *   - the leaf results combined pairwise by a binary counter (ufg_reduce_push): two results of
+ *     the same level (2^level leaves each) merge as soon as both exist, so the partial sums
+ *     form a balanced tree over the leaves;
+ *   - the tree's leftover roots folded from the newest: f(r0, f(r1, ... f(rk-1, rk))).
+ *
+ * Accuracy: each lane adds LEAF / LANES = 4 elements in sequence, and the tree adds
+ * log2(LANES) + log2(n / LEAF) levels, so a float sum's error grows like log2(n): NumPy's
+ * pairwise sum, with 16 elements per lane (8 lanes, 128-element blocks), has the same growth
+ * and a longer sequential part (on standard normal data our mean error is some 5% lower; a
+ * balanced tree is the best any reordering can do without knowing that f is an addition).
+ *
+ * The order depends on n and the element order only: not on the vector width of the CPU (the
+ * lanes are defined in C, and a SIMD register holds several of them), nor on the threads.
+ * Large calls are cut into parts of UFG_REDUCE_PART elements, a fixed power-of-two number of
+ * leaves, so each complete part is one finished subtree of the single-threaded tree: parts
+ * reduced on any thread, then combined by the same counter, give the same bits (see
+ * ufg_reduce_total).
+ *
+ * The typed half (the leaf, the counter, the three entry points of ufg_reduce_ops) is
+ * host_reduce_impl.h, included once per reorderable loop by the generated module.
+ */
+#ifndef UFUNCGEN_HOST_REDUCE_H
+#define UFUNCGEN_HOST_REDUCE_H
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Accumulators per leaf: 32 floats are 4 AVX2 registers, enough independent adds to hide the
+ * add latency; 32 doubles still fit AVX2's 16 registers. */
+#define UFG_REDUCE_LANES 32
+/* Fewer elements than this (two rows of lanes) are reduced in order: a call, or a last leaf. */
+#define UFG_REDUCE_MIN (2 * UFG_REDUCE_LANES)
+/* Elements per leaf: 4 per lane; a strided leaf is gathered into a stack buffer this long. */
+#define UFG_REDUCE_LEAF 128
+/* Elements per part of a multi-threaded reduction (65,536): 2^9 leaves, a complete subtree. */
+#define UFG_REDUCE_PART (UFG_REDUCE_LEAF << 9)
+/* Levels of the binary counter: enough for 2^64 leaves. */
+#define UFG_REDUCE_MAX_DEPTH 64
+
+_Static_assert(UFG_REDUCE_LEAF % UFG_REDUCE_LANES == 0, "whole lanes per leaf");
+_Static_assert((UFG_REDUCE_LANES & (UFG_REDUCE_LANES - 1)) == 0, "lanes fold pairwise");
+_Static_assert((UFG_REDUCE_PART / UFG_REDUCE_LEAF & (UFG_REDUCE_PART / UFG_REDUCE_LEAF - 1)) == 0,
+               "a part is a power-of-two number of leaves: one complete subtree");
+
+/* One reorderable loop's reduction, on raw bytes (defined per type by host_reduce_impl.h). */
+typedef struct {
+    int itemsize;
+    /* *result = the reduction of n >= 1 elements at `in`, `stride` bytes apart. */
+    void (*range)(npy_intp n, const char *in, npy_intp stride, char *result);
+    /* *result = the same reduction of a range cut into `count` complete parts, whose results
+     * are `values` (contiguous), followed by the rest's result `rest` (NULL: no rest). */
+    void (*parts)(npy_intp count, const char *values, const char *rest, char *result);
+    /* *acc = f(*acc, *x) */
+    void (*combine)(char *acc, const char *x);
+} ufg_reduce_ops;
+
+/*
+ * Whether NumPy called a binary loop in the reduce pattern: output 0 is input 0, both with
+ * stride 0, and input 1 does not overlap that accumulator.
+ */
+static inline bool
+ufg_is_reduce_call(char **args, npy_intp n, const npy_intp *steps, int itemsize)
+{
+    return n > 1 && args[2] == args[0] && steps[0] == 0 && steps[2] == 0 &&
+           !ufg_spans_overlap(args[1], steps[1], itemsize, args[0], 0, itemsize, n);
+}
+
+/* Parts 1, 2, ... of a multi-threaded reduction (part 0 was the timed sample). */
+typedef struct {
+    const ufg_reduce_ops *ops;
+    const char *in;
+    npy_intp stride;
+    char *values;
+} ufg_reduce_job;
+
+static void
+ufg_reduce_task(void *context, int64_t index)
+{
+    const ufg_reduce_job *job = (const ufg_reduce_job *)context;
+    const npy_intp part = (npy_intp)index + 1;
+    job->ops->range(UFG_REDUCE_PART, job->in + part * UFG_REDUCE_PART * job->stride,
+                    job->stride, job->values + part * job->ops->itemsize);
+}
+
+/*
+ * *total = the reduction of n elements.  A large call (two parts or more, and at least the
+ * pool's element threshold) reduces its complete parts separately, on the pool when a timed
+ * first part says the rest is worth it, and combines them: the same bits as one range call
+ * (see the header comment), which is also the fallback should the parts' memory not come.
+ */
+static void
+ufg_reduce_total(const ufg_reduce_ops *ops, const char *in, npy_intp n, npy_intp stride,
+                 bool threads_allowed, char *total)
+{
+    const npy_intp count = n / UFG_REDUCE_PART;
+    const int threads = ufg_parallel_threads(threads_allowed, n, &ufg_threads->min_elements);
+    char *values = threads > 1 && count >= 2 ? malloc((size_t)count * (size_t)ops->itemsize) : NULL;
+    if (values == NULL) {
+        ops->range(n, in, stride, total);
+        return;
+    }
+    const int64_t start = ufg_now_ns();
+    ops->range(UFG_REDUCE_PART, in, stride, values);
+    const int64_t elapsed = ufg_now_ns() - start;
+    ufg_reduce_job job = {ops, in, stride, values};
+    if (ufg_parallel_worth(elapsed, UFG_REDUCE_PART, n - UFG_REDUCE_PART)) {
+        ufg_threads->parallel_for(ufg_reduce_task, &job, count - 1);
+    }
+    else {
+        for (npy_intp part = 1; part < count; part++) {
+            ufg_reduce_task(&job, part - 1);
+        }
+    }
+    _Alignas(8) char rest[UFG_MAX_ITEMSIZE];
+    const npy_intp done = count * UFG_REDUCE_PART;
+    if (done < n) {
+        ops->range(n - done, in + done * stride, stride, rest);
+    }
+    ops->parts(count, values, done < n ? rest : NULL, total);
+    free(values);
+}
+
+/*
+ * A reduce-pattern call of a reorderable loop: acc = f(acc, reduction of the n inputs).
+ * `exact` is the loop's scalar kernel when its body calls vector math (see ufg_run_block):
+ * a reduction that raised invalid, divide-by-zero or overflow then runs again in NumPy's
+ * order through it, from the saved accumulator, so only scalar libm's flags reach NumPy.
+ */
+static void
+ufg_run_reduce(char **args, npy_intp n, const npy_intp *steps, const ufg_reduce_ops *ops,
+               ufg_contiguous_kernel exact, bool threads_allowed)
+{
+    _Alignas(8) char total[UFG_MAX_ITEMSIZE], saved_acc[UFG_MAX_ITEMSIZE];
+    if (exact == NULL) {
+        ufg_reduce_total(ops, args[1], n, steps[1], threads_allowed, total);
+        ops->combine(args[0], total);
+        return;
+    }
+    memcpy(saved_acc, args[0], (size_t)ops->itemsize);
+    const unsigned saved = ufg_fp_save_clear();
+    ufg_reduce_total(ops, args[1], n, steps[1], threads_allowed, total);
+    ops->combine(args[0], total);
+    if (ufg_fp_errors_raised()) {
+        memcpy(args[0], saved_acc, (size_t)ops->itemsize);
+        ufg_fp_clear();
+        ufg_run_elementwise_serial(args, n, steps, 3, exact);
+    }
+    ufg_fp_restore(saved);
+}
+
+#endif /* UFUNCGEN_HOST_REDUCE_H */

@@ -1,0 +1,151 @@
+/*
+ * The typed half of a reorderable loop's reduction (host_reduce.h explains the order).
+ * Included by a generated module once per loop, with three macros defined:
+ *
+ *   UFG_REDUCE_T            the element type                       float
+ *   UFG_REDUCE_BODY         the body function: (T, T, T *)          ufg_body_add_float32
+ *   UFG_REDUCE_NAME(part)   this loop's names                       ufg_reduce_add_float32##part
+ *
+ * It defines `static const ufg_reduce_ops UFG_REDUCE_NAME(_ops)` and undefines the macros.
+ * No guard: each inclusion is another type.
+ */
+#define T_ UFG_REDUCE_T
+#define F_ UFG_REDUCE_BODY
+
+/* The reduction of one leaf: 1 <= m <= UFG_REDUCE_LEAF contiguous values (fewer than
+ * UFG_REDUCE_MIN: in order). */
+UFG_INLINE T_
+UFG_REDUCE_NAME(_leaf)(const T_ *restrict x, npy_intp m)
+{
+    npy_intp i = 0;
+    T_ r = x[0];
+    if (m >= UFG_REDUCE_MIN) {
+        /* Independent lanes: the loops over j are what the compiler vectorizes.  The lanes
+         * start as the first two rows' results, computed in registers: copying the first row
+         * into `lane` would be stored in halves that the next vector load cannot forward. */
+        T_ lane[UFG_REDUCE_LANES];
+        for (int j = 0; j < UFG_REDUCE_LANES; j++) {
+            F_(x[j], x[j + UFG_REDUCE_LANES], &lane[j]);
+        }
+        for (i = 2 * UFG_REDUCE_LANES; i + UFG_REDUCE_LANES <= m; i += UFG_REDUCE_LANES) {
+            for (int j = 0; j < UFG_REDUCE_LANES; j++) {
+                F_(lane[j], x[i + j], &lane[j]);
+            }
+        }
+        /* Unrolled, so that each level's loop has a constant count the compiler vectorizes. */
+#pragma GCC unroll 8
+        for (int width = UFG_REDUCE_LANES / 2; width > 0; width /= 2) {
+            for (int j = 0; j < width; j++) {
+                F_(lane[j], lane[j + width], &lane[j]);
+            }
+        }
+        r = lane[0];
+    }
+    else {
+        i = 1;
+    }
+    for (; i < m; i++) {       /* a short leaf, or the last one's tail: in order */
+        F_(r, x[i], &r);
+    }
+    return r;
+}
+
+/* The binary counter over leaf (or part) results: value[k] covers 2^level[k] of them. */
+typedef struct {
+    T_ value[UFG_REDUCE_MAX_DEPTH];
+    unsigned char level[UFG_REDUCE_MAX_DEPTH];
+    int depth;
+} UFG_REDUCE_NAME(_tree);
+
+UFG_INLINE void
+UFG_REDUCE_NAME(_push)(UFG_REDUCE_NAME(_tree) *tree, T_ v)
+{
+    unsigned char level = 0;
+    while (tree->depth > 0 && tree->level[tree->depth - 1] == level) {
+        tree->depth--;
+        F_(tree->value[tree->depth], v, &v);    /* older on the left: order kept */
+        level++;
+    }
+    tree->value[tree->depth] = v;
+    tree->level[tree->depth] = level;
+    tree->depth++;
+}
+
+UFG_INLINE T_
+UFG_REDUCE_NAME(_fold)(const UFG_REDUCE_NAME(_tree) *tree)
+{
+    T_ r = tree->value[tree->depth - 1];
+    for (int k = tree->depth - 2; k >= 0; k--) {
+        F_(tree->value[k], r, &r);
+    }
+    return r;
+}
+
+/* ufg_reduce_ops.range: compiled for each CPU level, as the elementwise kernels are. */
+UFG_TARGET_CLONES static void
+UFG_REDUCE_NAME(_range)(npy_intp n, const char *in, npy_intp stride, char *result)
+{
+    UFG_REDUCE_NAME(_tree) tree;
+    tree.depth = 0;
+    T_ gathered[UFG_REDUCE_LEAF];
+    for (npy_intp start = 0; start < n; start += UFG_REDUCE_LEAF) {
+        const npy_intp m = n - start < UFG_REDUCE_LEAF ? n - start : UFG_REDUCE_LEAF;
+        const char *leaf = in + start * stride;
+        const T_ *x = (const T_ *)leaf;
+        if (stride != (npy_intp)sizeof(T_)) {
+            for (npy_intp i = 0; i < m; i++) {
+                gathered[i] = *(const T_ *)(leaf + i * stride);
+            }
+            x = gathered;
+        }
+        /* A whole leaf has a constant length: its loops unroll with no early exits, so the
+         * lanes stay in registers.  The same operations as for any m. */
+        UFG_REDUCE_NAME(_push)(&tree, m == UFG_REDUCE_LEAF ? UFG_REDUCE_NAME(_leaf)(x, UFG_REDUCE_LEAF)
+                                                           : UFG_REDUCE_NAME(_leaf)(x, m));
+    }
+    const T_ r = UFG_REDUCE_NAME(_fold)(&tree);
+    memcpy(result, &r, sizeof r);
+}
+
+/* ufg_reduce_ops.parts: complete parts' results through the counter, the rest's last. */
+static void
+UFG_REDUCE_NAME(_parts)(npy_intp count, const char *values, const char *rest, char *result)
+{
+    UFG_REDUCE_NAME(_tree) tree;
+    tree.depth = 0;
+    T_ v;
+    for (npy_intp k = 0; k < count; k++) {
+        memcpy(&v, values + k * (npy_intp)sizeof v, sizeof v);
+        UFG_REDUCE_NAME(_push)(&tree, v);
+    }
+    if (rest != NULL) {
+        /* Taken last, unmerged: in one range call the rest's leaves merge with the parts'
+         * roots only once they are complete, f(root, rest), as the fold nests them too. */
+        memcpy(&tree.value[tree.depth], rest, sizeof v);
+        tree.level[tree.depth] = 0;
+        tree.depth++;
+    }
+    v = UFG_REDUCE_NAME(_fold)(&tree);
+    memcpy(result, &v, sizeof v);
+}
+
+/* ufg_reduce_ops.combine */
+static void
+UFG_REDUCE_NAME(_combine)(char *acc, const char *x)
+{
+    T_ a, b;
+    memcpy(&a, acc, sizeof a);
+    memcpy(&b, x, sizeof b);
+    F_(a, b, &a);
+    memcpy(acc, &a, sizeof a);
+}
+
+static const ufg_reduce_ops UFG_REDUCE_NAME(_ops) = {
+    (int)sizeof(T_), UFG_REDUCE_NAME(_range), UFG_REDUCE_NAME(_parts), UFG_REDUCE_NAME(_combine),
+};
+
+#undef F_
+#undef T_
+#undef UFG_REDUCE_T
+#undef UFG_REDUCE_BODY
+#undef UFG_REDUCE_NAME
