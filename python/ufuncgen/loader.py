@@ -130,6 +130,10 @@ def _build_locked(source: _Source, module: str, entry: str, threads: bool,
         fcntl.flock(lock, fcntl.LOCK_EX)           # released when the file closes
         if os.path.exists(os.path.join(entry, module + EXT_SUFFIX)):
             return                                 # another process built it while we waited
+        # Under the lock nobody else builds here: a staging folder left is from a build that
+        # was killed, and only takes space.
+        for stale in glob.glob(os.path.join(glob.escape(entry), "building-*")):
+            shutil.rmtree(stale, ignore_errors=True)
         _build_into(source, module, entry, threads, cuda_arch, verbose)
 
 
