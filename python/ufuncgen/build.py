@@ -6,13 +6,16 @@ nothing else), then drives CMake with the same `ufuncgen_add_module` function th
 """
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import sysconfig
 
+from . import _fingerprint
 from .build_diagnostics import user_diagnostics
 from .gen import load_module
 from .gen.diagnostics import format_warnings
@@ -21,7 +24,7 @@ from .gen.load import display_path
 CMAKE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cmake")
 
 _PROJECT = """\
-# Written by `ufuncgen build`; rewritten on every build.
+# Written by `ufuncgen build`; rewritten on every build that runs CMake.
 cmake_minimum_required(VERSION 3.18...3.31)
 project(ufuncgen_{short} LANGUAGES C)
 find_package(Python REQUIRED COMPONENTS Interpreter Development.Module NumPy)
@@ -34,18 +37,35 @@ ufuncgen_add_module({short} MODULE {module}
 
 
 class BuildError(Exception):
-    """CMake or the C compiler failed; their output has already been shown."""
+    """CMake or the C compiler failed.  `report` holds what to show the user first: the
+    compilers' diagnostics at the signature files' lines, or the build output when none is
+    located there ("" when there is nothing to add to the message)."""
+
+    def __init__(self, message: str, report: str = ""):
+        super().__init__(message)
+        self.report = report
+
+    def format(self) -> str:
+        """The report, then the message, as one text (what `ufuncgen.load` raises with)."""
+        return f"{self.report.rstrip()}\n{self}" if self.report else str(self)
 
 
 def find_cmake() -> str:
+    """The `cmake` package's binary (a dependency of ufuncgen) when installed, else cmake on
+    PATH.  The package's binary first: a `cmake` on PATH is often a wrapper script (a pyenv
+    shim, the package's own Python entry point) that costs 0.1 to 0.4 s a call."""
+    try:
+        import cmake
+    except ImportError:
+        cmake = None
+    if cmake is not None:
+        binary = os.path.join(cmake.CMAKE_BIN_DIR, "cmake")
+        if os.access(binary, os.X_OK):
+            return binary
     found = shutil.which("cmake")
     if found:
         return found
-    try:
-        import cmake   # the PyPI package, a dependency of ufuncgen
-    except ImportError:
-        raise BuildError("ufuncgen build needs CMake: install it (pip install cmake)") from None
-    return os.path.join(cmake.CMAKE_BIN_DIR, "cmake")
+    raise BuildError("ufuncgen build needs CMake: install it (pip install cmake)")
 
 
 def _cmake_path(path: str) -> str:
@@ -60,8 +80,13 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
     cuda_arch: None (ufuncgen.cmake's default list), "none" (no nvcc), "native", or compute
     capabilities "90" / "75,80".
 
+    A build whose inputs (the files, module, options, ufuncgen's generator and headers, the
+    compilers, NumPy, Python) match the stamp the last build left in build_dir, and whose
+    outputs are as it left them, returns at once: no CMake, no compiler, nothing written.
+
     Raises SignatureError for a bad signature file, BuildError when compiling fails.
     """
+    cuda_arch_options(cuda_arch)     # a misspelt --cuda-arch is refused even when up to date
     checked = load_module(module, files, source_root=os.getcwd())   # file errors before CMake runs
     if checked.warnings:
         print(format_warnings(checked.warnings), file=sys.stderr)
@@ -69,14 +94,27 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
     output_dir = os.path.abspath(output_dir)
     build_dir = os.path.abspath(build_dir or os.path.join(output_dir, ".ufuncgen-build", short))
     project_dir = os.path.join(build_dir, "project")
-    os.makedirs(project_dir, exist_ok=True)
     project = _PROJECT.format(
         short=short, module=module, cmake_dir=_cmake_path(CMAKE_DIR),
         signatures=" ".join(f'"{_cmake_path(f)}"' for f in files),
         source_root=_cmake_path(os.getcwd()), output_dir=_cmake_path(output_dir))
+    sources = {}
+    for f in files:
+        with open(f, encoding="utf-8") as text:
+            sources[display_path(f, os.getcwd())] = text.read().split("\n")
+    path = os.path.join(output_dir, short + sysconfig.get_config_var("EXT_SUFFIX"))
+    outputs = [path, os.path.join(output_dir, short + ".pyi")]
+    stamp_path = os.path.join(build_dir, "ufuncgen.stamp")
+    key = _build_key(files, sources, module, output_dir, project, threads, cuda_arch)
+    if _stamp_matches(stamp_path, key, outputs):
+        if verbose:
+            print(f"ufuncgen: {module} is up to date ({stamp_path} matches): nothing to build")
+        return path
+
+    # Written only when a build will run: an up-to-date build writes nothing.
+    os.makedirs(project_dir, exist_ok=True)
     with open(os.path.join(project_dir, "CMakeLists.txt"), "w", encoding="utf-8") as f:
         f.write(project)
-
     cmake = find_cmake()
     binary_dir = os.path.join(build_dir, "cmake")
     options = [f"-DUFUNCGEN_THREADS={'ON' if threads else 'OFF'}", *cuda_arch_options(cuda_arch)]
@@ -85,15 +123,45 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
         options += ["-DUFUNCGEN_SANITIZE=ON", "-DUFUNCGEN_CUDA=OFF"]
     _run([cmake, "-S", project_dir, "-B", binary_dir, "-DCMAKE_BUILD_TYPE=Release",
           f"-DPython_EXECUTABLE={sys.executable}", *options], verbose)
-    sources = {}
-    for f in files:
-        with open(f, encoding="utf-8") as text:
-            sources[display_path(f, os.getcwd())] = text.read().split("\n")
     _run([cmake, "--build", binary_dir, "--parallel"], verbose, sources, checked)
-    path = os.path.join(output_dir, short + sysconfig.get_config_var("EXT_SUFFIX"))
     if not os.path.exists(path):
         raise BuildError(f"the build finished but {path} is missing")
+    _write_stamp(stamp_path, key, outputs)
     return path
+
+
+def _build_key(files, sources, module, output_dir, project, threads, cuda_arch) -> str:
+    """Everything a build's result depends on: the files' text (and the paths shown in its
+    messages), the module, where it goes, the toolkit, compilers and options."""
+    return _fingerprint.digest({
+        "files": [os.path.abspath(f) for f in files],
+        "sources": sources, "module": module, "output_dir": output_dir, "project": project,
+        "cwd": os.getcwd(), **_fingerprint.build_inputs(threads=threads, cuda_arch=cuda_arch)})
+
+
+def _file_state(path: str) -> list | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _stamp_matches(stamp_path: str, key: str, outputs: list[str]) -> bool:
+    """True when the last build had these inputs and its outputs are still as it left them
+    (a deleted or replaced extension or stub is built again)."""
+    try:
+        with open(stamp_path, encoding="utf-8") as f:
+            stamp = json.load(f)
+    except (OSError, ValueError):
+        return False
+    states = [_file_state(p) for p in outputs]
+    return stamp.get("key") == key and None not in states and stamp.get("outputs") == states
+
+
+def _write_stamp(stamp_path: str, key: str, outputs: list[str]) -> None:
+    with open(stamp_path, "w", encoding="utf-8") as f:
+        json.dump({"key": key, "outputs": [_file_state(p) for p in outputs]}, f)
 
 
 def cuda_arch_options(cuda_arch: str | None) -> list[str]:
@@ -124,18 +192,18 @@ def _run(command: list[str], verbose: bool, sources: dict[str, list[str]] | None
     """Runs a build step, its output captured unless verbose.  When it fails, the diagnostics
     located in the signature files (`sources`) are shown at the user's lines, or all of its
     output when there are none; when it succeeds, the warnings located there are shown."""
+    if verbose:
+        print("$ " + shlex.join(command), flush=True)
     result = subprocess.run(command, stdout=None if verbose else subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, errors="replace",
                             env=tool_environment())
     located = user_diagnostics(result.stdout or "", sources, module) if sources else []
     if result.returncode != 0:
         if located:
-            sys.stderr.write("\n".join(located) + "\n")
             raise BuildError("compiling the generated code failed at the lines above "
-                             "(-v shows the full build output)")
-        if result.stdout:
-            sys.stderr.write(result.stdout)
-        raise BuildError(f"{os.path.basename(command[0])} failed (exit {result.returncode})")
+                             "(-v shows the full build output)", "\n".join(located))
+        raise BuildError(f"{os.path.basename(command[0])} failed (exit {result.returncode})",
+                         result.stdout or "")
     if located:
         count = sum(1 for d in located if ": warning: " in d.split("\n")[0])
         summary = f"{count} compiler warning{'s' if count != 1 else ''} in the bodies."

@@ -60,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         print(exc.format(), file=sys.stderr)
         return 1
     except BuildError as exc:
+        if exc.report:
+            print(exc.report.rstrip(), file=sys.stderr)
         print(f"ufuncgen: error: {exc}", file=sys.stderr)
         return 1
     print(f"built {path}")

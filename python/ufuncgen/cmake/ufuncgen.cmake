@@ -26,8 +26,12 @@ include("${CMAKE_CURRENT_LIST_DIR}/sanitize.cmake" OPTIONAL)
 
 # CUDA is optional: used when a CUDA compiler is found, unless -DUFUNCGEN_CUDA=OFF.  Without it
 # the modules still carry the simulator's kernels (UFUNCGEN_DEVICE=sim), compiled as C.
-include(CheckLanguage)
-check_language(CUDA)
+# Looking for nvcc costs seconds (CMake compiles a test project with it), most of a host-only
+# build: skipped when the caller has already said UFUNCGEN_CUDA=OFF (--cuda-arch none).
+if(NOT DEFINED UFUNCGEN_CUDA OR UFUNCGEN_CUDA)
+  include(CheckLanguage)
+  check_language(CUDA)
+endif()
 if(CMAKE_CUDA_COMPILER)
   option(UFUNCGEN_CUDA "Compile the device kernels with nvcc" ON)
 else()

@@ -1,0 +1,215 @@
+"""`ufuncgen.load()`: a signature file, or its text, in; the imported module out, built on
+first use and cached.
+
+The cache is content-addressed: an entry's key hashes the signature text, the module name and
+everything `_fingerprint.build_inputs` lists (ufuncgen's generator, templates, headers and
+CMake code; the compilers; the options; NumPy's ABI; Python's extension suffix), so a change to
+any of them builds a new entry and an unchanged file finds its module.  A hit only hashes,
+stats and imports: the generator (Jinja2), CMake and the compilers are not touched.
+
+An entry is a folder `<cache>/<module>-<key16>/` holding the extension, its stub, a `lock`
+file, `build.log` (one line per build) and, for text input, the text as `<module>.ufunc`.
+Several processes may load the same file at once: the build runs under an exclusive
+`flock` on the entry's lock file, into a temporary folder, and the extension is moved into
+place last with os.replace, so no process ever imports a half-written module; a process
+that waited for the lock finds the finished module and does not build again.
+"""
+from __future__ import annotations
+
+import fcntl
+import glob
+import hashlib
+import importlib.abc
+import importlib.util
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+from . import _fingerprint
+from ._fingerprint import EXT_SUFFIX
+
+# A module name load() chose itself: `<stem>_<8 hex digits of the key>`.
+_DEFAULT_NAME = re.compile(r"[A-Za-z_]\w*_[0-9a-f]{8}", re.ASCII)
+
+
+def cache_dir() -> str:
+    """$UFUNCGEN_CACHE_DIR, else the per-user cache ($XDG_CACHE_HOME/ufuncgen or
+    ~/.cache/ufuncgen)."""
+    chosen = os.environ.get("UFUNCGEN_CACHE_DIR")
+    if chosen:
+        return os.path.abspath(os.path.expanduser(chosen))
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(os.path.abspath(base), "ufuncgen")
+
+
+@dataclass(frozen=True)
+class _Source:
+    data: bytes            # the signature text as bytes: what the key hashes
+    path: str | None       # the user's file; None for text given directly
+    stem: str              # what the default module name starts with
+
+
+def _is_text(value: str) -> bool:
+    # No file name holds a newline, and none of a signature file's definitions lacks a `{`.
+    return "\n" in value or "{" in value
+
+
+def _read_source(path_or_text) -> _Source:
+    if isinstance(path_or_text, str) and _is_text(path_or_text):
+        return _Source(path_or_text.encode("utf-8", "surrogatepass"), None, "ufg")
+    if not isinstance(path_or_text, (str, os.PathLike)):
+        raise TypeError("load(): path_or_text: expected a signature file's path (str or "
+                        "os.PathLike) or its text (a str holding a newline or '{'); got "
+                        f"{type(path_or_text).__name__}")
+    path = os.fsdecode(os.fspath(path_or_text))
+    with open(path, "rb") as f:        # FileNotFoundError names the path
+        data = f.read()
+    return _Source(data, path, os.path.splitext(os.path.basename(path))[0])
+
+
+def _identifier(stem: str) -> str:
+    """A file stem as the start of a module name (`my-fns` → `my_fns`, `2d` → `ufg_2d`)."""
+    name = re.sub(r"\W", "_", stem, flags=re.ASCII)
+    return name if name[:1].isalpha() or name[:1] == "_" else "ufg_" + name
+
+
+def _check_name(name) -> None:
+    if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
+        raise ValueError("load(): name: expected an ASCII Python identifier (no dots: the "
+                         f"module lives at the cache's top level); got {name!r}")
+
+
+def _entry(source: _Source, name: str | None, stem: str | None, threads: bool,
+           cuda_arch: str | None) -> tuple[str, str]:
+    """(module name, entry folder) for this source and these options."""
+    stem = _identifier(stem or source.stem)
+    key = _fingerprint.digest({
+        "source": hashlib.sha256(source.data).hexdigest(), "name": name, "stem": stem,
+        **_fingerprint.build_inputs(threads=threads, cuda_arch=cuda_arch)})
+    module = name or f"{stem}_{key[:8]}"
+    return module, os.path.join(cache_dir(), f"{module}-{key[:16]}")
+
+
+def load(path_or_text, name: str | None = None, *, cuda_arch: str | None = None,
+         threads: bool = True, verbose: bool = False, _stem: str | None = None):
+    """Builds the module on first use (or when the file, ufuncgen, the compiler, NumPy or
+    an option changed), then imports and returns it.
+
+    path_or_text: a signature file's path, or the text of one (a str holding a newline or
+    `{`).  name: the module's name; by default the file's stem (`ufg` for text) and 8 hex
+    digits of the cache key, so that two different texts never share a name.  cuda_arch and
+    threads: as `ufuncgen build --cuda-arch` and `--no-threads`.  verbose: show the build's
+    CMake commands and output.
+
+    The entry's folder is added to sys.path, so the module imports by name afterwards
+    (pickled functions refer to it by module and name); in another process, the same load()
+    call, or just `import ufuncgen` for a default name (ufuncgen then finds default names in
+    the cache), makes it importable there.
+
+    Raises SignatureError (a bad file: `file:line:col: error:` messages as `ufuncgen check`
+    gives) or BuildError (the compilers' messages at the file's lines).
+    """
+    if name is not None:
+        _check_name(name)
+    source = _read_source(path_or_text)
+    module, entry = _entry(source, name, _stem, threads, cuda_arch)
+    extension = os.path.join(entry, module + EXT_SUFFIX)
+    if not os.path.exists(extension):     # the extension is moved in last: present = complete
+        _build_locked(source, module, entry, threads, cuda_arch, verbose)
+    return _import(module, entry, extension)
+
+
+def _build_locked(source: _Source, module: str, entry: str, threads: bool,
+                  cuda_arch: str | None, verbose: bool) -> None:
+    os.makedirs(entry, exist_ok=True)
+    with open(os.path.join(entry, "lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)           # released when the file closes
+        if os.path.exists(os.path.join(entry, module + EXT_SUFFIX)):
+            return                                 # another process built it while we waited
+        # Under the lock nobody else builds here: a staging folder left is from a build that
+        # was killed, and only takes space.
+        for stale in glob.glob(os.path.join(glob.escape(entry), "building-*")):
+            shutil.rmtree(stale, ignore_errors=True)
+        _build_into(source, module, entry, threads, cuda_arch, verbose)
+
+
+def _build_into(source: _Source, module: str, entry: str, threads: bool,
+                cuda_arch: str | None, verbose: bool) -> None:
+    from .build import BuildError, build          # the generator and CMake: only on a miss
+
+    staging = tempfile.mkdtemp(prefix="building-", dir=entry)
+    try:
+        signature = source.path or _write_text(source.data, os.path.join(entry, module + ".ufunc"))
+        if verbose:
+            print(f"ufuncgen: building {module} from {signature} in {entry}", flush=True)
+        try:
+            built = build([signature], module, staging, build_dir=os.path.join(staging, "build"),
+                          verbose=verbose, threads=threads, cuda_arch=cuda_arch)
+        except BuildError as exc:
+            raise BuildError(exc.format()) from None   # the located report in the message
+        os.replace(os.path.join(staging, module + ".pyi"), os.path.join(entry, module + ".pyi"))
+        os.replace(built, os.path.join(entry, module + EXT_SUFFIX))   # last: now complete
+        with open(os.path.join(entry, "build.log"), "a", encoding="utf-8") as log:
+            log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid {os.getpid()} built "
+                      f"{module} from {signature}\n")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _write_text(data: bytes, path: str) -> str:
+    """The text given to load() as a file in the entry, so that messages point at a file the
+    user can open.  Written whole, then moved into place."""
+    partial = f"{path}.{os.getpid()}.tmp"
+    with open(partial, "wb") as f:
+        f.write(data)
+    os.replace(partial, path)
+    return path
+
+
+def _import(module: str, entry: str, extension: str):
+    if entry not in sys.path:
+        sys.path.append(entry)
+    loaded = sys.modules.get(module)
+    if loaded is not None:
+        if os.path.dirname(os.path.abspath(getattr(loaded, "__file__", "") or "")) == entry:
+            return loaded
+        raise ImportError(f"load(): name: a different module named {module!r} is already "
+                          f"imported (from {getattr(loaded, '__file__', None)}); choose "
+                          "another name", name=module)
+    # From the entry's file itself: a module of the same name elsewhere on sys.path must not
+    # be picked instead.
+    spec = importlib.util.spec_from_file_location(module, extension)
+    loaded = importlib.util.module_from_spec(spec)
+    sys.modules[module] = loaded
+    try:
+        spec.loader.exec_module(loaded)
+    except BaseException:
+        del sys.modules[module]
+        raise
+    return loaded
+
+
+class CacheFinder(importlib.abc.MetaPathFinder):
+    """Finds a module load() named by default (`stem_1a2b3c4d`) in the cache, for a process
+    that unpickles its functions without having called load() (a dask worker, a
+    multiprocessing child).  Last on sys.meta_path, so it is asked only about names nothing
+    else found."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if path is not None or not _DEFAULT_NAME.fullmatch(fullname):
+            return None
+        pattern = os.path.join(glob.escape(cache_dir()), glob.escape(fullname) + "-*",
+                               glob.escape(fullname + EXT_SUFFIX))
+        found = glob.glob(pattern)
+        if not found:
+            return None
+        return importlib.util.spec_from_file_location(fullname, max(found, key=os.path.getmtime))
+
+
+def install_finder() -> None:
+    if not any(isinstance(f, CacheFinder) for f in sys.meta_path):
+        sys.meta_path.append(CacheFinder())

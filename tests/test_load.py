@@ -1,0 +1,252 @@
+"""ufuncgen.load(), its cache, the %%ufuncgen cell magic, and `ufuncgen build`'s no-change
+rebuild.
+
+Every build here is host-only (cuda_arch="none") and every cache lives under tmp_path
+(UFUNCGEN_CACHE_DIR).  Whether something was built is read from the cache entry's build.log
+(one line per build) and from files' modification times, never from wall-clock time
+(timings are in benchmarks/build.py).
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ufuncgen
+from ufuncgen import loader
+from ufuncgen.build import BuildError
+from ufuncgen.gen import SignatureError
+
+SQUARE = """\
+ufunc square(x) -> y
+    doc: x squared.
+    types: float64(float64)
+{
+    y = x * x;
+}
+"""
+
+CUBE = SQUARE.replace("square", "cube").replace("x * x", "x * x * x")
+
+
+@pytest.fixture(autouse=True)
+def _restore_sys_path(monkeypatch):
+    """load() adds cache entries to sys.path; each test starts from the session's sys.path."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+
+
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory) -> Path:
+    """One cache for the tests that only read a module built once (saves builds)."""
+    return tmp_path_factory.mktemp("shared_cache")
+
+
+@pytest.fixture
+def cache(shared_cache, monkeypatch) -> Path:
+    monkeypatch.setenv("UFUNCGEN_CACHE_DIR", str(shared_cache))
+    return shared_cache
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("UFUNCGEN_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture(scope="module")
+def square_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("sources") / "square.ufunc"
+    path.write_text(SQUARE)
+    return path
+
+
+def entry_of(module) -> Path:
+    return Path(module.__file__).parent
+
+
+def builds_logged(entry: Path) -> int:
+    log = entry / "build.log"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def snapshot(folder: Path) -> dict[str, int]:
+    """Every file under folder with its modification time."""
+    return {str(p.relative_to(folder)): p.stat().st_mtime_ns
+            for p in folder.rglob("*") if p.is_file()}
+
+
+def run_python(code: str, cache_dir: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "UFUNCGEN_CACHE_DIR": str(cache_dir)}
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], input=stdin,
+                            capture_output=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    return result
+
+
+def test_a_file_is_built_on_first_use_then_imported(cache, square_file):
+    module = ufuncgen.load(square_file, cuda_arch="none")
+    assert module.__name__.startswith("square_") and len(module.__name__) == len("square_") + 8
+    np.testing.assert_array_equal(module.square(np.arange(4.0)), [0.0, 1.0, 4.0, 9.0])
+    assert entry_of(module).parent == cache
+    assert builds_logged(entry_of(module)) == 1
+    assert (entry_of(module) / f"{module.__name__}.pyi").exists()
+    assert not list(entry_of(module).glob("building-*")), "the staging folder is removed"
+
+
+def test_loading_again_in_the_same_process_returns_the_same_module(cache, square_file):
+    first = ufuncgen.load(str(square_file), cuda_arch="none")
+    assert ufuncgen.load(square_file, cuda_arch="none") is first
+
+
+def test_a_cached_module_loads_in_a_fresh_process_without_building(cache, square_file):
+    module = ufuncgen.load(square_file, cuda_arch="none")
+    before = snapshot(cache)
+    result = run_python(f"""
+        import sys, ufuncgen
+        module = ufuncgen.load({str(square_file)!r}, cuda_arch="none")
+        print(module.__name__, module.square(3.0))
+        # A hit neither builds nor loads the generator or the build driver.
+        print(sorted(m for m in ("jinja2", "ufuncgen.build", "ufuncgen.gen") if m in sys.modules))
+        """, cache)
+    assert result.stdout.decode().split("\n")[:2] == [f"{module.__name__} 9.0", "[]"]
+    assert snapshot(cache) == before
+    assert builds_logged(entry_of(module)) == 1
+
+
+def test_a_pickled_function_loads_in_a_fresh_process_that_never_called_load(cache, square_file):
+    module = ufuncgen.load(square_file, cuda_arch="none")
+    result = run_python("""
+        import pickle, sys
+        square = pickle.loads(sys.stdin.buffer.read())
+        print(square.__module__, square(4.0))
+        """, cache, stdin=pickle.dumps(module.square))
+    assert result.stdout.decode().strip() == f"{module.__name__} 16.0"
+
+
+def test_two_processes_loading_the_same_file_at_once_both_succeed_and_only_one_builds(
+        fresh_cache, tmp_path):
+    path = tmp_path / "cube.ufunc"
+    path.write_text(CUBE)
+    code = f"""
+        import ufuncgen
+        module = ufuncgen.load({str(path)!r}, cuda_arch="none")
+        print(module.__file__, module.cube(2.0))
+        """
+    env = {**os.environ, "UFUNCGEN_CACHE_DIR": str(fresh_cache)}
+    racers = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    outputs = [racer.communicate(timeout=300) for racer in racers]
+    assert [racer.returncode for racer in racers] == [0, 0], [e.decode() for _, e in outputs]
+    lines = {out.decode().strip() for out, _ in outputs}
+    assert len(lines) == 1 and lines.pop().endswith(" 8.0"), "both import the same module"
+    entries = list(fresh_cache.iterdir())
+    assert len(entries) == 1
+    assert builds_logged(entries[0]) == 1
+
+
+def test_a_changed_file_is_built_again_as_a_new_module(fresh_cache, tmp_path):
+    path = tmp_path / "f.ufunc"
+    path.write_text(SQUARE)
+    old = ufuncgen.load(path, cuda_arch="none")
+    path.write_text(SQUARE.replace("x * x", "x + x"))
+    new = ufuncgen.load(path, cuda_arch="none")
+    assert new.__name__ != old.__name__ and entry_of(new) != entry_of(old)
+    assert (old.square(3.0), new.square(3.0)) == (9.0, 6.0), "the old module keeps working"
+    assert builds_logged(entry_of(new)) == 1
+
+
+def test_a_bad_file_raises_the_located_report_without_building(fresh_cache, tmp_path):
+    path = tmp_path / "bad.ufunc"
+    path.write_text(SQUARE.replace("types:", "typo:"))
+    with pytest.raises(SignatureError) as error:
+        ufuncgen.load(path, cuda_arch="none")
+    assert f"{path}:3:5: error: unknown option 'typo'" in str(error.value)
+    assert not list(fresh_cache.rglob(f"*{loader.EXT_SUFFIX}"))
+
+
+def test_a_body_the_compiler_refuses_raises_its_message_at_the_files_line(fresh_cache, tmp_path):
+    path = tmp_path / "broken.ufunc"
+    path.write_text(SQUARE.replace("x * x", "x +* "))
+    with pytest.raises(BuildError) as error:
+        ufuncgen.load(path, cuda_arch="none")
+    message = str(error.value)
+    assert message.startswith(f"{path}:5:"), message
+    assert ": error: " in message and "CMake" not in message and "Building C object" not in message
+
+
+def test_text_is_built_as_a_module_named_by_its_hash(cache):
+    module = ufuncgen.load(SQUARE.replace("square", "from_text"), cuda_arch="none")
+    assert module.__name__.startswith("ufg_") and module.from_text(5.0) == 25.0
+    assert (entry_of(module) / f"{module.__name__}.ufunc").read_text() == \
+        SQUARE.replace("square", "from_text")
+
+
+def test_two_different_texts_never_share_a_module_name():
+    first = loader._entry(loader._read_source(SQUARE), None, None, True, "none")
+    second = loader._entry(loader._read_source(CUBE), None, None, True, "none")
+    assert first[0] != second[0] and first[1] != second[1]
+
+
+def test_errors_in_text_point_at_the_text_written_into_the_cache(fresh_cache):
+    with pytest.raises(SignatureError) as error:
+        ufuncgen.load(SQUARE.replace("types:", "typo:"), cuda_arch="none")
+    location = str(error.value).split(":3:5: error:")[0]
+    assert location.endswith(".ufunc") and Path(location).resolve().is_relative_to(fresh_cache)
+
+
+def test_a_name_that_is_not_an_identifier_is_refused(cache, square_file):
+    with pytest.raises(ValueError, match=r"name: expected an ASCII Python identifier.*'a\.b'"):
+        ufuncgen.load(square_file, "a.b", cuda_arch="none")
+
+
+def test_an_argument_that_is_neither_path_nor_text_is_refused():
+    with pytest.raises(TypeError, match="path_or_text: expected .* got int"):
+        ufuncgen.load(42)
+
+
+def test_the_cell_magic_binds_the_module_and_its_functions(cache):
+    pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "ufuncgen")
+    shell.run_cell_magic("ufuncgen", "cellmod --cuda-arch none", SQUARE.replace("square", "sq"))
+    assert shell.user_ns["sq"](6.0) == 36.0
+    assert shell.user_ns["cellmod"].__name__.startswith("cellmod_")
+    assert shell.user_ns["sq"] is shell.user_ns["cellmod"].sq
+
+
+# --- `ufuncgen build` with nothing changed -------------------------------------------------
+
+def ufuncgen_build(work: Path, *options: str) -> str:
+    # This interpreter's ufuncgen, not whichever `ufuncgen` comes first on PATH.
+    result = subprocess.run([sys.executable, "-m", "ufuncgen", "build", "square.ufunc", "--name", "square", "-o", "out",
+                             "--cuda-arch", "none", "-v", *options],
+                            cwd=work, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def cmake_commands(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith("$ ") and "cmake" in line]
+
+
+def test_an_unchanged_build_runs_no_cmake_and_writes_nothing(tmp_path):
+    (tmp_path / "square.ufunc").write_text(SQUARE)
+    first = ufuncgen_build(tmp_path)
+    assert len(cmake_commands(first)) == 2, "-v shows the configure and build commands"
+    before = snapshot(tmp_path)
+    again = ufuncgen_build(tmp_path)
+    assert cmake_commands(again) == [] and "up to date" in again
+    assert snapshot(tmp_path) == before
+
+    (tmp_path / "square.ufunc").write_text(SQUARE.replace("x * x", "x * x + 1.0"))
+    changed = ufuncgen_build(tmp_path)
+    assert len(cmake_commands(changed)) == 2, "a changed file is built again"
+    (tmp_path / "out" / f"square{loader.EXT_SUFFIX}").unlink()
+    assert len(cmake_commands(ufuncgen_build(tmp_path))) == 2, "a deleted module is built again"
