@@ -12,6 +12,17 @@ include_guard(GLOBAL)
 # site-packages/ufuncgen/cmake once installed); the generator is run from there.
 get_filename_component(_UFUNCGEN_PACKAGE_DIR "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
 get_filename_component(_UFUNCGEN_PYTHONPATH "${_UFUNCGEN_PACKAGE_DIR}/.." ABSOLUTE)
+# The generator runs with this directory put in front of the PYTHONPATH CMake was configured
+# with, not in place of it: pip's isolated build environments (a downstream package's build,
+# or ufuncgen's own from a fresh venv) reach their requirements, jinja2 among them, through
+# a PYTHONPATH entry.
+if(NOT "$ENV{PYTHONPATH}" STREQUAL "")
+  if(WIN32)
+    string(APPEND _UFUNCGEN_PYTHONPATH "$<SEMICOLON>$ENV{PYTHONPATH}")   # one COMMAND argument
+  else()
+    string(APPEND _UFUNCGEN_PYTHONPATH ":$ENV{PYTHONPATH}")
+  endif()
+endif()
 if(EXISTS "${_UFUNCGEN_PACKAGE_DIR}/include/ufuncgen/host_loops.h")
   set(_UFUNCGEN_INCLUDE_DIR "${_UFUNCGEN_PACKAGE_DIR}/include")
 else()
