@@ -1,8 +1,10 @@
 # ufuncgen's CMake function: signature files in, an importable extension module out.
 #
 #   find_package(Python REQUIRED COMPONENTS Interpreter Development.Module NumPy)
-#   include(<ufuncgen package>/cmake/ufuncgen.cmake)    # python -m ufuncgen --cmake-dir prints it
+#   include(<ufuncgen package>/cmake/ufuncgen.cmake)    # python -m ufuncgen cmake-dir prints it
 #   ufuncgen_add_module(fast MODULE mypkg.fast SIGNATURES fast.ufunc)
+#
+# examples/downstream (fastgeo) is a whole package built this way with scikit-build-core.
 #
 # The same function builds ufuncgen.examples and every `ufuncgen build`, so the two are
 # compiled with the same flags.
