@@ -1,8 +1,10 @@
 # ufuncgen's CMake function: signature files in, an importable extension module out.
 #
 #   find_package(Python REQUIRED COMPONENTS Interpreter Development.Module NumPy)
-#   include(<ufuncgen package>/cmake/ufuncgen.cmake)    # python -m ufuncgen --cmake-dir prints it
+#   include(<ufuncgen package>/cmake/ufuncgen.cmake)    # python -m ufuncgen cmake-dir prints it
 #   ufuncgen_add_module(fast MODULE mypkg.fast SIGNATURES fast.ufunc)
+#
+# examples/downstream (fastgeo) is a whole package built this way with scikit-build-core.
 #
 # The same function builds ufuncgen.examples and every `ufuncgen build`, so the two are
 # compiled with the same flags.
@@ -12,6 +14,17 @@ include_guard(GLOBAL)
 # site-packages/ufuncgen/cmake once installed); the generator is run from there.
 get_filename_component(_UFUNCGEN_PACKAGE_DIR "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
 get_filename_component(_UFUNCGEN_PYTHONPATH "${_UFUNCGEN_PACKAGE_DIR}/.." ABSOLUTE)
+# The generator runs with this directory put in front of the PYTHONPATH CMake was configured
+# with, not in place of it: pip's isolated build environments (a downstream package's build,
+# or ufuncgen's own from a fresh venv) reach their requirements, jinja2 among them, through
+# a PYTHONPATH entry.
+if(NOT "$ENV{PYTHONPATH}" STREQUAL "")
+  if(WIN32)
+    string(APPEND _UFUNCGEN_PYTHONPATH "$<SEMICOLON>$ENV{PYTHONPATH}")   # one COMMAND argument
+  else()
+    string(APPEND _UFUNCGEN_PYTHONPATH ":$ENV{PYTHONPATH}")
+  endif()
+endif()
 if(EXISTS "${_UFUNCGEN_PACKAGE_DIR}/include/ufuncgen/host_loops.h")
   set(_UFUNCGEN_INCLUDE_DIR "${_UFUNCGEN_PACKAGE_DIR}/include")
 else()
