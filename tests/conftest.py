@@ -7,7 +7,6 @@ runs the GPU tests on a real device.  The fixtures build small modules with `ufu
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -63,8 +62,9 @@ def build_module(work: Path, name: str, text: str, *options: str) -> Path:
     """`ufuncgen build` of `text` as module `name` into work/out; returns work/out."""
     work.mkdir(parents=True, exist_ok=True)
     (work / f"{name}.ufunc").write_text(text)
-    command = shutil.which("ufuncgen")
-    argv = [command] if command else [sys.executable, "-m", "ufuncgen"]
+    # The interpreter running the tests, not whichever `ufuncgen` PATH finds first: a venv's
+    # bin/ need not be on PATH, and another install would then be tested.
+    argv = [sys.executable, "-m", "ufuncgen"]
     result = subprocess.run([*argv, "build", f"{name}.ufunc", "--name", name, "-o", "out",
                              *options], cwd=work, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, f"ufuncgen build failed:\n{result.stdout}\n{result.stderr}"
