@@ -18,7 +18,9 @@ What it measures, all on one core, in one process, so that ratios are comparable
    Every call allocates its outputs (no ``out=``).  Before timing, each peer's result is
    checked against ufuncgen's; a mismatch is flagged in the table.
 2. A few gufuncs (l2_norm, matmul, rgb_to_gray, pairwise_distances) against NumPy
-   and ``@numba.guvectorize``.
+   and ``@numba.guvectorize``; then two functions whose bodies cannot vectorize (integer
+   power by squaring, Collatz steps: data-dependent loops), built with ``ufuncgen.load()``,
+   against the same algorithm under ``@numba.vectorize``.
 3. Targets, printed PASS/FAIL with the measured value:
    - gaussian_pdf float32 >= 3x NumPy composed and >= 1.5x Numba @vectorize;
    - add float32 >= 0.95x np.add, with a preallocated ``out=`` for both and without;
@@ -583,7 +585,99 @@ def reduce_errors(n, seed, rows=1000, columns=20_000):
     return results
 
 
-def targets(results, n, repeat, rng, seed=0):
+# --------------------------------------------------------------------------- scalar bodies
+
+# A scientist's own functions whose bodies do not vectorize (data-dependent loops, early
+# exits), built through ufuncgen.load() and written the same way for Numba.
+SCALAR_BODIES = """\
+ufunc int_power(x, n) -> y
+    doc: x**n by repeated squaring, wrapping like NumPy's integers (n < 0 gives 1).
+    types: int64(int64, int64)
+{
+    int64_t result = 1, base = x, e = n;
+    while (e > 0) {
+        if (e & 1)
+            result *= base;
+        base *= base;
+        e >>= 1;
+    }
+    y = result;
+}
+
+ufunc collatz_steps(x) -> steps
+    doc: Steps of the Collatz map from x down to 1.
+    types: int32(int32), int64(int64)
+{
+    T v = x, count = 0;
+    while (v > 1) {
+        v = (v & 1) ? 3 * v + 1 : v / 2;
+        count++;
+    }
+    steps = count;
+}
+"""
+
+
+def numba_scalar_bodies():
+    if numba is None:
+        return None
+
+    @numba.vectorize(["int64(int64, int64)"])
+    def int_power(x, n):
+        result, base, e = 1, x, n
+        while e > 0:
+            if e & 1:
+                result *= base
+            base *= base
+            e >>= 1
+        return result
+
+    @numba.vectorize(["int32(int32)", "int64(int64)"])
+    def collatz_steps(x):
+        v, count = x, 0
+        while v > 1:
+            v = 3 * v + 1 if v & 1 else v // 2
+            count += 1
+        return count
+
+    return {"int_power": int_power, "collatz_steps": collatz_steps}
+
+
+def bench_scalar_bodies(n, repeat, rng):
+    """{(name, dtype): Numba time / ufuncgen time}, printed as a table."""
+    import ufuncgen
+    print("## Scalar bodies (data-dependent loops) vs Numba @vectorize, one thread\n")
+    peers = numba_scalar_bodies()
+    if peers is None:
+        print(f"Numba {NOT_INSTALLED}: skipped.\n")
+        return {}
+    ours = ufuncgen.load(SCALAR_BODIES, name="ufg_bench_scalar_bodies", cuda_arch="none")
+    threads = ufuncgen.get_num_threads()
+    ufuncgen.set_num_threads(1)
+    cases = {
+        ("int_power", "int64"): (rng.integers(1, 1000, n), rng.integers(0, 64, n)),
+        ("collatz_steps", "int64"): (rng.integers(1, 100_000, n // 10),),
+        ("collatz_steps", "int32"): (rng.integers(1, 100_000, n // 10).astype(np.int32),),
+    }
+    ratios = {}
+    print("| function | dtype | elements | ufuncgen ms | Numba ms | Numba / ufuncgen |")
+    print("|---|---|---|---|---|---|")
+    try:
+        for (name, dtype), args in cases.items():
+            mine, theirs = getattr(ours, name), peers[name]
+            assert np.array_equal(mine(*args), theirs(*args)), name
+            times = time_interleaved({"ufuncgen": lambda: mine(*args),
+                                      "Numba": lambda: theirs(*args)}, repeat)
+            ratios[(name, dtype)] = times["Numba"] / times["ufuncgen"]
+            print(f"| {name} | {dtype} | {len(args[0]):,} | {fmt_ms(times['ufuncgen'])} | "
+                  f"{fmt_ms(times['Numba'])} | {ratios[(name, dtype)]:.2f}x |")
+    finally:
+        ufuncgen.set_num_threads(threads)
+    print()
+    return ratios
+
+
+def targets(results, n, repeat, rng, seed=0, scalar=None):
     print("## Targets\n")
     gauss = results.get(("gaussian_pdf", "float32"))
     if gauss is not None:
@@ -613,6 +707,10 @@ def targets(results, n, repeat, rng, seed=0):
     check("import ufuncgen.examples after import numpy", f"+{importtime_ms:.1f} ms",
           importtime_ms <= 20, f"target <= 20 ms; median of -X importtime; "
           f"wall-clock difference of medians {wall_ms:+.1f} ms")
+
+    for (name, dtype_name), ratio in (scalar or {}).items():
+        check(f"{name} {dtype_name} (a scalar body) vs Numba @vectorize, one thread",
+              f"{ratio:.2f}x", ratio >= 1.0, "target >= 1.0x; see Scalar bodies")
 
     for (dtype_name, case), (ratio, ours, theirs) in reduce_ratios(n, repeat, rng).items():
         check(f"add.reduce {dtype_name} {case} vs np.add.reduce, one thread", f"{ratio:.2f}x",
@@ -667,7 +765,8 @@ def main():
 
     results = bench_elementwise(args.n, repeat, rng)
     bench_gufuncs(args.n, repeat, rng)
-    targets(results, args.n, repeat, rng, args.seed)
+    scalar = bench_scalar_bodies(args.n, repeat, rng)
+    targets(results, args.n, repeat, rng, args.seed, scalar=scalar)
 
 
 if __name__ == "__main__":
