@@ -23,13 +23,20 @@ PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
 
 
+def _toolkit_dir(installed: str, source: str, marker: str) -> str:
+    """A part of the toolkit: `installed` inside the package, or `source` (relative to the top
+    of the source tree) in a source checkout or an editable install, where the package is
+    python/ufuncgen (the same choice ufuncgen.cmake makes)."""
+    path = os.path.join(PACKAGE_DIR, installed)
+    if os.path.exists(os.path.join(path, marker)):
+        return path
+    return os.path.normpath(os.path.join(PACKAGE_DIR, "..", "..", source))
+
+
 def _include_dir() -> str:
-    """The C headers: installed beside the package, or src/include in a source checkout (the
-    same choice ufuncgen.cmake makes)."""
-    installed = os.path.join(PACKAGE_DIR, "include")
-    if os.path.exists(os.path.join(installed, "ufuncgen", "host_loops.h")):
-        return installed
-    return os.path.normpath(os.path.join(PACKAGE_DIR, "..", "..", "src", "include"))
+    """The C headers: ufuncgen/include, or src/include in the source tree."""
+    return _toolkit_dir("include", os.path.join("src", "include"),
+                        os.path.join("ufuncgen", "host_loops.h"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -37,9 +44,11 @@ def toolkit_digest() -> str:
     """sha256 over the generator, its templates, the C headers and the CMake code, as this
     process sees them installed: a change to any of them changes what a build produces, even
     when ufuncgen's version number stays the same (an editable or development install)."""
-    patterns = ["gen/*.py", "templates/*.j2", "cmake/*.cmake", "build.py",
-                "build_diagnostics.py"]
+    patterns = ["cmake/*.cmake", "build.py", "build_diagnostics.py"]
     files = sorted(f for p in patterns for f in glob.glob(os.path.join(PACKAGE_DIR, p)))
+    files += sorted(glob.glob(os.path.join(_toolkit_dir("gen", "gen", "__init__.py"), "*.py")))
+    files += sorted(glob.glob(os.path.join(_toolkit_dir("templates", "templates", "module.c.j2"),
+                                           "*.j2")))
     files += sorted(glob.glob(os.path.join(_include_dir(), "ufuncgen", "*.h")))
     digest = hashlib.sha256(__version__.encode())
     for path in files:

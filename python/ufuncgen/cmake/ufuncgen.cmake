@@ -10,14 +10,41 @@
 # compiled with the same flags.
 include_guard(GLOBAL)
 
-# This file sits in the ufuncgen package (python/ufuncgen/cmake in the source tree,
-# site-packages/ufuncgen/cmake once installed); the generator is run from there.
+# This file sits in the ufuncgen package: site-packages/ufuncgen/cmake once installed, where
+# the generator (ufuncgen/gen), its templates and the C headers (ufuncgen/include) sit beside
+# it; or python/ufuncgen/cmake in ufuncgen's source tree (building ufuncgen itself, or any
+# build from an editable install), where they are gen/, templates/ and src/include at the top.
 get_filename_component(_UFUNCGEN_PACKAGE_DIR "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
-get_filename_component(_UFUNCGEN_PYTHONPATH "${_UFUNCGEN_PACKAGE_DIR}/.." ABSOLUTE)
-# The generator runs with this directory put in front of the PYTHONPATH CMake was configured
-# with, not in place of it: pip's isolated build environments (a downstream package's build,
-# or ufuncgen's own from a fresh venv) reach their requirements, jinja2 among them, through
-# a PYTHONPATH entry.
+if(EXISTS "${_UFUNCGEN_PACKAGE_DIR}/gen/__init__.py")
+  set(_UFUNCGEN_GEN_DIR "${_UFUNCGEN_PACKAGE_DIR}/gen")
+  set(_UFUNCGEN_TEMPLATE_DIR "${_UFUNCGEN_PACKAGE_DIR}/templates")
+  set(_UFUNCGEN_INCLUDE_DIR "${_UFUNCGEN_PACKAGE_DIR}/include")
+  # `python -m ufuncgen.gen` from the installed package.
+  get_filename_component(_UFUNCGEN_PYTHONPATH "${_UFUNCGEN_PACKAGE_DIR}/.." ABSOLUTE)
+else()
+  get_filename_component(_UFUNCGEN_SOURCE_DIR "${_UFUNCGEN_PACKAGE_DIR}/../.." ABSOLUTE)
+  set(_UFUNCGEN_GEN_DIR "${_UFUNCGEN_SOURCE_DIR}/gen")
+  set(_UFUNCGEN_TEMPLATE_DIR "${_UFUNCGEN_SOURCE_DIR}/templates")
+  set(_UFUNCGEN_INCLUDE_DIR "${_UFUNCGEN_SOURCE_DIR}/src/include")
+  if(NOT EXISTS "${_UFUNCGEN_GEN_DIR}/__init__.py")
+    message(FATAL_ERROR "ufuncgen.cmake: no generator in ${_UFUNCGEN_PACKAGE_DIR}/gen "
+                        "(installed) nor in ${_UFUNCGEN_GEN_DIR} (source tree)")
+  endif()
+  # `python -m ufuncgen.gen` from the source tree: a stand-in package `ufuncgen` in the build
+  # directory whose only submodule search location is the top of the source tree, so that
+  # ufuncgen.gen is gen/ as it is now (no copy to go stale), and gen/render.py finds
+  # templates/ beside it.  The generator needs nothing else from ufuncgen.
+  set(_UFUNCGEN_PYTHONPATH "${CMAKE_BINARY_DIR}/ufuncgen-generator")
+  file(CONFIGURE OUTPUT "${_UFUNCGEN_PYTHONPATH}/ufuncgen/__init__.py" CONTENT
+"\"\"\"Written by ufuncgen.cmake: the ufuncgen package as the generator sees it when run from
+ufuncgen's source tree (${_UFUNCGEN_SOURCE_DIR}), ufuncgen.gen being its gen/.\"\"\"
+__path__ = [r\"${_UFUNCGEN_SOURCE_DIR}\"]
+" @ONLY)
+endif()
+# The generator runs with _UFUNCGEN_PYTHONPATH put in front of the PYTHONPATH CMake was
+# configured with, not in place of it: pip's isolated build environments (a downstream
+# package's build, or ufuncgen's own from a fresh venv) reach their requirements, jinja2
+# among them, through a PYTHONPATH entry.
 if(NOT "$ENV{PYTHONPATH}" STREQUAL "")
   if(WIN32)
     string(APPEND _UFUNCGEN_PYTHONPATH "$<SEMICOLON>$ENV{PYTHONPATH}")   # one COMMAND argument
@@ -25,13 +52,8 @@ if(NOT "$ENV{PYTHONPATH}" STREQUAL "")
     string(APPEND _UFUNCGEN_PYTHONPATH ":$ENV{PYTHONPATH}")
   endif()
 endif()
-if(EXISTS "${_UFUNCGEN_PACKAGE_DIR}/include/ufuncgen/host_loops.h")
-  set(_UFUNCGEN_INCLUDE_DIR "${_UFUNCGEN_PACKAGE_DIR}/include")
-else()
-  get_filename_component(_UFUNCGEN_INCLUDE_DIR "${_UFUNCGEN_PACKAGE_DIR}/../../src/include" ABSOLUTE)
-endif()
 file(GLOB _UFUNCGEN_GENERATOR_FILES
-     "${_UFUNCGEN_PACKAGE_DIR}/gen/*.py" "${_UFUNCGEN_PACKAGE_DIR}/templates/*.j2"
+     "${_UFUNCGEN_GEN_DIR}/*.py" "${_UFUNCGEN_TEMPLATE_DIR}/*.j2"
      "${_UFUNCGEN_INCLUDE_DIR}/ufuncgen/*.h")
 
 # A sanitized install's settings (UFUNCGEN_SANITIZE ON, UFUNCGEN_CUDA OFF); see below.

@@ -1,4 +1,4 @@
-"""Model → generated sources, through the Jinja2 templates in `ufuncgen/templates/`.
+"""Model → generated sources, through the Jinja2 templates in `templates/`.
 
 One environment with StrictUndefined; what the templates need to know about C or about
 docstrings lives in the filters below, so the templates only loop over the model.
@@ -15,7 +15,10 @@ import jinja2
 from .element_types import ElementType
 from .model import Arg, Body, Function, Module
 
-TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "templates")
+# templates/ is the generator's sibling in both layouts: gen/ and templates/ at the top of the
+# source tree (an editable install imports ufuncgen.gen from there too), ufuncgen/gen and
+# ufuncgen/templates once installed.
+TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "templates")
 _GENERATED_LINE = "#line UFG_GENERATED_LINE"
 
 _UFUNC_KEYWORDS = "out=None, *, where=True, casting='same_kind', order='K', dtype=None, subok=True"
