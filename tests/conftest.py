@@ -71,6 +71,17 @@ def build_module(work: Path, name: str, text: str, *options: str) -> Path:
     return work / "out"
 
 
+@pytest.fixture
+def threads_restored():
+    """Puts back the thread count and the parallel threshold a test changes."""
+    import ufuncgen
+    from ufuncgen import _core
+    threads, threshold = ufuncgen.get_num_threads(), _core._parallel_threshold()
+    yield
+    _core._set_parallel_threshold(*threshold)
+    ufuncgen.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def module_builder():
     """build_module, for test folders that build modules of their own."""

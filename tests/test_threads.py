@@ -22,14 +22,6 @@ def parallel_calls():
 
 
 @pytest.fixture
-def threads_restored():
-    threads, threshold = ufuncgen.get_num_threads(), _core._parallel_threshold()
-    yield
-    _core._set_parallel_threshold(*threshold)
-    ufuncgen.set_num_threads(threads)
-
-
-@pytest.fixture
 def always_parallel(threads_restored):
     ufuncgen.set_num_threads(2)
     elements, work, _ = _core._parallel_threshold()

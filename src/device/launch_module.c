@@ -29,19 +29,28 @@ ufg_check_nargs(const char *function, Py_ssize_t nargs, Py_ssize_t expected)
     return 0;
 }
 
-/* The table in a "ufuncgen.device_table" capsule and a loop index within it. */
-static const ufg_device_loop *
-ufg_parse_loop(PyObject *table_obj, PyObject *index_obj)
+/* The table in a "ufuncgen.device_table" capsule, or NULL with a TypeError. */
+static const ufg_device_table *
+ufg_parse_table(PyObject *table_obj)
 {
-    const ufg_device_table *table;
-    int64_t index;
-
-    table = PyCapsule_IsValid(table_obj, UFG_DEVICE_TABLE_CAPSULE)
+    const ufg_device_table *table = PyCapsule_IsValid(table_obj, UFG_DEVICE_TABLE_CAPSULE)
         ? PyCapsule_GetPointer(table_obj, UFG_DEVICE_TABLE_CAPSULE) : NULL;
     if (table == NULL) {
         PyErr_Format(PyExc_TypeError,
                      "table: expected a \"%s\" capsule from a generated module, got %.100s",
                      UFG_DEVICE_TABLE_CAPSULE, Py_TYPE(table_obj)->tp_name);
+    }
+    return table;
+}
+
+/* The table in a "ufuncgen.device_table" capsule and a loop index within it. */
+static const ufg_device_loop *
+ufg_parse_loop(PyObject *table_obj, PyObject *index_obj)
+{
+    const ufg_device_table *table = ufg_parse_table(table_obj);
+    int64_t index;
+
+    if (table == NULL) {
         return NULL;
     }
     if (ufg_arg_int64(index_obj, "loop_index", &index) < 0) {
@@ -60,15 +69,8 @@ ufg_parse_loop(PyObject *table_obj, PyObject *index_obj)
 PyObject *
 ufg_table_associative(PyObject *Py_UNUSED(module), PyObject *table_obj)
 {
-    const ufg_device_table *table = PyCapsule_IsValid(table_obj, UFG_DEVICE_TABLE_CAPSULE)
-        ? PyCapsule_GetPointer(table_obj, UFG_DEVICE_TABLE_CAPSULE) : NULL;
-    if (table == NULL) {
-        PyErr_Format(PyExc_TypeError,
-                     "table: expected a \"%s\" capsule from a generated module, got %.100s",
-                     UFG_DEVICE_TABLE_CAPSULE, Py_TYPE(table_obj)->tp_name);
-        return NULL;
-    }
-    return PyBool_FromLong(table->associative);
+    const ufg_device_table *table = ufg_parse_table(table_obj);
+    return table == NULL ? NULL : PyBool_FromLong(table->associative);
 }
 
 /* Raised when the table has no launcher for the backend in use. */

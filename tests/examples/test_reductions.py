@@ -176,14 +176,6 @@ def assert_pairwise_close(actual, values, dtype):
     assert_within(actual, expected, pairwise_bound(dtype, values.size, magnitude))
 
 
-@pytest.fixture
-def threads_restored():
-    threads, threshold = ufuncgen.get_num_threads(), _core._parallel_threshold()
-    yield
-    _core._set_parallel_threshold(*threshold)
-    ufuncgen.set_num_threads(threads)
-
-
 @pytest.mark.parametrize("layout", ["contiguous", "reversed", "strided"])
 @pytest.mark.parametrize("size", PAIRWISE_SIZES)
 @pytest.mark.parametrize("dtype", ADD_DTYPES)
