@@ -202,7 +202,9 @@ def body_mutated(draw, bases=st.sampled_from([SEED] + SMALL_VALID)):
 
 
 NAMES = st.from_regex(r"\A[a-z][a-z0-9_]{0,6}\Z").filter(
-    lambda s: reserved_reason(s) is None and s not in {"n", "m", "p", "k", "d", "i", "j", "acc"})
+    # argument names get a `_<index>` suffix below: that must not make them reserved (npy_1)
+    lambda s: reserved_reason(s) is None and reserved_reason(s + "_0") is None
+    and s not in {"n", "m", "p", "k", "d", "i", "j", "acc"})
 INT_TYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 FLOAT_TYPES = ["float32", "float64"]
 
