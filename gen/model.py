@@ -752,6 +752,23 @@ def _identity_problem(value_kind: str, literal: str, out: ElementType) -> str | 
     return None
 
 
+def _validate_once_per_name(v: "_Validator", raws, kind: str, first: dict[str, Location],
+                            validate) -> list:
+    """validate() of each raw declaration whose name is new to `first` (across files); a
+    repeated name is an error pointing at the first definition."""
+    validated = []
+    for raw in raws:
+        name = raw.name.text
+        if name in first:
+            v.error(raw.name, f"duplicate {kind} name '{name}' (first defined at {first[name]})")
+            continue
+        first[name] = raw.name.location
+        result = validate(raw)
+        if result:
+            validated.append(result)
+    return validated
+
+
 def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink, str]]) -> Module | None:
     """Validates raw files into one Module; None when any sink holds errors."""
     functions: list[Function] = []
@@ -763,26 +780,9 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
         if not raw.functions and not raw.helpers and not sink.diagnostics:
             v.error(sink.at(1, 1), "file declares no functions: expected a declaration "
                                    "starting with 'ufunc' or 'gufunc'")
-        for raw_helper in raw.helpers:
-            name = raw_helper.name.text
-            if name in first_helper:
-                v.error(raw_helper.name, f"duplicate helper name '{name}' (first defined at "
-                                         f"{first_helper[name]})")
-                continue
-            first_helper[name] = raw_helper.name.location
-            helper = v.helper(raw_helper)
-            if helper:
-                helpers.append(helper)
-        for raw_fn in raw.functions:
-            name = raw_fn.name.text
-            if name in first_function:
-                v.error(raw_fn.name, f"duplicate function name '{name}' (first defined at "
-                                     f"{first_function[name]})")
-                continue
-            first_function[name] = raw_fn.name.location
-            fn = v.function(raw_fn)
-            if fn:
-                functions.append(fn)
+        helpers += _validate_once_per_name(v, raw.helpers, "helper", first_helper, v.helper)
+        functions += _validate_once_per_name(v, raw.functions, "function", first_function,
+                                             v.function)
     if not first_function and files and not any(sink.diagnostics for _, sink, _ in files):
         first = next(((raw.helpers[0], sink) for raw, sink, _ in files if raw.helpers), None)
         if first is not None:
