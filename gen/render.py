@@ -104,14 +104,23 @@ def ufunc_doc(fn: Function, module: Module) -> str:
 
 
 def identity_spec(fn: Function) -> str:
-    """The identity fields of a ufg_function_spec row."""
+    """The identity fields of a function's descriptor (ufuncgen/descriptor.h)."""
     ident = fn.identity
     if ident is None:
-        return 'PyUFunc_None, 0, NULL'
+        return '.identity = PyUFunc_None,'
     if ident.kind == "reorderable":
-        return 'PyUFunc_ReorderableNone, 0, NULL'
+        return '.identity = PyUFunc_ReorderableNone,'
     kind = {"int": "i", "float": "f", "bool": "b"}[ident.value_kind]
-    return f"PyUFunc_IdentityValue, '{kind}', {c_string(ident.python_literal)}"
+    return (f".identity = PyUFunc_IdentityValue, .identity_kind = '{kind}', "
+            f".identity_literal = {c_string(ident.python_literal)},")
+
+
+def descriptor_flags(fn: Function) -> str:
+    """The UFG_FN_* flags of a function's descriptor."""
+    flags = [name for name, on in (("UFG_FN_ASSOCIATIVE", fn.associative),
+                                   ("UFG_FN_THREADS", fn.threads),
+                                   ("UFG_FN_FASTMATH", fn.fastmath)) if on]
+    return " | ".join(flags) or "0"
 
 
 def py_doc(text: str) -> str:
@@ -131,6 +140,7 @@ def environment() -> jinja2.Environment:
     env.filters.update(
         c_string=c_string, c_body=c_body, c_param=c_param, core_accessor=core_accessor,
         wrapper_doc=wrapper_doc, ufunc_doc=ufunc_doc, identity_spec=identity_spec,
+        descriptor_flags=descriptor_flags,
         call_signature=call_signature, py_doc=py_doc, contiguous_steps=contiguous_steps,
     )
     return env

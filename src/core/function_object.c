@@ -5,7 +5,7 @@
  * so that every NumPy behaviour -- __array_ufunc__ overrides, errstate,
  * out=/where=/dtype=/axes= -- is NumPy's own and needs no code here.  The
  * only extra work per call is a cheap scan for CUDA buffers, which are
- * handed to the Python-level device hook instead.
+ * handed to the device runtime's C entry point instead.
  */
 #define NPY_NO_DEPRECATED_API NPY_2_1_API_VERSION
 #define NPY_TARGET_VERSION NPY_2_1_API_VERSION
@@ -22,7 +22,7 @@
 #include <numpy/ufuncobject.h>
 
 #include "dispatch.h"
-#include "ufuncgen/device_kernel.h"
+#include "ufuncgen/device_call.h"
 
 /* Python 3.12 moved the member constants into Python.h under new names;
  * 3.11 only has the old spellings in structmember.h. */
@@ -32,102 +32,61 @@
 #define Py_READONLY READONLY
 #endif
 
-#define UFG_DEVICE_MODULE "ufuncgen._device_dispatch"
+/* The device call of ufuncgen._device, fetched from its capsule on the first device call
+ * (importing _device at import time would make every host-only user pay for it). */
+static const ufg_device_call_api *ufg_device_api = NULL;
+static PyObject *ufg_reduce_name = NULL;        /* "reduce" */
 
-static PyObject *ufg_device_module_name = NULL; /* UFG_DEVICE_MODULE */
-static PyObject *ufg_device_call_name = NULL;   /* "call" */
-static PyObject *ufg_reduce_name = NULL;        /* "reduce": the hook's and the ufunc's */
-
-/* ------------------------------------------------------------------ */
-/* Device hook                                                          */
-/* ------------------------------------------------------------------ */
-
-/*
- * The hook module is resolved through sys.modules (a single dict lookup)
- * and only imported through the import machinery when it is not there yet.
- * Holding our own reference instead would silently ignore a module that
- * was replaced in sys.modules, which tests and plugins rely on doing.
- */
-static PyObject *
-ufg_device_hook_module(void)
+static const ufg_device_call_api *
+ufg_load_device_api(void)
 {
-    PyObject *module = PyImport_GetModule(ufg_device_module_name);
+    PyObject *module, *capsule;
 
-    if (module == NULL && PyErr_Occurred()) {
+    if (ufg_device_api != NULL) {
+        return ufg_device_api;
+    }
+    module = PyImport_ImportModule("ufuncgen._device");
+    if (module == NULL) {
         return NULL;
     }
-    if (module != NULL && module != Py_None) {
-        return module;
-    }
-    /* Missing, or blocked with None: let import raise the proper error. */
-    Py_XDECREF(module);
-    return PyImport_Import(ufg_device_module_name);
-}
-
-static PyObject *
-ufg_args_as_tuple(PyObject *const *args, Py_ssize_t nargs)
-{
-    PyObject *tuple = PyTuple_New(nargs);
-    Py_ssize_t i;
-
-    if (tuple == NULL) {
+    capsule = PyObject_GetAttrString(module, "_call_api");
+    Py_DECREF(module);
+    if (capsule == NULL) {
         return NULL;
     }
-    for (i = 0; i < nargs; i++) {
-        PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
+    ufg_device_api = PyCapsule_GetPointer(capsule, UFG_DEVICE_CALL_CAPSULE);
+    Py_DECREF(capsule);
+    if (ufg_device_api != NULL && ufg_device_api->version != UFG_DEVICE_CALL_VERSION) {
+        PyErr_Format(PyExc_ImportError,
+                     "ufuncgen._core and ufuncgen._device come from different builds "
+                     "(device call version %d, expected %d); reinstall ufuncgen",
+                     ufg_device_api->version, UFG_DEVICE_CALL_VERSION);
+        ufg_device_api = NULL;
     }
-    return tuple;
+    return ufg_device_api;
 }
 
-static PyObject *
-ufg_kwargs_as_dict(PyObject *const *values, PyObject *kwnames)
-{
-    PyObject *kwargs = PyDict_New();
-    Py_ssize_t k, nkw;
-
-    if (kwargs == NULL || kwnames == NULL) {
-        return kwargs;
-    }
-    nkw = PyTuple_GET_SIZE(kwnames);
-    for (k = 0; k < nkw; k++) {
-        if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, k),
-                           values[k]) < 0) {
-            Py_DECREF(kwargs);
-            return NULL;
-        }
-    }
-    return kwargs;
-}
-
-/* Calls ufuncgen._device_dispatch.<hook>(function, args, kwargs).
- * Kept out of line so the host fast path in ufg_function_vectorcall stays
- * a small frame that saves no extra registers. */
+/* A call (or .reduce, with `reduce` set) with a CUDA argument: the device runtime's.
+ * Kept out of line so the host fast path in ufg_function_vectorcall stays a small frame
+ * that saves no extra registers. */
 static Py_NO_INLINE PyObject *
-ufg_function_call_device(PyObject *hook, PyObject *function, PyObject *const *args,
+ufg_function_call_device(int reduce, ufg_FunctionObject *self, PyObject *const *args,
                          Py_ssize_t nargs, PyObject *kwnames)
 {
-    PyObject *module = NULL, *call_args = NULL, *call_kwargs = NULL;
-    PyObject *result = NULL;
+    const ufg_device_call_api *api;
 
-    module = ufg_device_hook_module();
-    if (module == NULL) {
-        goto done;
+    if (self->descriptor == NULL) {
+        PyErr_Format(PyExc_TypeError,
+                     "%U was built without device kernels, but an argument is a CUDA array",
+                     self->name);
+        return NULL;
     }
-    call_args = ufg_args_as_tuple(args, nargs);
-    if (call_args == NULL) {
-        goto done;
+    api = ufg_load_device_api();
+    if (api == NULL) {
+        return NULL;
     }
-    call_kwargs = ufg_kwargs_as_dict(args + nargs, kwnames);
-    if (call_kwargs == NULL) {
-        goto done;
-    }
-    result = PyObject_CallMethodObjArgs(module, hook, function, call_args,
-                                        call_kwargs, NULL);
-done:
-    Py_XDECREF(call_kwargs);
-    Py_XDECREF(call_args);
-    Py_XDECREF(module);
-    return result;
+    return (reduce ? api->reduce : api->call)((PyObject *)self, self->descriptor,
+                                              self->ufunc, args, nargs, kwnames);
 }
 
 /* ------------------------------------------------------------------ */
@@ -167,8 +126,7 @@ ufg_function_vectorcall(PyObject *callable, PyObject *const *args,
     if (device_index == UFG_DISPATCH_ERROR) {
         return NULL;
     }
-    return ufg_function_call_device(ufg_device_call_name, callable, args, nargs,
-                                    kwnames);
+    return ufg_function_call_device(0, self, args, nargs, kwnames);
 }
 
 /* ------------------------------------------------------------------ */
@@ -209,22 +167,22 @@ ufg_check_constructor_arguments(PyObject *ufunc, PyObject *name,
 static PyObject *
 ufg_function_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"ufunc", "name", "module", "doc", "device_table",
+    static char *kwlist[] = {"ufunc", "name", "module", "doc", "descriptor",
                              NULL};
-    PyObject *ufunc, *name, *module, *doc, *device_table = Py_None;
+    PyObject *ufunc, *name, *module, *doc, *descriptor = Py_None;
     ufg_FunctionObject *self;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO|O:Function", kwlist,
                                      &ufunc, &name, &module, &doc,
-                                     &device_table)) {
+                                     &descriptor)) {
         return NULL;
     }
     if (ufg_check_constructor_arguments(ufunc, name, module, doc) < 0 ||
         ufg_check_argument_type(
-            "device_table", device_table,
-            device_table == Py_None ||
-                PyCapsule_IsValid(device_table, UFG_DEVICE_TABLE_CAPSULE),
-            "None or a '" UFG_DEVICE_TABLE_CAPSULE "' capsule") < 0) {
+            "descriptor", descriptor,
+            descriptor == Py_None ||
+                PyCapsule_IsValid(descriptor, UFG_DESCRIPTOR_CAPSULE),
+            "None or a '" UFG_DESCRIPTOR_CAPSULE "' capsule") < 0) {
         return NULL;
     }
     self = (ufg_FunctionObject *)type->tp_alloc(type, 0);
@@ -235,7 +193,9 @@ ufg_function_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->name = Py_NewRef(name);
     self->module = Py_NewRef(module);
     self->doc = Py_NewRef(doc);
-    self->device_table = Py_NewRef(device_table);
+    self->descriptor_capsule = Py_NewRef(descriptor);
+    self->descriptor = descriptor == Py_None
+        ? NULL : PyCapsule_GetPointer(descriptor, UFG_DESCRIPTOR_CAPSULE);
     self->weakreflist = NULL;
     self->vectorcall = ufg_function_vectorcall;
     return (PyObject *)self;
@@ -275,7 +235,7 @@ ufg_function_dealloc(PyObject *op)
     Py_CLEAR(self->name);
     Py_CLEAR(self->module);
     Py_CLEAR(self->doc);
-    Py_CLEAR(self->device_table);
+    Py_CLEAR(self->descriptor_capsule);
     Py_TYPE(op)->tp_free(op);
 }
 
@@ -460,8 +420,7 @@ ufg_function_reduce_method(PyObject *op, PyObject *const *args,
         return NULL;
     }
     if (device_index != UFG_DISPATCH_HOST) {
-        return ufg_function_call_device(ufg_reduce_name, op, args,
-                                        nargs, kwnames);
+        return ufg_function_call_device(1, self, args, nargs, kwnames);
     }
     PyObject *method = PyObject_GetAttr(self->ufunc, ufg_reduce_name);
     if (method == NULL) {
@@ -502,9 +461,9 @@ static PyMemberDef ufg_function_members[] = {
      Py_READONLY, NULL},
     {"__doc__", Py_T_OBJECT_EX, offsetof(ufg_FunctionObject, doc),
      Py_READONLY, NULL},
-    {"_device_table", Py_T_OBJECT_EX,
-     offsetof(ufg_FunctionObject, device_table), Py_READONLY,
-     "The generated device launchers (a capsule), or None."},
+    {"_descriptor", Py_T_OBJECT_EX,
+     offsetof(ufg_FunctionObject, descriptor_capsule), Py_READONLY,
+     "The generated descriptor (a capsule), or None."},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -513,7 +472,7 @@ static PyMemberDef ufg_function_members[] = {
 /* ------------------------------------------------------------------ */
 
 PyDoc_STRVAR(ufg_function_type_doc,
-"Function(ufunc, name, module, doc, device_table=None)\n"
+"Function(ufunc, name, module, doc, descriptor=None)\n"
 "--\n"
 "\n"
 "A named NumPy ufunc generated by ufuncgen.\n"
@@ -545,18 +504,6 @@ PyTypeObject ufg_FunctionType = {
 static int
 ufg_function_intern_names(void)
 {
-    if (ufg_device_module_name == NULL) {
-        ufg_device_module_name = PyUnicode_InternFromString(UFG_DEVICE_MODULE);
-        if (ufg_device_module_name == NULL) {
-            return -1;
-        }
-    }
-    if (ufg_device_call_name == NULL) {
-        ufg_device_call_name = PyUnicode_InternFromString("call");
-        if (ufg_device_call_name == NULL) {
-            return -1;
-        }
-    }
     if (ufg_reduce_name == NULL) {
         ufg_reduce_name = PyUnicode_InternFromString("reduce");
         if (ufg_reduce_name == NULL) {

@@ -18,7 +18,8 @@ typedef struct {
     PyObject *name;    /* str: __name__ and __qualname__ */
     PyObject *module;  /* str: __module__ */
     PyObject *doc;     /* str: __doc__ */
-    PyObject *device_table; /* PyCapsule of the generated device launchers, or None */
+    PyObject *descriptor_capsule; /* the generated descriptor's capsule, or None */
+    const struct ufg_function_descriptor *descriptor; /* in it, or NULL */
     PyObject *weakreflist;
     vectorcallfunc vectorcall;
 } ufg_FunctionObject;

@@ -9,53 +9,37 @@
 #include <numpy/ndarraytypes.h>
 #include <numpy/ufuncobject.h>
 
-#include "ufuncgen/device_kernel.h"
+#include "ufuncgen/descriptor.h"
 #include "ufuncgen/host_threads.h"
 
-typedef struct {
-    const char *name;
-    const char *doc;                /* the wrapper's docstring: call signature, text, types */
-    const char *ufunc_doc;          /* the bare ufunc's: text and types */
-    int nin, nout, ntypes;
-    PyUFuncGenericFunction *loops;
-    void **data;
-    const char *types;              /* ntypes * (nin + nout) NumPy type numbers */
-    const char *signature;          /* gufunc layout, NULL for an elementwise ufunc */
-    int identity;                   /* PyUFunc_None, PyUFunc_ReorderableNone, PyUFunc_IdentityValue */
-    char identity_kind;             /* 'i', 'f', 'b' for a value identity */
-    const char *identity_literal;
-    PyUFunc_ProcessCoreDimsFunc *process_core_dims;
-    const ufg_device_table *device; /* the launchers the device runtime calls */
-} ufg_function_spec;
-
 static PyObject *
-ufg_identity_value(const ufg_function_spec *spec)
+ufg_identity_value(const ufg_function_descriptor *function)
 {
-    switch (spec->identity_kind) {
-    case 'i': return PyLong_FromString(spec->identity_literal, NULL, 10);
+    switch (function->identity_kind) {
+    case 'i': return PyLong_FromString(function->identity_literal, NULL, 10);
     case 'f': {
-        double value = PyOS_string_to_double(spec->identity_literal, NULL, NULL);
+        double value = PyOS_string_to_double(function->identity_literal, NULL, NULL);
         return value == -1.0 && PyErr_Occurred() ? NULL : PyFloat_FromDouble(value);
     }
-    case 'b': return PyBool_FromLong(spec->identity_literal[0] == 'T');
+    case 'b': return PyBool_FromLong(function->identity_literal[0] == 'T');
     default: Py_RETURN_NONE;
     }
 }
 
 static PyObject *
-ufg_new_ufunc(const ufg_function_spec *spec)
+ufg_new_ufunc(const ufg_function_descriptor *function)
 {
     PyObject *identity = ufg_identity_value(spec);
     if (identity == NULL) {
         return NULL;
     }
     PyObject *ufunc = PyUFunc_FromFuncAndDataAndSignatureAndIdentity(
-        spec->loops, spec->data, (char *)spec->types, spec->ntypes, spec->nin, spec->nout,
-        spec->identity, spec->name, spec->ufunc_doc, 0, spec->signature,
-        spec->identity == PyUFunc_IdentityValue ? identity : NULL);
+        function->loops, function->data, (char *)function->types, function->ntypes, function->nin, function->nout,
+        function->identity, function->name, function->ufunc_doc, 0, function->signature,
+        function->identity == PyUFunc_IdentityValue ? identity : NULL);
     Py_DECREF(identity);
-    if (ufunc != NULL && spec->process_core_dims != NULL) {
-        ((PyUFuncObject *)ufunc)->process_core_dims_func = spec->process_core_dims;
+    if (ufunc != NULL && function->process_core_dims != NULL) {
+        ((PyUFuncObject *)ufunc)->process_core_dims_func = function->process_core_dims;
     }
     return ufunc;
 }
@@ -77,7 +61,7 @@ ufg_name_ufunc(PyObject *ufunc, const char *qualified_name, const char *name)
 /* Adds each function to `module` as a ufuncgen.Function; 0 on success, -1 with an exception. */
 static int
 ufg_register_functions(PyObject *module, const char *qualified_name,
-                       const ufg_function_spec *specs, int count)
+                       const ufg_function_descriptor *descriptors, int count)
 {
     PyObject *core = PyImport_ImportModule("ufuncgen._core");
     if (core == NULL) {
@@ -93,29 +77,29 @@ ufg_register_functions(PyObject *module, const char *qualified_name,
     }
     int status = 0;
     for (int i = 0; i < count && status == 0; i++) {
-        PyObject *ufunc = ufg_new_ufunc(&specs[i]);
-        if (ufunc != NULL && ufg_name_ufunc(ufunc, qualified_name, specs[i].name) < 0) {
+        PyObject *ufunc = ufg_new_ufunc(&descriptors[i]);
+        if (ufunc != NULL && ufg_name_ufunc(ufunc, qualified_name, descriptors[i].name) < 0) {
             Py_CLEAR(ufunc);
         }
         if (ufunc == NULL) {
             status = -1;
             break;
         }
-        PyObject *device = PyCapsule_New((void *)specs[i].device, UFG_DEVICE_TABLE_CAPSULE, NULL);
-        if (device == NULL) {
+        PyObject *descriptor = PyCapsule_New((void *)&descriptors[i], UFG_DESCRIPTOR_CAPSULE, NULL);
+        if (descriptor == NULL) {
             Py_DECREF(ufunc);
             status = -1;
             break;
         }
-        PyObject *function = PyObject_CallFunction(function_type, "OsssO", ufunc, specs[i].name,
-                                                   qualified_name, specs[i].doc, device);
-        Py_DECREF(device);
+        PyObject *function = PyObject_CallFunction(function_type, "OsssO", ufunc, descriptors[i].name,
+                                                   qualified_name, descriptors[i].doc, descriptor);
+        Py_DECREF(descriptor);
         Py_DECREF(ufunc);
         if (function == NULL) {
             status = -1;
             break;
         }
-        status = PyModule_AddObjectRef(module, specs[i].name, function);
+        status = PyModule_AddObjectRef(module, descriptors[i].name, function);
         Py_DECREF(function);
     }
     Py_DECREF(function_type);

@@ -1,0 +1,179 @@
+/*
+ * The device call's contract: what every stage of a call with CUDA arguments reads and fills.
+ *
+ * call.c runs the stages in order, each in its own file:
+ *
+ *   keywords.c    the vectorcall keywords: out=, dtype=, casting=, where=, axes=, stream=, ...
+ *   operands.c    each argument as a buffer (DeviceArray, CUDA array interface v3, DLPack) or
+ *                 a scalar; the devices agree
+ *   resolve.c     the loop NumPy would pick, cached per (function, dtypes, dtype=, casting)
+ *   shapes.c      elementwise broadcasting, and the shapes of the outputs
+ *   core_dims.c   a gufunc's axes=/axis=/keepdims= and core dimension sizes
+ *   plan.c        outputs and temporaries, casts, overlap copies, collapse, launch
+ *   results.c     results as the caller's library's arrays
+ *
+ * reduce.c is `function.reduce` on the device, from the same pieces.  A refused call has
+ * written nothing: every check runs before the first allocation or launch.
+ */
+#ifndef UFG_DEVICE_CALL_CALL_H
+#define UFG_DEVICE_CALL_CALL_H
+
+#include "../numpy_api.h"
+
+#include <stdint.h>
+
+#include "ufuncgen/descriptor.h"
+#include "ufuncgen/device_call.h"
+
+#include "../backend.h"
+#include "../cast.h"
+#include "../device_array.h"
+
+/* Inputs + outputs of one function (the host's limit) and dimensions of one operand
+ * (NumPy's). */
+#define UFG_CALL_MAX_OPERANDS 16
+#define UFG_CALL_MAX_NDIM 64
+
+typedef enum {
+    UFG_OPERAND_ABSENT = 0,         /* an output to allocate */
+    UFG_OPERAND_BUFFER,             /* device memory */
+    UFG_OPERAND_SCALAR,             /* a Python or NumPy scalar, passed to the kernel by value */
+} ufg_operand_kind;
+
+/* One argument of a call (or a temporary): a strided view of device memory, or a scalar. */
+typedef struct {
+    ufg_operand_kind kind;
+    PyObject *obj;                  /* borrowed: what the caller passed */
+    /* A buffer. */
+    char *ptr;
+    int ndim;
+    int64_t shape[UFG_CALL_MAX_NDIM];
+    int64_t strides[UFG_CALL_MAX_NDIM];     /* bytes */
+    ufg_dtype_code code;
+    int device;
+    int readonly;
+    int has_producer;               /* CAI v3 'stream': work to wait for before reading */
+    uintptr_t producer;
+    PyObject *owner;                /* a new reference or NULL: keeps imported memory alive */
+    /* A scalar: Python int and float are "weak" (NEP 50: the arrays' dtypes decide); a Python
+     * bool or a NumPy scalar has the dtype `code`. */
+    int weak;                       /* 0, or 'i' / 'f' for a Python int / float */
+} ufg_operand;
+
+/* where=: every element, none (where=False), or a bool mask buffer. */
+typedef enum { UFG_WHERE_ALL, UFG_WHERE_NONE, UFG_WHERE_MASK } ufg_where_kind;
+
+typedef struct {
+    const ufg_function_descriptor *fn;
+    PyObject *function;             /* borrowed: the ufuncgen.Function called */
+    PyObject *ufunc;                /* borrowed: its np.ufunc, asked on a resolution miss */
+    const ufg_backend *backend;
+    int nin, nout, nargs;           /* nargs = nin + nout */
+
+    /* keywords.c: borrowed values, NULL where the keyword was not given. */
+    PyObject *dtype;
+    PyObject *axes, *axis, *keepdims;
+    int keepdims_set;               /* keepdims given and true */
+    NPY_CASTING casting;
+    ufg_where_kind where_kind;
+    PyObject *where;                /* the mask object for UFG_WHERE_MASK */
+    int out_given;                  /* out= given (positionally or by keyword), not all None */
+    int where_without_out;          /* NumPy's warning: where= without out= */
+    uintptr_t stream;
+
+    /* operands.c: inputs, then outputs (ABSENT: allocate); the mask. */
+    ufg_operand ops[UFG_CALL_MAX_OPERANDS];
+    ufg_operand mask;
+    int device;
+    int anchor;                     /* the first operand that is a buffer */
+
+    /* resolve.c */
+    int loop_index;
+    ufg_dtype_code loop_codes[UFG_CALL_MAX_OPERANDS];
+
+    /* shapes.c / core_dims.c: the kernel's view of the call.  Buffers in ops[] are rewritten
+     * in kernel layout (a gufunc's core axes moved last, in layout order).  For every output,
+     * out_shape is the shape the caller gets and out_axes[j][i] the caller's axis that the
+     * kernel's axis i is (kernel axes: loop axes, then core axes); with keepdims an output
+     * has caller axes (size 1) the kernel does not see. */
+    int loop_ndim;
+    int64_t loop_shape[UFG_CALL_MAX_NDIM];
+    int64_t core_sizes[UFG_DEVICE_MAX_CORE_DIMS];   /* per distinct core dimension */
+    int out_ndim[UFG_CALL_MAX_OPERANDS];
+    int64_t out_shape[UFG_CALL_MAX_OPERANDS][UFG_CALL_MAX_NDIM];
+    int out_kernel_ndim[UFG_CALL_MAX_OPERANDS];
+    int out_axes[UFG_CALL_MAX_OPERANDS][UFG_CALL_MAX_NDIM];
+
+    /* Owned references released by ufg_call_release: temporaries and new results. */
+    PyObject *owned[2 * UFG_CALL_MAX_OPERANDS + 4];
+    int nowned;
+} ufg_call;
+
+/* ------------------------------------------------------------------ the stages */
+
+int ufg_call_parse_keywords(ufg_call *c, PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *kwnames, PyObject **outs);
+int ufg_call_classify_operands(ufg_call *c, PyObject *const *inputs, PyObject *const *outs);
+int ufg_call_resolve_types(ufg_call *c);
+int ufg_call_broadcast(ufg_call *c);
+int ufg_call_core_dims(ufg_call *c);
+/* Allocates, copies, casts and launches; returns the results (a new reference: one object,
+ * or a tuple for several outputs), or NULL with an exception. */
+PyObject *ufg_call_run(ufg_call *c);
+void ufg_call_release(ufg_call *c);
+
+/* ------------------------------------------------------------------ shared pieces */
+
+/* "add: argument 'x'" / "add: output 'sum'" for operand k, into buffer (size >= 160). */
+const char *ufg_call_what(const ufg_call *c, int k, char *buffer, size_t size);
+
+/* operands.c: anything with CUDA memory (DeviceArray, __cuda_array_interface__, DLPack on a
+ * CUDA device) → a buffer operand; `what` names it in errors.  1 if obj is such an object,
+ * 0 if not (nothing set), -1 with an exception. */
+int ufg_is_device_object(PyObject *obj);
+int ufg_operand_from_buffer(PyObject *obj, const char *what, ufg_operand *op);
+int ufg_operand_check_dtype(ufg_dtype_code code, int supported, const char *what);
+int ufg_operand_check_alignment(const ufg_operand *op, const char *what);
+void ufg_operand_release(ufg_operand *op);
+int64_t ufg_operand_size(const ufg_operand *op);
+/* A DeviceArray as a buffer operand (borrowing it). */
+void ufg_operand_from_array(ufg_DeviceArrayObject *array, ufg_operand *op);
+
+/* streams.c: a stream= value (None, an int handle, CuPy/PyTorch/Numba/ufuncgen streams,
+ * __cuda_stream__) as a cudaStream_t; queued work on `consumer` waits for op's producer. */
+int ufg_stream_from_object(PyObject *obj, uintptr_t *stream);
+int ufg_wait_for_producer(const ufg_backend *backend, const ufg_operand *op,
+                          uintptr_t consumer);
+
+/* plan.c: a new C-contiguous array owned by the call (released with it). */
+ufg_DeviceArrayObject *ufg_call_empty(ufg_call *c, int ndim, const int64_t *shape,
+                                      ufg_dtype_code code);
+/* Casts (or copies) src into dst, both of dst's shape; with a mask only where it is true. */
+int ufg_call_cast(ufg_call *c, const ufg_operand *src, const ufg_operand *dst,
+                  const ufg_operand *mask);
+/* An operand's strides over `ndim` loop dimensions of `shape`, broadcast (0 where it has
+ * size 1 or lacks the dimension); its last `ncore` dimensions are left out. */
+void ufg_loop_strides(const ufg_operand *op, int ncore, int ndim, const int64_t *shape,
+                      int64_t *strides);
+/* Drops size-1 dimensions and merges neighbours every operand steps through as one; works in
+ * place on shape and the nops stride rows (UFG_CALL_MAX_NDIM wide); returns the new ndim. */
+int ufg_collapse(int ndim, int64_t *shape, int nops, int64_t (*strides)[UFG_CALL_MAX_NDIM]);
+/* Whether the bytes two buffers can touch overlap. */
+int ufg_operands_overlap(const ufg_operand *a, const ufg_operand *b);
+
+/* results.c: `array` as the same kind of array as `anchor` (CuPy, PyTorch, Numba, or the
+ * DeviceArray itself), without a copy.  Returns a new reference. */
+PyObject *ufg_wrap_like(PyObject *anchor, PyObject *array);
+
+/* resolve.c: NumPy's descriptor of a code (borrowed, cached). */
+PyArray_Descr *ufg_call_descr(ufg_dtype_code code);
+
+/* call.c / reduce.c: the entry points handed to ufuncgen._core (ufuncgen/device_call.h). */
+PyObject *ufg_device_call(PyObject *function, const ufg_function_descriptor *fn,
+                          PyObject *ufunc, PyObject *const *args, Py_ssize_t nargs,
+                          PyObject *kwnames);
+PyObject *ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn,
+                            PyObject *ufunc, PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *kwnames);
+
+#endif /* UFG_DEVICE_CALL_CALL_H */

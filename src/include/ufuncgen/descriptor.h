@@ -1,0 +1,62 @@
+/*
+ * A generated function's descriptor: everything about one function, as one row of constant
+ * data that the generator emits (templates/module.c.j2) and every consumer reads.  Host
+ * registration builds the np.ufunc from it (register.h); ufuncgen.Function keeps a pointer to
+ * it; the device call (src/device/call/) reads argument names, the core layout and the
+ * launchers from it.  Nothing about a function is parsed back out of strings.
+ */
+#ifndef UFUNCGEN_DESCRIPTOR_H
+#define UFUNCGEN_DESCRIPTOR_H
+
+#include <Python.h>
+#include <numpy/ndarraytypes.h>
+#include <numpy/ufuncobject.h>
+
+#include "ufuncgen/device_kernel.h"
+
+/* Flags of a function (signature-file options). */
+#define UFG_FN_ASSOCIATIVE 0x1u     /* `associative: true`: .reduce may reorder */
+#define UFG_FN_THREADS 0x2u         /* large host calls may run on several threads */
+#define UFG_FN_FASTMATH 0x4u        /* `fastmath: true` */
+
+/* A core dimension that is not frozen: its size comes from the operands (or, for an
+ * output-only dimension, from process_core_dims). */
+#define UFG_CORE_DIM_VARIABLE (-1)
+
+typedef struct ufg_function_descriptor {
+    const char *name;
+    const char *doc;                /* the wrapper's docstring: call signature, text, types */
+    const char *ufunc_doc;          /* the bare ufunc's: text and types */
+    int nin, nout, ntypes;
+    const char *const *arg_names;   /* nin + nout names: inputs, then outputs */
+    unsigned flags;                 /* UFG_FN_* */
+
+    /* The host loops, as NumPy registers them. */
+    PyUFuncGenericFunction *loops;
+    void **data;
+    const char *types;              /* ntypes * (nin + nout) NumPy type numbers */
+
+    /* Identity: PyUFunc_None, PyUFunc_ReorderableNone or PyUFunc_IdentityValue with a value
+     * of kind 'i', 'f' or 'b' spelled as a Python literal. */
+    int identity;
+    char identity_kind;
+    const char *identity_literal;
+
+    /* A gufunc's layout; signature is NULL (and the rest empty) for an elementwise ufunc. */
+    const char *signature;          /* "(m,n),(n,p)->(m,p)" */
+    int ncore_dims;                 /* distinct core dimensions, in NumPy's order */
+    const int64_t *core_dim_sizes;  /* per distinct dimension: its frozen size, or
+                                     * UFG_CORE_DIM_VARIABLE */
+    const int *core_ndims;          /* per operand: how many core dimensions it has */
+    const int *core_dim_ids;        /* every operand's core dimensions, operand after operand,
+                                     * as indices into the distinct ones */
+    PyUFunc_ProcessCoreDimsFunc *process_core_dims;   /* computed output dims, or NULL */
+
+    /* The device launchers, one entry per type signature (in `types` order). */
+    const ufg_device_loop *device_loops;
+} ufg_function_descriptor;
+
+/* The name of the capsule that carries a descriptor to ufuncgen.Function. */
+#define UFG_DESCRIPTOR_CAPSULE "ufuncgen.descriptor"
+
+#endif /* UFUNCGEN_DESCRIPTOR_H */
