@@ -1,4 +1,9 @@
-"""`python -m ufuncgen.gen --module PKG.MOD -o DIR FILE...`: what the build runs."""
+"""What the build runs:
+
+    python -m ufuncgen.gen --module PKG.MOD -o DIR FILE...   a module's sources
+    python -m ufuncgen.gen runtime-headers INCLUDE_DIR       ufuncgen/element_types.h and
+                                                             ufuncgen/limits.h (runtime_headers.py)
+"""
 from __future__ import annotations
 
 import argparse
@@ -7,7 +12,23 @@ import sys
 from . import SignatureError, generate
 
 
+def _runtime_headers(argv: list[str]) -> int:
+    from .runtime_headers import write_runtime_headers
+
+    parser = argparse.ArgumentParser(prog="python -m ufuncgen.gen runtime-headers",
+                                     description="Write the C headers generated from the "
+                                                 "generator's tables (element types, limits).")
+    parser.add_argument("include_dir", help="the include directory; headers go to its ufuncgen/")
+    args = parser.parse_args(argv)
+    write_runtime_headers(args.include_dir)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    # A word first, not an option, so that the module form keeps its flat command line.
+    if argv[:1] == ["runtime-headers"]:
+        return _runtime_headers(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m ufuncgen.gen",
                                      description="Generate C sources from ufuncgen signature files.")
     parser.add_argument("files", nargs="+", metavar="FILE", help="signature files")

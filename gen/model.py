@@ -12,20 +12,22 @@ import keyword
 import re
 from dataclasses import dataclass
 
+from . import limits
 from .element_types import ELEMENT_TYPES, ElementType
 from .diagnostics import DiagnosticSink, Location
 from .parse import RawDimDefinition, RawFile, RawFunction, RawHelper, RawLayout, Token
 
 # Limits checked at `ufuncgen check`, so that a file that checks also builds and imports.
-UFG_MAX_ARGS = 16       # host_loops.h: the host loop driver keeps one block buffer per argument
-NPY_MAXARGS = 64        # NumPy 2: operands of one ufunc call
+# limits.py is their one definition (emitted as C into ufuncgen/limits.h).
+UFG_MAX_ARGS = limits.MAX_ARGS
+NPY_MAXARGS = limits.NPY_MAXARGS
 MAX_ARGS = min(UFG_MAX_ARGS, NPY_MAXARGS)   # inputs + outputs
 # NumPy's signature parser refuses a frozen size it reads as LLONG_MAX or more (found by
 # experiment with NumPy 2.x: 9223372036854775806 parses, ...807 does not), and the module
 # would then fail at import.
 NPY_MAX_FROZEN_SIZE = 2**63 - 2
-UFG_DEVICE_MAX_CORE_DIMS = 16       # device_kernel.h: distinct core dimensions of a gufunc
-UFG_DEVICE_MAX_CORE_STRIDES = 48    # device_kernel.h: core dimensions of all its arguments
+UFG_DEVICE_MAX_CORE_DIMS = limits.DEVICE_MAX_CORE_DIMS
+UFG_DEVICE_MAX_CORE_STRIDES = limits.DEVICE_MAX_CORE_STRIDES
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 

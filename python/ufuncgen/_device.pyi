@@ -12,6 +12,7 @@ MAX_CORE_DIMS: Final[int]       # a gufunc's variable core dimensions (16)
 MAX_CORE_STRIDES: Final[int]    # a gufunc's core strides (48)
 BLOCK: Final[int]               # threads per block (256)
 BUILT_WITH_CUDA: Final[bool]    # whether the CUDA backend was compiled in
+SUPPORTED_DTYPES: Final[tuple[str, ...]]  # the element types device arrays hold ("bool", ...)
 
 class DeviceError(RuntimeError):
     """An error reported by the backend; the message names the CUDA error and the operation."""
@@ -97,4 +98,9 @@ def launch_cast(
     src_strides: tuple[int, ...], src_dtype: DTypeLike, dst_ptr: int,
     dst_strides: tuple[int, ...], dst_dtype: DTypeLike, /,
 ) -> None: ...
+# Hooks for tests and benchmarks (hooks_module.c): launches made by the calling thread.
+def launch_count() -> int: ...
+def last_launch() -> dict[str, Any] | None: ...   # kind, shape, reduce_shape, grid, block, device, ran
+# Simulator only: skip running kernels (UFUNCGEN_SIM_SKIP_KERNELS=1); returns the previous setting.
+def sim_set_skip_kernels(skip: bool, /) -> bool: ...
 def _sim_inject_error(name: str, /) -> None: ...

@@ -156,3 +156,19 @@ ufg_arg_value_bytes(PyObject *obj, const char *argname, unsigned char out[8])
     memcpy(out, PyBytes_AS_STRING(obj), (size_t)PyBytes_GET_SIZE(obj));
     return 0;
 }
+
+PyObject *
+ufg_int64_tuple_new(const int64_t *values, int n)
+{
+    PyObject *tuple = PyTuple_New(n);
+
+    for (int i = 0; tuple != NULL && i < n; i++) {
+        PyObject *item = PyLong_FromLongLong(values[i]);
+        if (item == NULL) {
+            Py_CLEAR(tuple);
+            break;
+        }
+        PyTuple_SET_ITEM(tuple, i, item);
+    }
+    return tuple;
+}

@@ -34,4 +34,7 @@ int ufg_arg_shape(PyObject *obj, const char *argname, int max_len, int64_t *out,
 /* A bytes object of at most 8 bytes copied into out (zero-filled first); None gives zeros. */
 int ufg_arg_value_bytes(PyObject *obj, const char *argname, unsigned char out[8]);
 
+/* The reverse, for results: a new tuple of n ints. */
+PyObject *ufg_int64_tuple_new(const int64_t *values, int n);
+
 #endif /* UFG_DEVICE_ARGS_H */

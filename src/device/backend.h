@@ -71,6 +71,12 @@ typedef struct ufg_backend {
 
     /* Called after each launcher returned `result`; returns the error to report (or 0). */
     int (*after_launch)(int result, void *stream);
+
+    /* Optional (NULL: never).  1 when launches are to skip running the launcher, keeping the
+     * rest of their path (device switch, launch record, after_launch): the simulator's
+     * UFUNCGEN_SIM_SKIP_KERNELS, so that a device call's dispatch cost can be measured
+     * without the time of the simulated kernel. */
+    int (*skip_kernels)(void);
 } ufg_backend;
 
 /* The implementations.  Each returns NULL and sets *error (a static string) when the
@@ -86,5 +92,9 @@ int ufg_sim_inject_error(const char *name);
  * at most UFG_SIM_MAX_WAITS; returns how many and forgets them. */
 #define UFG_SIM_MAX_WAITS 64
 int ufg_sim_take_waits(uintptr_t (*waits)[2]);
+
+/* Simulator switch: whether launches skip their kernels from now on (UFUNCGEN_SIM_SKIP_KERNELS
+ * sets it at backend init).  Returns the previous setting. */
+int ufg_sim_set_skip_kernels(int skip);
 
 #endif /* UFG_DEVICE_BACKEND_H */

@@ -5,7 +5,9 @@
  * the runtime services they need.
  *
  * UFUNCGEN_SIM_DEVICES sets how many devices exist (default 2, so multi-device code paths are
- * exercised).  Allocations are recorded with their device so pointer_device can answer for
+ * exercised).  UFUNCGEN_SIM_SKIP_KERNELS=1 makes launches skip the kernel itself (everything
+ * else about a launch still happens), so that benchmarks/device_dispatch.py measures the
+ * host-side cost of a device call alone; ufuncgen._device.sim_set_skip_kernels flips it.  Allocations are recorded with their device so pointer_device can answer for
  * any pointer into them; a pointer the simulator did not allocate (another library's "device"
  * array, which under the simulator is host memory) belongs to the current device.
  */
@@ -96,25 +98,43 @@ static _Thread_local int ufg_sim_current = 0;
 /* The error the next launch reports (0: none); set from tests, read by launching threads. */
 static atomic_int ufg_sim_pending_error = 0;
 static atomic_uintptr_t ufg_sim_next_stream = UFG_SIM_FIRST_STREAM;
+/* 1: launches skip the kernel (UFUNCGEN_SIM_SKIP_KERNELS); flipped from any thread. */
+static atomic_int ufg_sim_skipping = 0;
 
-/* Reads UFUNCGEN_SIM_DEVICES; returns -1 when it is set to anything but 1..64. */
-static int
-ufg_sim_configure(void)
+/* The whole number in environment variable `name` if it is set and within lo..hi; -1 if it
+ * is set to anything else; `unset` if it is unset or empty. */
+static long
+ufg_sim_env_number(const char *name, long lo, long hi, long unset)
 {
-    const char *text = getenv("UFUNCGEN_SIM_DEVICES");
+    const char *text = getenv(name);
     char *end;
     long value;
 
     if (text == NULL || *text == '\0') {
-        return 0;
+        return unset;
     }
     errno = 0;
     value = strtol(text, &end, 10);
-    if (errno != 0 || *end != '\0' || value < 1 || value > UFG_SIM_MAX_DEVICES) {
-        return -1;
+    return errno != 0 || *end != '\0' || value < lo || value > hi ? -1 : value;
+}
+
+/* Reads the simulator's environment once, at backend init; returns what is wrong, or NULL. */
+static const char *
+ufg_sim_configure(void)
+{
+    const long devices = ufg_sim_env_number("UFUNCGEN_SIM_DEVICES", 1, UFG_SIM_MAX_DEVICES,
+                                            UFG_SIM_DEFAULT_DEVICES);
+    const long skip = ufg_sim_env_number("UFUNCGEN_SIM_SKIP_KERNELS", 0, 1, 0);
+
+    if (devices < 0) {
+        return "UFUNCGEN_SIM_DEVICES must be a whole number of simulated devices from 1 to 64";
     }
-    ufg_sim_ndevices = (int)value;
-    return 0;
+    if (skip < 0) {
+        return "UFUNCGEN_SIM_SKIP_KERNELS must be 1 (launches skip their kernels) or 0";
+    }
+    ufg_sim_ndevices = (int)devices;
+    atomic_store(&ufg_sim_skipping, (int)skip);
+    return NULL;
 }
 
 static int
@@ -410,6 +430,18 @@ ufg_sim_after_launch(int result, void *stream)
     return injected ? injected : result;
 }
 
+static int
+ufg_sim_skip_kernels(void)
+{
+    return atomic_load_explicit(&ufg_sim_skipping, memory_order_relaxed);
+}
+
+int
+ufg_sim_set_skip_kernels(int skip)
+{
+    return atomic_exchange(&ufg_sim_skipping, skip != 0);
+}
+
 int
 ufg_sim_inject_error(const char *name)
 {
@@ -443,14 +475,12 @@ static const ufg_backend ufg_sim_backend = {
     .error_name = ufg_sim_error_name,
     .error_string = ufg_sim_error_string,
     .after_launch = ufg_sim_after_launch,
+    .skip_kernels = ufg_sim_skip_kernels,
 };
 
 const ufg_backend *
 ufg_backend_sim(const char **error)
 {
-    if (ufg_sim_configure() < 0) {
-        *error = "UFUNCGEN_SIM_DEVICES must be a whole number of simulated devices from 1 to 64";
-        return NULL;
-    }
-    return &ufg_sim_backend;
+    *error = ufg_sim_configure();
+    return *error == NULL ? &ufg_sim_backend : NULL;
 }

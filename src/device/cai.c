@@ -2,6 +2,7 @@
  * DeviceArray.__cuda_array_interface__, version 3 of Numba's CUDA array interface:
  * https://numba.readthedocs.io/en/stable/cuda/cuda_array_interface.html
  */
+#include "args.h"
 #include "device_array.h"
 
 #include "dtypes.h"
@@ -9,22 +10,6 @@
 /* CAI v3 forbids stream 0 (ambiguous between legacy and per-thread default); our handle 0 is
  * the legacy default stream, which the interface spells 1. */
 #define UFG_CAI_LEGACY_DEFAULT_STREAM 1
-
-static PyObject *
-ufg_cai_int64_tuple(const int64_t *values, int n)
-{
-    PyObject *tuple = PyTuple_New(n);
-
-    for (int i = 0; tuple != NULL && i < n; i++) {
-        PyObject *item = PyLong_FromLongLong(values[i]);
-        if (item == NULL) {
-            Py_CLEAR(tuple);
-            break;
-        }
-        PyTuple_SET_ITEM(tuple, i, item);
-    }
-    return tuple;
-}
 
 PyObject *
 ufg_device_array_cai(ufg_DeviceArrayObject *self, void *Py_UNUSED(closure))
@@ -34,7 +19,7 @@ ufg_device_array_cai(ufg_DeviceArrayObject *self, void *Py_UNUSED(closure))
     PyObject *shape = NULL, *strides = NULL, *result = NULL;
 
     ufg_dtype_typestr(self->code, typestr);
-    shape = ufg_cai_int64_tuple(self->shape, self->ndim);
+    shape = ufg_int64_tuple_new(self->shape, self->ndim);
     if (shape == NULL) {
         goto done;
     }
@@ -43,7 +28,7 @@ ufg_device_array_cai(ufg_DeviceArrayObject *self, void *Py_UNUSED(closure))
         strides = Py_NewRef(Py_None);
     }
     else {
-        strides = ufg_cai_int64_tuple(self->strides, self->ndim);
+        strides = ufg_int64_tuple_new(self->strides, self->ndim);
         if (strides == NULL) {
             goto done;
         }

@@ -7,22 +7,16 @@
 #define UFG_DEVICE_CAST_H
 
 #include "ufuncgen/device_kernel.h"
+#include "ufuncgen/element_types.h"
 
-/* The 11 dtypes device arrays hold, as the cast kernel numbers them. */
+/* The dtypes device arrays hold, as the cast kernel numbers them: the generator's element
+ * types, in its order (ufuncgen/element_types.h is generated from gen/element_types.py). */
+#define UFG_DT_ENUMERATOR(CODE, ...) UFG_DT_##CODE,
 typedef enum {
-    UFG_DT_BOOL,
-    UFG_DT_INT8,
-    UFG_DT_INT16,
-    UFG_DT_INT32,
-    UFG_DT_INT64,
-    UFG_DT_UINT8,
-    UFG_DT_UINT16,
-    UFG_DT_UINT32,
-    UFG_DT_UINT64,
-    UFG_DT_FLOAT32,
-    UFG_DT_FLOAT64,
+    UFG_ELEMENT_TYPES(UFG_DT_ENUMERATOR)
     UFG_DT_COUNT
 } ufg_dtype_code;
+#undef UFG_DT_ENUMERATOR
 
 /*
  * Cast launches use ufg_kernel_params with nargs = 2 (argument 0 the source, 1 the

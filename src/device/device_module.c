@@ -15,6 +15,7 @@
 #include "device_array.h"
 #include "dlpack_import.h"
 #include "dtypes.h"
+#include "hooks_module.h"
 #include "launch_module.h"
 #include "runtime.h"
 
@@ -484,41 +485,6 @@ ufg_memcpy_dtod(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
                              UFG_MEMCPY_DEVICE_TO_DEVICE, "copying device to device");
 }
 
-/* ------------------------------------------------------------------ test hook */
-
-static PyObject *
-ufg_sim_inject_error_function(PyObject *Py_UNUSED(module), PyObject *name_obj)
-{
-    const ufg_backend *backend = ufg_runtime_backend();
-    const char *name;
-
-    if (backend == NULL) {
-        return NULL;
-    }
-    if (backend->id != UFG_BACKEND_SIM) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "_sim_inject_error: the backend is %s; error injection exists only "
-                     "under the simulator (UFUNCGEN_DEVICE=sim)", backend->name);
-        return NULL;
-    }
-    if (!PyUnicode_Check(name_obj)) {
-        PyErr_Format(PyExc_TypeError, "name: expected a str, got %.100s",
-                     Py_TYPE(name_obj)->tp_name);
-        return NULL;
-    }
-    name = PyUnicode_AsUTF8(name_obj);
-    if (name == NULL) {
-        return NULL;
-    }
-    if (ufg_sim_inject_error(name) < 0) {
-        PyErr_Format(PyExc_ValueError,
-                     "name: %R is not a CUDA error the simulator knows (for example "
-                     "'cudaErrorIllegalAddress', 'cudaErrorLaunchFailure')", name_obj);
-        return NULL;
-    }
-    Py_RETURN_NONE;
-}
-
 /* ------------------------------------------------------------------ the module */
 
 #define UFG_KW METH_VARARGS | METH_KEYWORDS
@@ -606,6 +572,20 @@ static PyMethodDef ufg_device_methods[] = {
     {"_sim_stream_waits", ufg_sim_stream_waits, METH_NOARGS,
      "_sim_stream_waits()\n--\n\n"
      "Test hook (simulator): the (consumer, producer) stream waits since the last call."},
+    {"launch_count", ufg_launch_count_function, METH_NOARGS,
+     "launch_count()\n--\n\n"
+     "Kernel launches made by the calling thread so far (skipped ones included)."},
+    {"last_launch", ufg_last_launch_function, METH_NOARGS,
+     "last_launch()\n--\n\n"
+     "The calling thread's last kernel launch as a dict: kind ('elementwise', 'reduce' or "
+     "'cast'), shape (the collapsed shape; a reduction's kept dimensions), reduce_shape, "
+     "grid, block, device, ran (False when the simulator skipped the kernel); None before "
+     "the first."},
+    {"sim_set_skip_kernels", ufg_sim_set_skip_kernels_function, METH_O,
+     "sim_set_skip_kernels(skip, /)\n--\n\n"
+     "Simulator only: whether launches skip running their kernels from now on (everything "
+     "else about a launch still happens), to measure dispatch cost; returns the previous "
+     "setting.  UFUNCGEN_SIM_SKIP_KERNELS=1 sets it at startup."},
     {"_sim_inject_error", ufg_sim_inject_error_function, METH_O,
      "_sim_inject_error(name, /)\n--\n\n"
      "Test hook (simulator only): the next launch fails with the named CUDA error."},
@@ -629,6 +609,8 @@ static struct PyModuleDef ufg_device_module = {
 static int
 ufg_device_add_constants(PyObject *module)
 {
+    PyObject *dtypes;
+
     if (PyModule_AddIntConstant(module, "MAX_DIMS", UFG_DEVICE_MAX_DIMS) < 0 ||
         PyModule_AddIntConstant(module, "MAX_ARGS", UFG_DEVICE_MAX_ARGS) < 0 ||
         PyModule_AddIntConstant(module, "MAX_CORE_DIMS", UFG_DEVICE_MAX_CORE_DIMS) < 0 ||
@@ -636,6 +618,13 @@ ufg_device_add_constants(PyObject *module)
         PyModule_AddIntConstant(module, "BLOCK", UFG_DEVICE_BLOCK) < 0) {
         return -1;
     }
+    /* The element types device arrays hold, named in the generator's order. */
+    dtypes = ufg_dtype_supported_names();
+    if (dtypes == NULL || PyModule_AddObjectRef(module, "SUPPORTED_DTYPES", dtypes) < 0) {
+        Py_XDECREF(dtypes);
+        return -1;
+    }
+    Py_DECREF(dtypes);
 #ifdef UFG_HAVE_CUDA
     return PyModule_AddObjectRef(module, "BUILT_WITH_CUDA", Py_True);
 #else

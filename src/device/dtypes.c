@@ -12,22 +12,11 @@ typedef struct {
     uint8_t dlpack_code;
 } ufg_dtype_info;
 
-static const ufg_dtype_info ufg_dtypes[UFG_DT_COUNT] = {
-    [UFG_DT_BOOL] = {'b', 1, NPY_BOOL, kDLBool},
-    [UFG_DT_INT8] = {'i', 1, NPY_INT8, kDLInt},
-    [UFG_DT_INT16] = {'i', 2, NPY_INT16, kDLInt},
-    [UFG_DT_INT32] = {'i', 4, NPY_INT32, kDLInt},
-    [UFG_DT_INT64] = {'i', 8, NPY_INT64, kDLInt},
-    [UFG_DT_UINT8] = {'u', 1, NPY_UINT8, kDLUInt},
-    [UFG_DT_UINT16] = {'u', 2, NPY_UINT16, kDLUInt},
-    [UFG_DT_UINT32] = {'u', 4, NPY_UINT32, kDLUInt},
-    [UFG_DT_UINT64] = {'u', 8, NPY_UINT64, kDLUInt},
-    [UFG_DT_FLOAT32] = {'f', 4, NPY_FLOAT32, kDLFloat},
-    [UFG_DT_FLOAT64] = {'f', 8, NPY_FLOAT64, kDLFloat},
-};
-
-#define UFG_SUPPORTED_DTYPES \
-    "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64"
+/* One row per element type of the generator's table (ufuncgen/element_types.h). */
+#define UFG_DTYPE_ROW(CODE, name, c_type, npy_enum, itemsize, kind_char, kind, dlpack_code) \
+    [UFG_DT_##CODE] = {kind_char, itemsize, npy_enum, dlpack_code},
+static const ufg_dtype_info ufg_dtypes[UFG_DT_COUNT] = {UFG_ELEMENT_TYPES(UFG_DTYPE_ROW)};
+#undef UFG_DTYPE_ROW
 
 static int
 ufg_dtype_lookup(char kind, int itemsize)
@@ -44,7 +33,7 @@ static int
 ufg_dtype_unsupported(const char *argname, PyObject *given, const char *why)
 {
     PyErr_Format(PyExc_TypeError,
-                 "%s: device arrays hold %s%s; got %R", argname, UFG_SUPPORTED_DTYPES, why,
+                 "%s: device arrays hold %s%s; got %R", argname, UFG_ELEMENT_TYPE_NAMES, why,
                  given);
     return -1;
 }
@@ -58,7 +47,7 @@ ufg_dtype_convert(PyObject *obj, const char *argname, PyArray_Descr **descr)
     /* PyArray_DescrConverter turns None into float64; a missing dtype is an error here. */
     if (obj == Py_None) {
         PyErr_Format(PyExc_TypeError, "%s: expected a dtype (%s), got None", argname,
-                     UFG_SUPPORTED_DTYPES);
+                     UFG_ELEMENT_TYPE_NAMES);
         return -1;
     }
     if (!PyArray_DescrConverter(obj, &given)) {
@@ -126,7 +115,7 @@ ufg_dtype_from_dlpack(DLDataType type, const char *context)
                      "%s: DLPack dtype (code %u %s, bits %u) is not supported; device arrays "
                      "hold %s", context, (unsigned)type.code,
                      type.code < 7 ? names[type.code] : "(unknown)", (unsigned)type.bits,
-                     UFG_SUPPORTED_DTYPES);
+                     UFG_ELEMENT_TYPE_NAMES);
         return -1;
     }
     return code;
@@ -143,4 +132,23 @@ ufg_dtype_typestr(ufg_dtype_code code, char *buffer)
     buffer[1] = ufg_dtypes[code].kind;
     buffer[2] = (char)('0' + itemsize);
     buffer[3] = '\0';
+}
+
+PyObject *
+ufg_dtype_supported_names(void)
+{
+    /* The names in code order are the message's list, split: one spelling of them. */
+    PyObject *joined = PyUnicode_FromString(UFG_ELEMENT_TYPE_NAMES), *names, *tuple;
+
+    if (joined == NULL) {
+        return NULL;
+    }
+    names = PyObject_CallMethod(joined, "split", "s", ", ");
+    Py_DECREF(joined);
+    if (names == NULL) {
+        return NULL;
+    }
+    tuple = PySequence_Tuple(names);
+    Py_DECREF(names);
+    return tuple;
 }

@@ -33,4 +33,7 @@ int ufg_dtype_from_dlpack(DLDataType type, const char *context);
 /* Fills the CUDA array interface typestr ("<f4", "|b1", ...); buffer holds 4 bytes. */
 void ufg_dtype_typestr(ufg_dtype_code code, char *buffer);
 
+/* The supported dtypes' names as a new tuple, in code order ("bool", ..., "float64"). */
+PyObject *ufg_dtype_supported_names(void);
+
 #endif /* UFG_DEVICE_DTYPES_H */

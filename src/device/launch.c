@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "device_array.h"
 #include "runtime.h"
 
 int
@@ -25,18 +26,76 @@ ufg_launch_grid(const ufg_backend *backend, int device, int64_t threads, int32_t
     return 0;
 }
 
+/* ------------------------------------------------------------------ the launch record */
+
+static _Thread_local uint64_t ufg_launches = 0;
+static _Thread_local ufg_launch_record ufg_last;
+
+uint64_t
+ufg_launch_count(void)
+{
+    return ufg_launches;
+}
+
+const ufg_launch_record *
+ufg_launch_last(void)
+{
+    return ufg_launches > 0 ? &ufg_last : NULL;
+}
+
+static ufg_elementwise_launcher ufg_cast_launcher(const ufg_backend *backend);
+
+/* Notes the launch as this thread's last; called without the GIL (touches no Python). */
+static void
+ufg_launch_note(const ufg_backend *backend, const ufg_launch *launch, int device, int ran)
+{
+    ufg_launch_record *r = &ufg_last;
+
+    r->device = device;
+    r->ran = ran;
+    if (launch->reduce != NULL) {
+        const ufg_reduce_params *p = launch->reduce_params;
+        r->kind = UFG_LAUNCH_REDUCE;
+        r->grid = p->grid;
+        r->block = p->block;
+        r->ndim = p->keep_ndim;
+        r->reduce_ndim = p->reduce_ndim;
+        memcpy(r->shape, p->keep_shape, sizeof(int64_t) * (size_t)p->keep_ndim);
+        memcpy(r->reduce_shape, p->reduce_shape, sizeof(int64_t) * (size_t)p->reduce_ndim);
+    }
+    else {
+        const ufg_kernel_params *p = launch->kernel_params;
+        r->kind = launch->elementwise == ufg_cast_launcher(backend) ? UFG_LAUNCH_CAST
+                                                                   : UFG_LAUNCH_ELEMENTWISE;
+        r->grid = p->grid;
+        r->block = p->block;
+        r->ndim = p->ndim;
+        r->reduce_ndim = 0;
+        memcpy(r->shape, p->shape, sizeof(int64_t) * (size_t)p->ndim);
+    }
+    ufg_launches++;
+}
+
+/* ------------------------------------------------------------------ launching */
+
 int
 ufg_launch_run(const ufg_backend *backend, const ufg_launch *launch, int device,
                uintptr_t stream, const char *what)
 {
-    int previous = 0, error, result;
+    int previous = 0, error, result = 0;
 
     Py_BEGIN_ALLOW_THREADS
     error = backend->device_enter(device, &previous);
     if (error == 0) {
-        result = launch->elementwise != NULL
-            ? launch->elementwise(launch->kernel_params, (void *)stream)
-            : launch->reduce(launch->reduce_params, (void *)stream);
+        /* Skipping leaves out only the launcher: the device switch, the record and the
+         * backend's post-launch check (and its injected errors) still happen. */
+        const int run = backend->skip_kernels == NULL || !backend->skip_kernels();
+        ufg_launch_note(backend, launch, device, run);
+        if (run) {
+            result = launch->elementwise != NULL
+                ? launch->elementwise(launch->kernel_params, (void *)stream)
+                : launch->reduce(launch->reduce_params, (void *)stream);
+        }
         error = backend->after_launch(result, (void *)stream);
         backend->device_leave(previous);
     }
@@ -96,13 +155,15 @@ ufg_launch_cast(const ufg_backend *backend, int device, uintptr_t stream, int nd
                 ufg_dtype_code src_code, char *dst, const int64_t *dst_strides,
                 ufg_dtype_code dst_code, const char *mask, const int64_t *mask_strides)
 {
-    int64_t merged_shape[64], merged_src[64], merged_dst[64];
+    int64_t merged_shape[UFG_DEVICE_ARRAY_MAX_DIMS], merged_src[UFG_DEVICE_ARRAY_MAX_DIMS];
+    int64_t merged_dst[UFG_DEVICE_ARRAY_MAX_DIMS];
     ufg_launch launch = {ufg_cast_launcher(backend), NULL, NULL, NULL};
     ufg_kernel_params params;
     int64_t n = 1;
 
-    if (ndim > 64) {
-        PyErr_Format(PyExc_ValueError, "shape: at most 64 dimensions, got %d", ndim);
+    if (ndim > UFG_DEVICE_ARRAY_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError, "shape: at most %d dimensions, got %d",
+                     UFG_DEVICE_ARRAY_MAX_DIMS, ndim);
         return -1;
     }
     for (int d = 0; d < ndim; d++) {

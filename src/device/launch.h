@@ -26,9 +26,35 @@ typedef struct {
 /*
  * Calls the launcher with `device` current and the GIL released, then the backend's
  * post-launch check.  Returns 0, or -1 with DeviceError naming the error and `what`.
+ * Every launch is recorded (below) first; under the simulator's skip switch
+ * (backend->skip_kernels) the launcher itself is not called.
  */
 int ufg_launch_run(const ufg_backend *backend, const ufg_launch *launch, int device,
                    uintptr_t stream, const char *what);
+
+/*
+ * What the calling thread launched: a count and the last launch, recorded by ufg_launch_run
+ * for every backend, so that tests and benchmarks observe launches below the Python layer
+ * (ufuncgen._device.launch_count / last_launch).  Per thread, so launches made by other
+ * threads (a dask worker, a test's background thread) do not disturb what a thread sees.
+ */
+typedef enum { UFG_LAUNCH_ELEMENTWISE, UFG_LAUNCH_REDUCE, UFG_LAUNCH_CAST } ufg_launch_kind;
+
+typedef struct {
+    ufg_launch_kind kind;
+    int device;
+    int ran;                    /* 0: the kernel was skipped (backend->skip_kernels) */
+    int32_t grid, block;
+    /* Elementwise and cast: the collapsed shape.  Reduce: the kept dimensions in shape,
+     * the reduced ones in reduce_shape. */
+    int ndim, reduce_ndim;
+    int64_t shape[UFG_DEVICE_MAX_DIMS];
+    int64_t reduce_shape[UFG_DEVICE_MAX_DIMS];
+} ufg_launch_record;
+
+uint64_t ufg_launch_count(void);
+/* The calling thread's last launch, or NULL before its first. */
+const ufg_launch_record *ufg_launch_last(void);
 
 /*
  * Casts (or copies, for equal codes) the N-d strided array at src into dst, element by element,

@@ -86,11 +86,12 @@ ufg_parse_cast_side(PyObject *const *args, const char *side, int ndim, char **pt
     return 0;
 }
 
+/* launch_cast merges contiguous dimensions itself, so it takes NumPy's maximum. */
 PyObject *
 ufg_launch_cast_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-    int64_t shape[UFG_LAUNCH_CAST_MAX_DIMS], src_strides[UFG_LAUNCH_CAST_MAX_DIMS];
-    int64_t dst_strides[UFG_LAUNCH_CAST_MAX_DIMS], mask_strides[UFG_LAUNCH_CAST_MAX_DIMS];
+    int64_t shape[UFG_DEVICE_ARRAY_MAX_DIMS], src_strides[UFG_DEVICE_ARRAY_MAX_DIMS];
+    int64_t dst_strides[UFG_DEVICE_ARRAY_MAX_DIMS], mask_strides[UFG_DEVICE_ARRAY_MAX_DIMS];
     const ufg_backend *backend;
     char *src, *dst, *mask = NULL;
     uintptr_t mask_pointer;
@@ -101,7 +102,7 @@ ufg_launch_cast_entry(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssi
         (backend = ufg_runtime_backend()) == NULL ||
         ufg_arg_device(backend, args[0], "device", &device) < 0 ||
         ufg_arg_uintptr(args[1], "stream", &stream) < 0 ||
-        ufg_arg_int64_tuple(args[2], "shape", UFG_LAUNCH_CAST_MAX_DIMS, 1, shape, &ndim) < 0 ||
+        ufg_arg_int64_tuple(args[2], "shape", UFG_DEVICE_ARRAY_MAX_DIMS, 1, shape, &ndim) < 0 ||
         ufg_shape_size(ndim, shape, "shape") < 0 ||
         ufg_parse_cast_side(args + 3, "src", ndim, &src, src_strides, &src_code) < 0 ||
         ufg_parse_cast_side(args + 6, "dst", ndim, &dst, dst_strides, &dst_code) < 0) {

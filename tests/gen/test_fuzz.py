@@ -10,12 +10,14 @@ UFUNCGEN_FUZZ_COMPILE_EXAMPLES overrides the compiled count.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
 import signal
 import subprocess
 import sysconfig
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -358,6 +360,15 @@ def test_preprocessor_conditionals_in_a_body_are_accepted_exactly_when_they_bala
 
 # ------------------------------------------------------------------------------ compiling
 
+@functools.lru_cache(maxsize=None)
+def _generated_include_dir() -> str:
+    """ufuncgen/element_types.h and limits.h, which the build generates beside src/include."""
+    from ufuncgen.gen.runtime_headers import write_runtime_headers
+    path = tempfile.mkdtemp(prefix="ufuncgen-fuzz-include-")
+    write_runtime_headers(path)
+    return path
+
+
 def _c_flags() -> list[str] | None:
     gcc = shutil.which("gcc")
     try:
@@ -367,7 +378,8 @@ def _c_flags() -> list[str] | None:
     if gcc is None:
         return None
     return [gcc, "-fsyntax-only", "-std=gnu11", "-fopenmp-simd", "-w",
-            f"-I{ROOT / 'src' / 'include'}", f"-I{numpy.get_include()}",
+            f"-I{ROOT / 'src' / 'include'}", f"-I{_generated_include_dir()}",
+            f"-I{numpy.get_include()}",
             f"-I{sysconfig.get_paths()['include']}"]
 
 

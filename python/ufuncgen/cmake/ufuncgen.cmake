@@ -35,6 +35,10 @@ else()
   # ufuncgen.gen is gen/ as it is now (no copy to go stale), and gen/render.py finds
   # templates/ beside it.  The generator needs nothing else from ufuncgen.
   set(_UFUNCGEN_PYTHONPATH "${CMAKE_BINARY_DIR}/ufuncgen-generator")
+  # The headers generated from the generator's tables (ufuncgen/element_types.h, limits.h;
+  # gen/runtime_headers.py) are not in src/include: they are written at build time here,
+  # and an installed ufuncgen has them in its include/ with the others.
+  set(_UFUNCGEN_GENERATED_INCLUDE_DIR "${CMAKE_BINARY_DIR}/ufuncgen-generator/include")
   file(CONFIGURE OUTPUT "${_UFUNCGEN_PYTHONPATH}/ufuncgen/__init__.py" CONTENT
 "\"\"\"Written by ufuncgen.cmake: the ufuncgen package as the generator sees it when run from
 ufuncgen's source tree (${_UFUNCGEN_SOURCE_DIR}), ufuncgen.gen being its gen/.\"\"\"
@@ -55,6 +59,37 @@ endif()
 file(GLOB _UFUNCGEN_GENERATOR_FILES
      "${_UFUNCGEN_GEN_DIR}/*.py" "${_UFUNCGEN_TEMPLATE_DIR}/*.j2"
      "${_UFUNCGEN_INCLUDE_DIR}/ufuncgen/*.h")
+
+# The generated headers, in a source-tree build: the target ufuncgen_runtime_headers writes
+# them, and everything compiled against the headers depends on it.
+set(_UFUNCGEN_INCLUDE_DIRS "${_UFUNCGEN_INCLUDE_DIR}")
+if(DEFINED _UFUNCGEN_GENERATED_INCLUDE_DIR)
+  set(_UFUNCGEN_RUNTIME_HEADERS
+      "${_UFUNCGEN_GENERATED_INCLUDE_DIR}/ufuncgen/element_types.h"
+      "${_UFUNCGEN_GENERATED_INCLUDE_DIR}/ufuncgen/limits.h")
+  add_custom_command(
+    OUTPUT ${_UFUNCGEN_RUNTIME_HEADERS}
+    COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${_UFUNCGEN_PYTHONPATH}"
+            "${Python_EXECUTABLE}" -m ufuncgen.gen runtime-headers
+            "${_UFUNCGEN_GENERATED_INCLUDE_DIR}"
+    # Unchanged headers are left alone by the generator; touching keeps make from rerunning.
+    COMMAND "${CMAKE_COMMAND}" -E touch_nocreate ${_UFUNCGEN_RUNTIME_HEADERS}
+    DEPENDS "${_UFUNCGEN_GEN_DIR}/runtime_headers.py" "${_UFUNCGEN_GEN_DIR}/element_types.py"
+            "${_UFUNCGEN_GEN_DIR}/limits.py"
+    COMMENT "ufuncgen: generating ufuncgen/element_types.h and ufuncgen/limits.h"
+    VERBATIM)
+  add_custom_target(ufuncgen_runtime_headers DEPENDS ${_UFUNCGEN_RUNTIME_HEADERS})
+  list(APPEND _UFUNCGEN_INCLUDE_DIRS "${_UFUNCGEN_GENERATED_INCLUDE_DIR}")
+endif()
+
+# ufuncgen_use_headers(<target>): compile a target against ufuncgen's C headers (src/include
+# and the generated ones, or an installed ufuncgen's include/).
+function(ufuncgen_use_headers target)
+  target_include_directories(${target} PRIVATE ${_UFUNCGEN_INCLUDE_DIRS})
+  if(TARGET ufuncgen_runtime_headers)
+    add_dependencies(${target} ufuncgen_runtime_headers)
+  endif()
+endfunction()
 
 # A sanitized install's settings (UFUNCGEN_SANITIZE ON, UFUNCGEN_CUDA OFF); see below.
 include("${CMAKE_CURRENT_LIST_DIR}/sanitize.cmake" OPTIONAL)
@@ -183,7 +218,7 @@ function(ufuncgen_add_module target)
     target_compile_options(${target} PRIVATE
       $<$<COMPILE_LANGUAGE:CUDA>:-O3 --fmad=false>)
   endif()
-  target_include_directories(${target} PRIVATE "${_UFUNCGEN_INCLUDE_DIR}")
+  ufuncgen_use_headers(${target})
   target_link_libraries(${target} PRIVATE Python::NumPy)
   if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
     # -fopenmp-simd: honour `omp declare simd` (vector math) without OpenMP threads.

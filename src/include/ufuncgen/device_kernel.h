@@ -19,13 +19,9 @@
 #include <stdbool.h>
 #endif
 
-/* Dimensions left after the runtime merges contiguous ones; more is refused before launch. */
-#define UFG_DEVICE_MAX_DIMS 12
-/* Inputs + outputs (16, as on the host) + the where= mask. */
-#define UFG_DEVICE_MAX_ARGS 17
-/* Core strides of a gufunc: one per core dimension of each argument. */
-#define UFG_DEVICE_MAX_CORE_STRIDES 48
-#define UFG_DEVICE_MAX_CORE_DIMS 16
+/* UFG_DEVICE_MAX_DIMS, _ARGS, _CORE_DIMS, _CORE_STRIDES: generated from gen/limits.py, which
+ * the generator checks signature files against. */
+#include "ufuncgen/limits.h"
 
 /* One scalar passed by value (a Python scalar argument), in the loop's C type. */
 typedef union {

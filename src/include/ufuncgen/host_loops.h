@@ -32,8 +32,10 @@
 
 #include "ufuncgen/host_threads.h"
 
-#define UFG_MAX_ARGS 16
-#define UFG_MAX_ITEMSIZE 8
+/* UFG_MAX_ARGS and UFG_MAX_ITEMSIZE: generated from the generator's tables (gen/limits.py,
+ * gen/element_types.py). */
+#include "ufuncgen/element_types.h"
+#include "ufuncgen/limits.h"
 /* Elements per block: small enough that every argument's block stays in L1. */
 #define UFG_BLOCK 256
 

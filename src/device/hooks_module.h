@@ -1,0 +1,16 @@
+/*
+ * The hooks of ufuncgen._device for tests and benchmarks: what was launched, and the
+ * simulator's switches (skipping kernels, injecting a launch error).
+ */
+#ifndef UFG_DEVICE_HOOKS_MODULE_H
+#define UFG_DEVICE_HOOKS_MODULE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+PyObject *ufg_launch_count_function(PyObject *module, PyObject *unused);
+PyObject *ufg_last_launch_function(PyObject *module, PyObject *unused);
+PyObject *ufg_sim_set_skip_kernels_function(PyObject *module, PyObject *skip);
+PyObject *ufg_sim_inject_error_function(PyObject *module, PyObject *name);
+
+#endif /* UFG_DEVICE_HOOKS_MODULE_H */

@@ -1,0 +1,73 @@
+"""The C headers generated from the generator's tables (gen/runtime_headers.py): the element
+types and the limits are written once, in gen/, and the runtime and kernels read them."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from ufuncgen.gen import limits
+from ufuncgen.gen.__main__ import main
+from ufuncgen.gen.element_types import ELEMENT_TYPES
+from ufuncgen.gen.runtime_headers import element_types_header, limits_header
+
+X_ROW = re.compile(r"^    X\((\w+), \"(\w+)\", (\w+), (NPY_\w+), (\d), '(\w)', (\w), (kDL\w+)\)",
+                   re.MULTILINE)
+DLPACK = {"b": "kDLBool", "i": "kDLInt", "u": "kDLUInt", "f": "kDLFloat"}
+
+
+def test_the_element_types_header_lists_exactly_the_generators_element_types_in_order():
+    rows = X_ROW.findall(element_types_header())
+    assert rows == [(t.name.upper(), t.name, t.c_type, t.npy_enum, str(t.itemsize), t.kind,
+                     t.kind, DLPACK[t.kind]) for t in ELEMENT_TYPES.values()]
+    text = element_types_header()
+    assert f"#define UFG_ELEMENT_TYPE_COUNT {len(ELEMENT_TYPES)}\n" in text
+    assert f'#define UFG_ELEMENT_TYPE_NAMES "{", ".join(ELEMENT_TYPES)}"\n' in text
+
+
+def test_the_pair_list_has_every_source_destination_pair_once():
+    pairs = re.findall(r"^    X\((\w+), [\w ]+, \w, (\w+), [\w ]+, \w\)", element_types_header(),
+                       re.MULTILINE)
+    codes = [name.upper() for name in ELEMENT_TYPES]
+    assert pairs == [(s, d) for s in codes for d in codes]
+
+
+def test_the_limits_header_defines_every_limit_of_limits_py():
+    text = limits_header()
+    for name, value, _ in limits.C_LIMITS:
+        assert f"\n#define {name} {value}\n" in text
+    assert limits.DEVICE_MAX_ARGS == limits.MAX_ARGS + 1
+
+
+def test_the_command_writes_both_headers_and_leaves_unchanged_ones_alone(tmp_path):
+    assert main(["runtime-headers", str(tmp_path)]) == 0
+    header = tmp_path / "ufuncgen" / "element_types.h"
+    assert header.read_text() == element_types_header()
+    assert (tmp_path / "ufuncgen" / "limits.h").read_text() == limits_header()
+    stamp = header.stat().st_mtime_ns
+    assert main(["runtime-headers", str(tmp_path)]) == 0
+    assert header.stat().st_mtime_ns == stamp
+
+
+def test_the_generated_headers_name_their_source():
+    assert "from gen/element_types.py: do not edit" in element_types_header()
+    assert "from gen/limits.py: do not edit" in limits_header()
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_the_element_types_header_compiles_and_its_rows_agree_with_c(tmp_path):
+    main(["runtime-headers", str(tmp_path)])
+    source = tmp_path / "probe.c"
+    source.write_text("""
+#include <stdbool.h>
+#include <stdint.h>
+#include "ufuncgen/element_types.h"
+#define CHECK(CODE, name, c_type, npy, itemsize, kind_char, kind, dl) \\
+    _Static_assert(sizeof(c_type) == itemsize, name);
+UFG_ELEMENT_TYPES(CHECK)
+""")
+    result = subprocess.run(["gcc", "-std=c11", "-fsyntax-only", f"-I{tmp_path}", str(source)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
