@@ -582,8 +582,9 @@ ufg_to_kernel_layout(ufg_call *c, const ufg_core_layout *layout, ufg_caller_shap
 
 /* ------------------------------------------------------------------ core sizes */
 
-/* NumPy's own error for core dimensions that do not fit: the function's np.ufunc on empty
- * stand-ins with the operands' core shapes (a loop dimension of 0, so nothing runs). */
+/* Operand k as NumPy sees it for a core-dimension check: an empty array of the loop's dtype
+ * with its core shape (in kernel layout) behind a loop dimension of 0; None for an output to
+ * allocate.  A new reference. */
 static PyObject *
 ufg_stand_in(const ufg_call *c, int k)
 {
@@ -610,6 +611,8 @@ ufg_stand_in(const ufg_call *c, int k)
     return PyArray_Empty(ndim, dims, descr, 0);      /* steals descr */
 }
 
+/* NumPy's own error for core dimensions that do not fit: the function's np.ufunc on the
+ * stand-ins (nothing runs), its message with the function's name in front. */
 static int
 ufg_numpy_core_dims_error(const ufg_call *c)
 {
