@@ -163,6 +163,13 @@ int ufg_collapse(int ndim, int64_t *shape, int nops, int64_t (*strides)[UFG_CALL
 /* Whether the bytes two buffers can touch overlap. */
 int ufg_operands_overlap(const ufg_operand *a, const ufg_operand *b);
 
+/* operands.c: how messages name an object's type ("numpy.ndarray", "float").  shapes.c: a
+ * shape as Python writes it ("(3,)"); NumPy's broadcasting of `shape` into `result`
+ * (right-aligned; 0 when they are incompatible). */
+PyObject *ufg_type_name(PyObject *obj);
+PyObject *ufg_shape_repr(int ndim, const int64_t *shape);
+int ufg_broadcast_into(int *ndim, int64_t *result, int op_ndim, const int64_t *shape);
+
 /* results.c: `array` as the same kind of array as `anchor` (CuPy, PyTorch, Numba, or the
  * DeviceArray itself), without a copy.  Returns a new reference. */
 PyObject *ufg_wrap_like(PyObject *anchor, PyObject *array);

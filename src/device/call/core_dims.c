@@ -57,52 +57,13 @@ ufg_operand_label(const ufg_call *c, int k, char *buffer, size_t size)
     return label != NULL ? label + 2 : what;
 }
 
-/* "float" / "numpy.float64": how messages name an object's type (a new reference). */
-static PyObject *
-ufg_core_type_name(PyObject *obj)
-{
-    PyTypeObject *type = Py_TYPE(obj);
-    PyObject *module = PyObject_GetAttrString((PyObject *)type, "__module__");
-    PyObject *name;
 
-    if (module == NULL) {
-        PyErr_Clear();
-        return PyUnicode_FromString(type->tp_name);
-    }
-    if (PyUnicode_Check(module) && PyUnicode_CompareWithASCIIString(module, "builtins") != 0) {
-        name = PyUnicode_FromFormat("%U.%s", module, _PyType_Name(type));
-    }
-    else {
-        name = PyUnicode_FromString(_PyType_Name(type));
-    }
-    Py_DECREF(module);
-    return name;
-}
-
-/* A shape as Python writes a tuple, "(3,)" / "(5, 2)" / "()" (a new reference). */
-static PyObject *
-ufg_dims_repr(int ndim, const int64_t *shape)
-{
-    char text[UFG_CALL_MAX_NDIM * 22 + 4];
-    size_t used = 0;
-
-    text[used++] = '(';
-    for (int d = 0; d < ndim; d++) {
-        used += (size_t)PyOS_snprintf(text + used, sizeof text - used, "%s%lld",
-                                      d ? ", " : "", (long long)shape[d]);
-    }
-    if (ndim == 1) {
-        text[used++] = ',';
-    }
-    text[used++] = ')';
-    return PyUnicode_FromStringAndSize(text, (Py_ssize_t)used);
-}
 
 /* A TypeError with "<name>: <message> <type of obj>". */
 static int
 ufg_type_error(const ufg_call *c, const char *message, PyObject *obj)
 {
-    PyObject *type = ufg_core_type_name(obj);
+    PyObject *type = ufg_type_name(obj);
 
     if (type != NULL) {
         PyErr_Format(PyExc_TypeError, "%s: %s %U", c->fn->name, message, type);
@@ -706,30 +667,6 @@ ufg_core_sizes(ufg_call *c)
 
 /* ------------------------------------------------------------------ loop and output shapes */
 
-/* Broadcasts an n-d shape into result (right-aligned); 0 if they are incompatible. */
-static int
-ufg_dims_broadcast(int *ndim, int64_t *result, int n, const int64_t *shape)
-{
-    if (n > *ndim) {
-        const int grow = n - *ndim;
-        memmove(result + grow, result, sizeof(int64_t) * (size_t)*ndim);
-        for (int d = 0; d < grow; d++) {
-            result[d] = 1;
-        }
-        *ndim = n;
-    }
-    for (int d = 0; d < n; d++) {
-        int64_t *slot = &result[*ndim - n + d];
-        if (shape[d] == *slot || shape[d] == 1) {
-            continue;
-        }
-        if (*slot != 1) {
-            return 0;
-        }
-        *slot = shape[d];
-    }
-    return 1;
-}
 
 static int
 ufg_loop_broadcast_error(const ufg_call *c)
@@ -741,7 +678,7 @@ ufg_loop_broadcast_error(const ufg_call *c)
         if (op->kind != UFG_OPERAND_BUFFER) {
             continue;
         }
-        part = ufg_dims_repr(op->ndim - c->fn->core_ndims[k], op->shape);
+        part = ufg_shape_repr(op->ndim - c->fn->core_ndims[k], op->shape);
         Py_SETREF(text, part == NULL ? NULL : PyUnicode_FromFormat(
             "%U%s%U", text, PyUnicode_GET_LENGTH(text) ? ", " : "", part));
         Py_XDECREF(part);
@@ -765,7 +702,7 @@ ufg_broadcast_loops(ufg_call *c)
     for (int k = 0; k < c->nargs; k++) {
         const ufg_operand *op = &c->ops[k];
         if (op->kind == UFG_OPERAND_BUFFER) {
-            ok &= ufg_dims_broadcast(&c->loop_ndim, c->loop_shape,
+            ok &= ufg_broadcast_into(&c->loop_ndim, c->loop_shape,
                                      op->ndim - c->fn->core_ndims[k], op->shape);
         }
     }
@@ -776,8 +713,8 @@ static int
 ufg_out_shape_error(const ufg_call *c, int j, const ufg_caller_shape *given)
 {
     char what[160];
-    PyObject *mine = ufg_dims_repr(given->ndim, given->shape);
-    PyObject *full = ufg_dims_repr(c->out_ndim[j], c->out_shape[j]);
+    PyObject *mine = ufg_shape_repr(given->ndim, given->shape);
+    PyObject *full = ufg_shape_repr(c->out_ndim[j], c->out_shape[j]);
 
     if (mine != NULL && full != NULL) {
         PyErr_Format(PyExc_ValueError, "%s has shape %U, but the result's shape is %U",

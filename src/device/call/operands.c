@@ -53,7 +53,7 @@ ufg_code_of(PyArray_Descr *descr)
 }
 
 /* "numpy.ndarray" / "float": how messages name an object's type. */
-static PyObject *
+PyObject *
 ufg_type_name(PyObject *obj)
 {
     PyTypeObject *type = Py_TYPE(obj);

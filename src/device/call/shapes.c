@@ -8,7 +8,7 @@
 #include <string.h>
 
 /* A shape as Python writes it, "(3,)", for messages (a new reference). */
-static PyObject *
+PyObject *
 ufg_shape_repr(int ndim, const int64_t *shape)
 {
     PyObject *tuple = PyTuple_New(ndim), *text;
@@ -30,7 +30,7 @@ ufg_shape_repr(int ndim, const int64_t *shape)
 }
 
 /* Broadcasts `shape` into result (right-aligned); 0 if they are incompatible. */
-static int
+int
 ufg_broadcast_into(int *ndim, int64_t *result, int op_ndim, const int64_t *shape)
 {
     if (op_ndim > *ndim) {
