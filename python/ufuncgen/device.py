@@ -23,7 +23,6 @@ from __future__ import annotations
 import numpy as np
 
 from . import _device
-from ._device_buffers import buffer_of, check_dtype, is_device_object, stream_handle
 
 DeviceArray = _device.DeviceArray
 DeviceError = _device.DeviceError
@@ -79,24 +78,21 @@ class Stream:
 
 def synchronize(stream=None) -> None:
     """Wait for the work queued on `stream`, or on the whole device when None."""
-    _device.synchronize(None if stream is None else stream_handle(stream))
+    _device.synchronize(None if stream is None else _device.stream_handle(stream))
 
 
 def device_array(shape, dtype=np.float64, *, stream=None, device: int | None = None) -> DeviceArray:
     """An uninitialised C-contiguous DeviceArray, allocated in stream order."""
-    dtype = np.dtype(dtype)
-    check_dtype(dtype, "device_array(dtype=...)")
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return _device.empty(shape, dtype, _device_of(device), stream_handle(stream))
+    return _device.empty(shape, np.dtype(dtype), _device_of(device), _device.stream_handle(stream))
 
 
 def to_device(array, *, stream=None, device: int | None = None) -> DeviceArray:
     """A DeviceArray holding a copy of the host array (C-contiguous)."""
-    if is_device_object(array):
+    if _device.is_device_object(array):
         raise TypeError("to_device() takes a host array; this one is already on the device")
     host = np.asarray(array, order="C")
-    check_dtype(host.dtype, "to_device(array)")
-    handle = stream_handle(stream)
+    handle = _device.stream_handle(stream)
     result = _device.empty(host.shape, host.dtype, _device_of(device), handle)
     if host.nbytes:
         _device.memcpy_htod(result.ptr, host, host.nbytes, result.device, handle)
@@ -107,7 +103,7 @@ def from_dlpack(obj, *, stream=None) -> DeviceArray:
     """A DeviceArray viewing a CUDA DLPack producer's memory (no copy)."""
     if not hasattr(obj, "__dlpack__"):
         raise TypeError(f"from_dlpack() needs an object with __dlpack__, not {type(obj).__name__}")
-    handle = stream_handle(stream)
+    handle = _device.stream_handle(stream)
     try:
         capsule = obj.__dlpack__(stream=handle or 1, max_version=(1, 0))
     except TypeError:
@@ -117,12 +113,7 @@ def from_dlpack(obj, *, stream=None) -> DeviceArray:
 
 def as_device_array(obj) -> DeviceArray:
     """A DeviceArray viewing any CUDA array (``__cuda_array_interface__`` or DLPack), no copy."""
-    if isinstance(obj, DeviceArray):
-        return obj
-    buffer = buffer_of(obj, "as_device_array(obj)")
-    return _device.from_pointer(buffer.ptr, buffer.shape, buffer.dtype, buffer.strides,
-                                buffer.device, buffer.owner or obj, buffer.readonly,
-                                buffer.stream or 0)
+    return _device.as_device_array(obj, "as_device_array(obj)")
 
 
 def _device_of(device: int | None) -> int:

@@ -82,4 +82,9 @@ const ufg_backend *ufg_backend_sim(const char **error);
  * (e.g. "cudaErrorIllegalAddress").  Returns 0, or -1 when the name is not in the table. */
 int ufg_sim_inject_error(const char *name);
 
+/* The simulator's record of stream waits since the last call, (consumer, producer) pairs,
+ * at most UFG_SIM_MAX_WAITS; returns how many and forgets them. */
+#define UFG_SIM_MAX_WAITS 64
+int ufg_sim_take_waits(uintptr_t (*waits)[2]);
+
 #endif /* UFG_DEVICE_BACKEND_H */

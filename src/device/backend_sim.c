@@ -350,12 +350,29 @@ ufg_sim_stream_destroy(void *stream)
     return (uintptr_t)stream < UFG_SIM_FIRST_STREAM ? UFG_ERROR_INVALID_RESOURCE_HANDLE : 0;
 }
 
+/* The last waits asked for, so tests can see that a consumer waits for its producer. */
+static uintptr_t ufg_sim_waits[UFG_SIM_MAX_WAITS][2];
+static int ufg_sim_nwaits;
+
 static int
 ufg_sim_stream_wait(void *consumer, void *producer, int device)
 {
-    (void)consumer;
-    (void)producer;
+    if (ufg_sim_nwaits < UFG_SIM_MAX_WAITS) {
+        ufg_sim_waits[ufg_sim_nwaits][0] = (uintptr_t)consumer;
+        ufg_sim_waits[ufg_sim_nwaits][1] = (uintptr_t)producer;
+        ufg_sim_nwaits++;
+    }
     return ufg_sim_check_device(device);
+}
+
+int
+ufg_sim_take_waits(uintptr_t (*waits)[2])
+{
+    const int n = ufg_sim_nwaits;
+
+    memcpy(waits, ufg_sim_waits, sizeof(ufg_sim_waits[0]) * (size_t)n);
+    ufg_sim_nwaits = 0;
+    return n;
 }
 
 static int

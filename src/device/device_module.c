@@ -10,6 +10,8 @@
 #include "numpy_api.h"
 
 #include "args.h"
+#include "call/call.h"
+#include "call/public.h"
 #include "device_array.h"
 #include "dlpack_import.h"
 #include "dtypes.h"
@@ -522,6 +524,26 @@ ufg_sim_inject_error_function(PyObject *Py_UNUSED(module), PyObject *name_obj)
 #define UFG_KW METH_VARARGS | METH_KEYWORDS
 #define UFG_FN(f) (PyCFunction)(void (*)(void))(f)
 
+/* _sim_stream_waits(): the (consumer, producer) waits the simulator saw since the last call. */
+static PyObject *
+ufg_sim_stream_waits(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
+{
+    uintptr_t waits[UFG_SIM_MAX_WAITS][2];
+    const int n = ufg_sim_take_waits(waits);
+    PyObject *list = PyList_New(n);
+
+    for (int i = 0; list != NULL && i < n; i++) {
+        PyObject *pair = Py_BuildValue("(KK)", (unsigned long long)waits[i][0],
+                                       (unsigned long long)waits[i][1]);
+        if (pair == NULL) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, pair);
+    }
+    return list;
+}
+
 static PyMethodDef ufg_device_methods[] = {
     {"backend_name", ufg_backend_name, METH_NOARGS,
      "backend_name()\n--\n\n'cuda' or 'sim', as chosen by UFUNCGEN_DEVICE at first use."},
@@ -570,21 +592,20 @@ static PyMethodDef ufg_device_methods[] = {
     {"memcpy_dtod", UFG_FN(ufg_memcpy_dtod), UFG_KW,
      "memcpy_dtod(dst_ptr, src_ptr, nbytes, device, stream=0)\n--\n\n"
      "Copy nbytes between device allocations."},
-    {"launch_elementwise", UFG_FN(ufg_launch_elementwise), METH_FASTCALL,
-     "launch_elementwise(table, loop_index, device, stream, shape, data, strides, values, "
-     "by_value, has_where, core_sizes, core_strides, /)\n--\n\n"
-     "Launch a generated elementwise or gufunc kernel."},
-    {"launch_reduce", UFG_FN(ufg_launch_reduce), METH_FASTCALL,
-     "launch_reduce(table, loop_index, device, stream, keep_shape, reduce_shape, in_ptr, "
-     "in_keep_strides, in_reduce_strides, out_ptr, out_keep_strides, out_chunk_stride, "
-     "n_chunks, identity_bytes, /)\n--\n\nLaunch a generated reduction kernel."},
-    {"table_associative", ufg_table_associative, METH_O,
-     "table_associative(table, /)\n--\n\n"
-     "Whether a generated function is associative: its reductions may be split into chunks."},
     {"launch_cast", UFG_FN(ufg_launch_cast_entry), METH_FASTCALL,
      "launch_cast(device, stream, shape, src_ptr, src_strides, src_dtype, dst_ptr, "
      "dst_strides, dst_dtype, /)\n--\n\n"
      "Convert an N-d strided device array into another (C conversions; to bool: != 0)."},
+    {"is_device_object", ufg_public_is_device_object, METH_O,
+     "is_device_object(obj)\n--\n\nWhether obj holds CUDA memory (DeviceArray, "
+     "__cuda_array_interface__, DLPack on a CUDA device)."},
+    {"stream_handle", ufg_public_stream_handle, METH_O,
+     "stream_handle(stream)\n--\n\nThe cudaStream_t of a stream= value."},
+    {"as_device_array", UFG_FN(ufg_public_as_device_array), METH_FASTCALL,
+     "as_device_array(obj, what)\n--\n\nA DeviceArray viewing any CUDA array (no copy)."},
+    {"_sim_stream_waits", ufg_sim_stream_waits, METH_NOARGS,
+     "_sim_stream_waits()\n--\n\n"
+     "Test hook (simulator): the (consumer, producer) stream waits since the last call."},
     {"_sim_inject_error", ufg_sim_inject_error_function, METH_O,
      "_sim_inject_error(name, /)\n--\n\n"
      "Test hook (simulator only): the next launch fails with the named CUDA error."},
@@ -635,7 +656,7 @@ PyInit__device(void)
         return NULL;
     }
     if (ufg_runtime_init(module) < 0 || ufg_device_array_register(module) < 0 ||
-        ufg_device_add_constants(module) < 0) {
+        ufg_device_add_constants(module) < 0 || ufg_call_api_register(module) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -8,9 +8,6 @@
 /* launch_cast merges contiguous dimensions itself, so it takes NumPy's maximum. */
 #define UFG_LAUNCH_CAST_MAX_DIMS 64
 
-PyObject *ufg_launch_elementwise(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-PyObject *ufg_launch_reduce(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-PyObject *ufg_table_associative(PyObject *module, PyObject *table);
 PyObject *ufg_launch_cast_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 #endif /* UFG_DEVICE_LAUNCH_MODULE_H */

@@ -683,15 +683,6 @@ def test_launch_cast_takes_exactly_nine_positional_arguments():
         dev.launch_cast(0, 0)
 
 
-def test_the_launch_entry_points_refuse_anything_but_a_device_table_capsule():
-    with pytest.raises(TypeError, match=r'table: expected a "ufuncgen.device_table" capsule'):
-        dev.launch_elementwise(None, 0, 0, 0, (3,), (0,), ((0,),), (None,), 0, False, (), ())
-    with pytest.raises(TypeError, match=r'table: expected a "ufuncgen.device_table" capsule'):
-        dev.launch_reduce(object(), 0, 0, 0, (), (3,), 0, (), (4,), 0, (), 0, 1, None)
-    with pytest.raises(TypeError, match=r"launch_elementwise\(\) takes exactly 12"):
-        dev.launch_elementwise()
-
-
 def test_the_kernel_contract_limits_are_exported():
     assert (dev.MAX_DIMS, dev.MAX_ARGS, dev.MAX_CORE_DIMS, dev.MAX_CORE_STRIDES, dev.BLOCK) \
         == (12, 17, 16, 48, 256)

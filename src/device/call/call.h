@@ -124,6 +124,9 @@ void ufg_call_release(ufg_call *c);
 
 /* ------------------------------------------------------------------ shared pieces */
 
+/* Re-raises the exception being raised as the same type, its message after "prefix: ". */
+void ufg_prefix_error(const char *prefix);
+
 /* "add: argument 'x'" / "add: output 'sum'" for operand k, into buffer (size >= 160). */
 const char *ufg_call_what(const ufg_call *c, int k, char *buffer, size_t size);
 
@@ -132,7 +135,6 @@ const char *ufg_call_what(const ufg_call *c, int k, char *buffer, size_t size);
  * 0 if not (nothing set), -1 with an exception. */
 int ufg_is_device_object(PyObject *obj);
 int ufg_operand_from_buffer(PyObject *obj, const char *what, ufg_operand *op);
-int ufg_operand_check_dtype(ufg_dtype_code code, int supported, const char *what);
 int ufg_operand_check_alignment(const ufg_operand *op, const char *what);
 void ufg_operand_release(ufg_operand *op);
 int64_t ufg_operand_size(const ufg_operand *op);
@@ -165,6 +167,14 @@ int ufg_operands_overlap(const ufg_operand *a, const ufg_operand *b);
  * DeviceArray itself), without a copy.  Returns a new reference. */
 PyObject *ufg_wrap_like(PyObject *anchor, PyObject *array);
 
+/* The size in bytes of an element of a code. */
+static inline int64_t
+ufg_dtype_itemsize(ufg_dtype_code code)
+{
+    static const unsigned char sizes[UFG_DT_COUNT] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8};
+    return sizes[code];
+}
+
 /* resolve.c: NumPy's descriptor of a code (borrowed, cached). */
 PyArray_Descr *ufg_call_descr(ufg_dtype_code code);
 
@@ -175,5 +185,8 @@ PyObject *ufg_device_call(PyObject *function, const ufg_function_descriptor *fn,
 PyObject *ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn,
                             PyObject *ufunc, PyObject *const *args, Py_ssize_t nargs,
                             PyObject *kwnames);
+
+/* Adds the capsule `_call_api` to ufuncgen._device. */
+int ufg_call_api_register(PyObject *module);
 
 #endif /* UFG_DEVICE_CALL_CALL_H */

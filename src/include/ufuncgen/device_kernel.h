@@ -89,17 +89,6 @@ typedef struct {
     ufg_reduce_launcher reduce[UFG_BACKEND_COUNT];
 } ufg_device_loop;
 
-/* A function's device loops, in the order of its ufunc's `types`.  Travels to the runtime in a
- * PyCapsule named UFG_DEVICE_TABLE_CAPSULE. */
-typedef struct {
-    int ntypes;
-    const ufg_device_loop *loops;
-    /* 1 for `associative: true`: .reduce may split one output's elements into chunks reduced
-     * by different threads; 0: each output is reduced by one thread, in NumPy's order. */
-    int associative;
-} ufg_device_table;
-
-#define UFG_DEVICE_TABLE_CAPSULE "ufuncgen.device_table"
 
 /* ------------------------------------------------------------------ kernel-side helpers */
 

@@ -29,7 +29,7 @@ ufg_identity_value(const ufg_function_descriptor *function)
 static PyObject *
 ufg_new_ufunc(const ufg_function_descriptor *function)
 {
-    PyObject *identity = ufg_identity_value(spec);
+    PyObject *identity = ufg_identity_value(function);
     if (identity == NULL) {
         return NULL;
     }

@@ -1,0 +1,205 @@
+/*
+ * A call of a generated function with CUDA arguments, top to bottom.  Every stage is a file
+ * of this folder (see call.h); every check runs before the first allocation or launch, so a
+ * refused call has written nothing.  The call is asynchronous, like CuPy's: the results are
+ * queued on the call's stream.
+ */
+#include "call.h"
+
+#include <string.h>
+
+#include "../runtime.h"
+
+const char *
+ufg_call_what(const ufg_call *c, int k, char *buffer, size_t size)
+{
+    PyOS_snprintf(buffer, size, "%s: %s '%s'", c->fn->name, k < c->nin ? "argument" : "output",
+                  c->fn->arg_names[k]);
+    return buffer;
+}
+
+void
+ufg_prefix_error(const char *prefix)
+{
+    PyObject *type, *value, *traceback;
+
+    PyTypeObject *builtin;
+
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    /* NumPy's own exception classes take constructor arguments of their own: raise the
+     * built-in class they derive from, which is what callers catch. */
+    builtin = (PyTypeObject *)type;
+    while (builtin->tp_flags & Py_TPFLAGS_HEAPTYPE && builtin->tp_base != NULL) {
+        builtin = builtin->tp_base;
+    }
+    PyErr_Format((PyObject *)builtin, "%s: %S", prefix, value);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(traceback);
+}
+
+void
+ufg_call_release(ufg_call *c)
+{
+    for (int k = 0; k < c->nargs; k++) {
+        if (c->ops[k].kind == UFG_OPERAND_BUFFER) {
+            ufg_operand_release(&c->ops[k]);
+        }
+    }
+    if (c->where_kind == UFG_WHERE_MASK && c->mask.kind == UFG_OPERAND_BUFFER) {
+        ufg_operand_release(&c->mask);
+    }
+    for (int i = 0; i < c->nowned; i++) {
+        Py_DECREF(c->owned[i]);
+    }
+    c->nowned = 0;
+}
+
+/* The fields every stage may read before it fills its own (ops[] are filled by operands.c). */
+static int
+ufg_call_init(ufg_call *c, PyObject *function, const ufg_function_descriptor *fn,
+              PyObject *ufunc)
+{
+    c->fn = fn;
+    c->function = function;
+    c->ufunc = ufunc;
+    c->nin = fn->nin;
+    c->nout = fn->nout;
+    c->nargs = fn->nin + fn->nout;
+    c->dtype = c->axes = c->axis = c->keepdims = c->where = NULL;
+    c->keepdims_set = 0;
+    c->casting = NPY_SAME_KIND_CASTING;
+    c->where_kind = UFG_WHERE_ALL;
+    c->out_given = c->where_without_out = 0;
+    c->stream = 0;
+    c->nowned = 0;
+    c->mask.kind = UFG_OPERAND_ABSENT;
+    c->mask.owner = NULL;
+    for (int k = 0; k < c->nargs; k++) {
+        c->ops[k].kind = UFG_OPERAND_ABSENT;
+        c->ops[k].owner = NULL;
+    }
+    c->backend = ufg_runtime_backend();
+    return c->backend == NULL ? -1 : 0;
+}
+
+/* where= as a bool mask on the call's device. */
+static int
+ufg_call_classify_mask(ufg_call *c)
+{
+    int is_device;
+
+    if (c->where_kind != UFG_WHERE_MASK) {
+        return 0;
+    }
+    is_device = ufg_is_device_object(c->where);
+    if (is_device <= 0) {
+        if (is_device == 0) {
+            PyErr_Format(PyExc_TypeError, "%s: where= must be True, False or a CUDA bool array",
+                         c->fn->name);
+        }
+        return -1;
+    }
+    if (ufg_operand_from_buffer(c->where, "where=", &c->mask) < 0) {
+        return -1;
+    }
+    if (c->mask.code != UFG_DT_BOOL) {
+        PyErr_Format(PyExc_TypeError, "%s: where= must have dtype bool, not %S", c->fn->name,
+                     (PyObject *)ufg_call_descr(c->mask.code));
+        return -1;
+    }
+    if (c->mask.device != c->device) {
+        PyErr_Format(PyExc_ValueError, "%s: where= is on CUDA device %d, but the call's data is "
+                     "on device %d", c->fn->name, c->mask.device, c->device);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+ufg_call_check_alignments(ufg_call *c)
+{
+    char what[160];
+
+    for (int k = 0; k < c->nargs; k++) {
+        if (c->ops[k].kind == UFG_OPERAND_BUFFER &&
+            ufg_operand_check_alignment(&c->ops[k], ufg_call_what(c, k, what, sizeof what)) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int
+ufg_call_wait_for_producers(ufg_call *c)
+{
+    for (int k = 0; k < c->nargs; k++) {
+        if (ufg_wait_for_producer(c->backend, &c->ops[k], c->stream) < 0) {
+            return -1;
+        }
+    }
+    return c->where_kind == UFG_WHERE_MASK
+        ? ufg_wait_for_producer(c->backend, &c->mask, c->stream) : 0;
+}
+
+static int
+ufg_call_check(ufg_call *c, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *outs[UFG_CALL_MAX_OPERANDS];
+
+    if (ufg_call_parse_keywords(c, args, nargs, kwnames, outs) < 0 ||
+        ufg_call_classify_operands(c, args, outs) < 0 ||
+        ufg_call_classify_mask(c) < 0 ||
+        ufg_call_resolve_types(c) < 0) {
+        return -1;
+    }
+    if (c->where_without_out &&
+        PyErr_WarnFormat(PyExc_UserWarning, 1, "%s: 'where' used without 'out', expect "
+                         "uninitialized memory in output. If this is intentional, use out=None.",
+                         c->fn->name) < 0) {
+        return -1;
+    }
+    if ((c->fn->signature == NULL ? ufg_call_broadcast(c) : ufg_call_core_dims(c)) < 0) {
+        return -1;
+    }
+    return ufg_call_check_alignments(c);
+}
+
+PyObject *
+ufg_device_call(PyObject *function, const ufg_function_descriptor *fn, PyObject *ufunc,
+                PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    ufg_call c;
+    PyObject *result = NULL;
+
+    if (ufg_call_init(&c, function, fn, ufunc) < 0) {
+        return NULL;
+    }
+    /* Everything is checked before anything is queued: from the producers' wait on, the
+     * call runs. */
+    if (ufg_call_check(&c, args, nargs, kwnames) == 0 && ufg_call_wait_for_producers(&c) == 0) {
+        result = ufg_call_run(&c);
+    }
+    ufg_call_release(&c);
+    return result;
+}
+
+/* The table ufuncgen._core reaches the device call through (ufuncgen/device_call.h). */
+static const ufg_device_call_api ufg_call_api = {
+    UFG_DEVICE_CALL_VERSION, ufg_device_call, ufg_device_reduce,
+};
+
+int
+ufg_call_api_register(PyObject *module)
+{
+    PyObject *capsule = PyCapsule_New((void *)&ufg_call_api, UFG_DEVICE_CALL_CAPSULE, NULL);
+
+    if (capsule == NULL) {
+        return -1;
+    }
+    int status = PyModule_AddObjectRef(module, "_call_api", capsule);
+
+    Py_DECREF(capsule);
+    return status;
+}

@@ -1,0 +1,634 @@
+/*
+ * Operands: every argument of a device call as a buffer (ufuncgen's DeviceArray, recognised by
+ * type; anything with __cuda_array_interface__ v3; a DLPack producer on a CUDA device) or a
+ * scalar passed by value.  Anything else is refused with a message that names the argument
+ * and says how to move it: nothing is copied between host and device behind the caller's back.
+ */
+#include "call.h"
+
+#include <string.h>
+
+#include "../dlpack_import.h"
+#include "../runtime.h"
+
+/* DLPack device types whose memory kernels can read: CUDA and CUDA managed. */
+enum { UFG_DLPACK_CUDA = 2, UFG_DLPACK_CUDA_MANAGED = 13 };
+
+#define UFG_SUPPORTED_NAMES \
+    "bool, float32, float64, int16, int32, int64, int8, uint16, uint32, uint64, uint8"
+
+static PyObject *ufg_cai_name, *ufg_dlpack_name, *ufg_dlpack_device_name;
+
+static int
+ufg_operands_intern(void)
+{
+    if (ufg_cai_name != NULL) {
+        return 0;
+    }
+    ufg_cai_name = PyUnicode_InternFromString("__cuda_array_interface__");
+    ufg_dlpack_name = PyUnicode_InternFromString("__dlpack__");
+    ufg_dlpack_device_name = PyUnicode_InternFromString("__dlpack_device__");
+    return ufg_cai_name && ufg_dlpack_name && ufg_dlpack_device_name ? 0 : -1;
+}
+
+/* The code of a supported dtype, or -1 (no exception). */
+static int
+ufg_code_of(PyArray_Descr *descr)
+{
+    static const struct { char kind; int itemsize; ufg_dtype_code code; } table[] = {
+        {'b', 1, UFG_DT_BOOL}, {'i', 1, UFG_DT_INT8}, {'i', 2, UFG_DT_INT16},
+        {'i', 4, UFG_DT_INT32}, {'i', 8, UFG_DT_INT64}, {'u', 1, UFG_DT_UINT8},
+        {'u', 2, UFG_DT_UINT16}, {'u', 4, UFG_DT_UINT32}, {'u', 8, UFG_DT_UINT64},
+        {'f', 4, UFG_DT_FLOAT32}, {'f', 8, UFG_DT_FLOAT64},
+    };
+    if (!PyArray_ISNBO(descr->byteorder) || descr->type_num >= NPY_NTYPES_LEGACY) {
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        if (table[i].kind == descr->kind && table[i].itemsize == PyDataType_ELSIZE(descr)) {
+            return table[i].code;
+        }
+    }
+    return -1;
+}
+
+/* "numpy.ndarray" / "float": how messages name an object's type. */
+static PyObject *
+ufg_type_name(PyObject *obj)
+{
+    PyTypeObject *type = Py_TYPE(obj);
+    PyObject *module = PyObject_GetAttrString((PyObject *)type, "__module__");
+    PyObject *name;
+
+    if (module == NULL) {
+        PyErr_Clear();
+        return PyUnicode_FromString(type->tp_name);
+    }
+    if (PyUnicode_Check(module) && PyUnicode_CompareWithASCIIString(module, "builtins") != 0) {
+        name = PyUnicode_FromFormat("%U.%s", module, _PyType_Name(type));
+    }
+    else {
+        name = PyUnicode_FromString(_PyType_Name(type));
+    }
+    Py_DECREF(module);
+    return name;
+}
+
+static int
+ufg_unsupported_dtype(PyArray_Descr *descr, const char *what)
+{
+    PyErr_Format(PyExc_TypeError, "%s has dtype %S, which device kernels do not support "
+                 "(supported: %s)", what, (PyObject *)descr, UFG_SUPPORTED_NAMES);
+    return -1;
+}
+
+int
+ufg_is_device_object(PyObject *obj)
+{
+    PyTypeObject *type = Py_TYPE(obj);
+    PyObject *device;
+    long kind;
+
+    if (ufg_DeviceArray_Check(obj)) {
+        return 1;
+    }
+    if (ufg_operands_intern() < 0) {
+        return -1;
+    }
+    if (_PyType_Lookup(type, ufg_cai_name) != NULL) {
+        return 1;
+    }
+    if (_PyType_Lookup(type, ufg_dlpack_device_name) == NULL) {
+        return 0;
+    }
+    /* A broken __dlpack_device__ is not a device object: the caller's message about what the
+     * object is then says more than the object's own error would. */
+    device = PyObject_CallMethodNoArgs(obj, ufg_dlpack_device_name);
+    if (device == NULL || !PyTuple_Check(device) || PyTuple_GET_SIZE(device) < 1) {
+        PyErr_Clear();
+        Py_XDECREF(device);
+        return 0;
+    }
+    kind = PyLong_AsLong(PyTuple_GET_ITEM(device, 0));
+    Py_DECREF(device);
+    if (kind == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return kind == UFG_DLPACK_CUDA || kind == UFG_DLPACK_CUDA_MANAGED;
+}
+
+void
+ufg_operand_from_array(ufg_DeviceArrayObject *array, ufg_operand *op)
+{
+    op->kind = UFG_OPERAND_BUFFER;
+    op->obj = (PyObject *)array;
+    op->ptr = array->ptr;
+    op->ndim = array->ndim;
+    memcpy(op->shape, array->shape, sizeof(int64_t) * (size_t)array->ndim);
+    memcpy(op->strides, array->strides, sizeof(int64_t) * (size_t)array->ndim);
+    op->code = array->code;
+    op->device = array->device;
+    op->readonly = array->readonly;
+    op->has_producer = 0;
+    op->producer = 0;
+    op->owner = NULL;
+    op->weak = 0;
+}
+
+void
+ufg_operand_release(ufg_operand *op)
+{
+    Py_CLEAR(op->owner);
+}
+
+int64_t
+ufg_operand_size(const ufg_operand *op)
+{
+    int64_t n = 1;
+
+    for (int d = 0; d < op->ndim; d++) {
+        n *= op->shape[d];
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------ __cuda_array_interface__ */
+
+/* A tuple of ints (not bools) into out[], at most UFG_CALL_MAX_NDIM; -1 with ValueError. */
+static int
+ufg_cai_int_tuple(PyObject *value, const char *where, const char *key, int64_t *out, int *len)
+{
+    Py_ssize_t n;
+
+    if (!PyTuple_Check(value)) {
+        goto bad;
+    }
+    n = PyTuple_GET_SIZE(value);
+    if (n > UFG_CALL_MAX_NDIM) {
+        goto bad;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyTuple_GET_ITEM(value, i);
+        long long v;
+        if (!PyLong_Check(item) || PyBool_Check(item)) {
+            goto bad;
+        }
+        v = PyLong_AsLongLong(item);
+        if (v == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            goto bad;
+        }
+        out[i] = v;
+    }
+    *len = (int)n;
+    return 0;
+bad:
+    PyErr_Format(PyExc_ValueError, "%s['%s'] must be a tuple of ints, not %R", where, key, value);
+    return -1;
+}
+
+/* The dict's typestr as a supported native dtype code. */
+static int
+ufg_cai_dtype(PyObject *typestr, const char *where, const char *what, ufg_dtype_code *code)
+{
+    PyArray_Descr *descr = NULL;
+    int found;
+
+    if (!PyArray_DescrConverter(typestr, &descr)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s['typestr'] %R is not a valid type string", where,
+                     typestr);
+        return -1;
+    }
+    if (!PyArray_ISNBO(descr->byteorder)) {
+        PyErr_Format(PyExc_ValueError, "%s['typestr'] %R is not in native byte order", where,
+                     typestr);
+        Py_DECREF(descr);
+        return -1;
+    }
+    found = ufg_code_of(descr);
+    if (found < 0) {
+        ufg_unsupported_dtype(descr, what);
+        Py_DECREF(descr);
+        return -1;
+    }
+    Py_DECREF(descr);
+    *code = (ufg_dtype_code)found;
+    return 0;
+}
+
+static int
+ufg_cai_data(PyObject *data, const char *where, ufg_operand *op)
+{
+    unsigned long long ptr;
+
+    if (!PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2 ||
+        !PyLong_Check(PyTuple_GET_ITEM(data, 0)) || !PyBool_Check(PyTuple_GET_ITEM(data, 1))) {
+        PyErr_Format(PyExc_ValueError, "%s['data'] must be a (pointer: int, read_only: bool) "
+                     "tuple, not %R", where, data);
+        return -1;
+    }
+    ptr = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(data, 0));
+    if (ptr == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s['data'] has a pointer out of range: %R", where, data);
+        return -1;
+    }
+    op->ptr = (char *)(uintptr_t)ptr;
+    op->readonly = PyTuple_GET_ITEM(data, 1) == Py_True;
+    return 0;
+}
+
+static int
+ufg_cai_stream(PyObject *cai, const char *where, ufg_operand *op)
+{
+    PyObject *stream = PyDict_GetItemString(cai, "stream");     /* borrowed */
+
+    op->has_producer = 0;
+    if (stream == NULL || stream == Py_None) {
+        return 0;
+    }
+    if (!PyLong_Check(stream) || PyBool_Check(stream)) {
+        PyErr_Format(PyExc_ValueError, "%s['stream'] must be an int or None, not %R", where,
+                     stream);
+        return -1;
+    }
+    op->producer = (uintptr_t)PyLong_AsUnsignedLongLong(stream);
+    if (op->producer == (uintptr_t)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s['stream'] is not a valid handle: %R", where, stream);
+        return -1;
+    }
+    if (op->producer == 0) {
+        PyErr_Format(PyExc_ValueError, "%s['stream'] is 0, which the protocol disallows "
+                     "(1 is the legacy default stream, 2 the per-thread one)", where);
+        return -1;
+    }
+    op->has_producer = 1;
+    return 0;
+}
+
+static int
+ufg_cai_checked_fields(PyObject *cai, const char *where, const char *what, ufg_operand *op)
+{
+    static const char *const required[] = {"shape", "typestr", "data", "version"};
+    PyObject *strides, *mask;
+    int nstrides;
+
+    char missing[64] = "";
+
+    for (size_t i = 0; i < 4; i++) {
+        if (PyDict_GetItemString(cai, required[i]) == NULL) {
+            const size_t used = strlen(missing);
+            PyOS_snprintf(missing + used, sizeof missing - used, "%s'%s'", used ? ", " : "",
+                          required[i]);
+        }
+    }
+    if (missing[0] != '\0') {
+        PyErr_Format(PyExc_ValueError, "%s lacks the required key(s) %s", where, missing);
+        return -1;
+    }
+    if (ufg_cai_int_tuple(PyDict_GetItemString(cai, "shape"), where, "shape", op->shape,
+                          &op->ndim) < 0) {
+        return -1;
+    }
+    for (int d = 0; d < op->ndim; d++) {
+        if (op->shape[d] < 0) {
+            PyErr_Format(PyExc_ValueError, "%s['shape'] has a negative extent: %R", where,
+                         PyDict_GetItemString(cai, "shape"));
+            return -1;
+        }
+    }
+    if (ufg_cai_dtype(PyDict_GetItemString(cai, "typestr"), where, what, &op->code) < 0 ||
+        ufg_cai_data(PyDict_GetItemString(cai, "data"), where, op) < 0) {
+        return -1;
+    }
+    strides = PyDict_GetItemString(cai, "strides");
+    if (strides == NULL || strides == Py_None) {
+        ufg_c_strides(op->ndim, op->shape, ufg_dtype_itemsize(op->code), op->strides);
+    }
+    else {
+        if (ufg_cai_int_tuple(strides, where, "strides", op->strides, &nstrides) < 0) {
+            return -1;
+        }
+        if (nstrides != op->ndim) {
+            PyErr_Format(PyExc_ValueError, "%s['strides'] has %d entries for %d dimensions",
+                         where, nstrides, op->ndim);
+            return -1;
+        }
+    }
+    mask = PyDict_GetItemString(cai, "mask");
+    if (mask != NULL && mask != Py_None) {
+        PyErr_Format(PyExc_ValueError, "%s has a mask; masked device arrays are not supported",
+                     where);
+        return -1;
+    }
+    return ufg_cai_stream(cai, where, op);
+}
+
+static int
+ufg_cai_device(const char *what, PyObject *obj, ufg_operand *op)
+{
+    const ufg_backend *backend = ufg_runtime_backend();
+    PyObject *type_name;
+    int device;
+
+    if (backend == NULL) {
+        return -1;
+    }
+    if (op->ptr == NULL) {
+        if (ufg_operand_size(op) != 0) {
+            type_name = ufg_type_name(obj);
+            PyErr_Format(PyExc_ValueError, "%s (%S): __cuda_array_interface__['data'] is a "
+                         "null pointer for a non-empty array", what, type_name);
+            Py_XDECREF(type_name);
+            return -1;
+        }
+        if (backend->current_device(&device) != 0) {
+            device = 0;
+        }
+        op->device = device;
+        return 0;
+    }
+    device = backend->pointer_device(op->ptr);
+    if (device < 0) {
+        type_name = ufg_type_name(obj);
+        PyErr_Format(PyExc_ValueError, "%s (%S): its pointer %p is not device memory", what,
+                     type_name, (void *)op->ptr);
+        Py_XDECREF(type_name);
+        return -1;
+    }
+    op->device = device;
+    return 0;
+}
+
+static int
+ufg_operand_from_cai(PyObject *obj, const char *what, ufg_operand *op)
+{
+    PyObject *cai, *type_name;
+    char where[320];
+    int status;
+
+    cai = PyObject_GetAttr(obj, ufg_cai_name);
+    if (cai == NULL) {
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        PyErr_NormalizeException(&type, &value, &traceback);
+        PyErr_Format(PyExc_TypeError, "%s: reading __cuda_array_interface__ failed: %S", what,
+                     value);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(traceback);
+        return -1;
+    }
+    type_name = ufg_type_name(obj);
+    if (type_name == NULL) {
+        Py_DECREF(cai);
+        return -1;
+    }
+    PyOS_snprintf(where, sizeof where, "%s (%s): __cuda_array_interface__", what,
+                  PyUnicode_AsUTF8(type_name));
+    Py_DECREF(type_name);
+    if (!PyDict_Check(cai)) {
+        PyObject *cai_type = ufg_type_name(cai);
+        PyErr_Format(PyExc_TypeError, "%s must be a dict, not %S", where, cai_type);
+        Py_XDECREF(cai_type);
+        Py_DECREF(cai);
+        return -1;
+    }
+    op->kind = UFG_OPERAND_BUFFER;
+    op->obj = obj;
+    op->owner = NULL;
+    op->weak = 0;
+    status = ufg_cai_checked_fields(cai, where, what, op);
+    Py_DECREF(cai);
+    return status < 0 ? -1 : ufg_cai_device(what, obj, op);
+}
+
+/* ------------------------------------------------------------------ DLPack */
+
+static int
+ufg_operand_from_dlpack(PyObject *obj, const char *what, ufg_operand *op)
+{
+    PyObject *capsule, *imported;
+
+    capsule = PyObject_CallMethodNoArgs(obj, ufg_dlpack_name);
+    imported = capsule == NULL ? NULL : ufg_from_dlpack_capsule(capsule);
+    Py_XDECREF(capsule);
+    if (imported == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError) ||
+            PyErr_ExceptionMatches(PyExc_BufferError)) {
+            ufg_prefix_error(what);
+        }
+        return -1;
+    }
+    ufg_operand_from_array((ufg_DeviceArrayObject *)imported, op);
+    op->obj = obj;
+    op->owner = imported;
+    return 0;
+}
+
+int
+ufg_operand_from_buffer(PyObject *obj, const char *what, ufg_operand *op)
+{
+    if (ufg_DeviceArray_Check(obj)) {
+        ufg_operand_from_array((ufg_DeviceArrayObject *)obj, op);
+        return 0;
+    }
+    if (ufg_operands_intern() < 0) {
+        return -1;
+    }
+    if (_PyType_Lookup(Py_TYPE(obj), ufg_cai_name) != NULL) {
+        return ufg_operand_from_cai(obj, what, op);
+    }
+    return ufg_operand_from_dlpack(obj, what, op);
+}
+
+int
+ufg_operand_check_alignment(const ufg_operand *op, const char *what)
+{
+    const int64_t size = ufg_dtype_itemsize(op->code);
+    int misaligned = ((uintptr_t)op->ptr % (uintptr_t)size) != 0;
+    PyObject *strides;
+
+    if (ufg_operand_size(op) == 0) {
+        return 0;
+    }
+    for (int d = 0; d < op->ndim; d++) {
+        misaligned |= op->shape[d] > 1 && op->strides[d] % size != 0;
+    }
+    if (!misaligned) {
+        return 0;
+    }
+    strides = PyTuple_New(op->ndim);
+    for (int d = 0; strides != NULL && d < op->ndim; d++) {
+        PyTuple_SET_ITEM(strides, d, PyLong_FromLongLong(op->strides[d]));
+    }
+    PyErr_Format(PyExc_ValueError, "%s is misaligned for %S (pointer %p, strides %S): device "
+                 "kernels need every element at a multiple of %lld bytes", what,
+                 (PyObject *)ufg_call_descr(op->code), (void *)op->ptr, strides,
+                 (long long)size);
+    Py_XDECREF(strides);
+    return -1;
+}
+
+/* ------------------------------------------------------------------ classification */
+
+static int
+ufg_classify_numpy_scalar(PyObject *obj, const char *what, ufg_operand *op)
+{
+    PyArray_Descr *descr = PyArray_DescrFromScalar(obj);
+    int code;
+
+    if (descr == NULL) {
+        return -1;
+    }
+    code = ufg_code_of(descr);
+    if (code < 0) {
+        PyErr_Format(PyExc_TypeError, "%s is a NumPy %S scalar; device kernels take %s", what,
+                     (PyObject *)descr, UFG_SUPPORTED_NAMES);
+        Py_DECREF(descr);
+        return -1;
+    }
+    Py_DECREF(descr);
+    op->code = (ufg_dtype_code)code;
+    op->weak = 0;
+    return 0;
+}
+
+/* A host array or an object of no known kind, refused with a hint at where the call's data
+ * lives. */
+static int
+ufg_refuse_host_object(PyObject *obj, const char *what, const char *hint)
+{
+    PyObject *type_name;
+
+    if (PyArray_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s is a host numpy.ndarray, but %s: host and device arrays do not mix. "
+                     "Move it with ufuncgen.device.to_device(...) (or cupy.asarray, "
+                     "torch.as_tensor(..., device='cuda')), or pass a Python scalar", what, hint);
+        return -1;
+    }
+    type_name = ufg_type_name(obj);
+    PyErr_Format(PyExc_TypeError,
+                 "%s is a %S, which is neither a CUDA buffer nor a scalar, but %s; device calls "
+                 "take CUDA arrays (__cuda_array_interface__ or DLPack) and Python scalars",
+                 what, type_name, hint);
+    Py_XDECREF(type_name);
+    return -1;
+}
+
+/* An input: a buffer or a scalar; hint says where the call's device data is. */
+static int
+ufg_classify(PyObject *obj, const char *what, const char *hint, ufg_operand *op)
+{
+    int is_device;
+
+    memset(op, 0, offsetof(ufg_operand, shape));
+    op->obj = obj;
+    op->owner = NULL;
+    op->has_producer = 0;
+    op->ndim = 0;
+    if (PyArray_IsScalar(obj, Generic)) {
+        op->kind = UFG_OPERAND_SCALAR;
+        return ufg_classify_numpy_scalar(obj, what, op);
+    }
+    if (PyBool_Check(obj)) {
+        op->kind = UFG_OPERAND_SCALAR;
+        op->code = UFG_DT_BOOL;
+        return 0;
+    }
+    if (PyLong_Check(obj) || PyFloat_Check(obj)) {
+        op->kind = UFG_OPERAND_SCALAR;
+        op->weak = PyLong_Check(obj) ? 'i' : 'f';
+        return 0;
+    }
+    if (PyComplex_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s is a complex number; device kernels take %s", what,
+                     UFG_SUPPORTED_NAMES);
+        return -1;
+    }
+    is_device = ufg_is_device_object(obj);
+    if (is_device < 0) {
+        return -1;
+    }
+    if (is_device) {
+        return ufg_operand_from_buffer(obj, what, op);
+    }
+    return ufg_refuse_host_object(obj, what, hint);
+}
+
+static int
+ufg_check_output(ufg_call *c, int k, const char *what)
+{
+    ufg_operand *op = &c->ops[k];
+
+    if (op->kind != UFG_OPERAND_BUFFER) {
+        PyObject *type_name = ufg_type_name(op->obj);
+        PyErr_Format(PyExc_TypeError, "%s must be a CUDA array, not a %S", what, type_name);
+        Py_XDECREF(type_name);
+        return -1;
+    }
+    if (op->readonly) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s is read-only (its __cuda_array_interface__ data flag)", what);
+        return -1;
+    }
+    return 0;
+}
+
+int
+ufg_call_classify_operands(ufg_call *c, PyObject *const *inputs, PyObject *const *outs)
+{
+    char what[160], anchor_what[160], hint[256];
+    int first = -1;
+
+    for (int k = 0; k < c->nargs && first < 0; k++) {
+        PyObject *obj = k < c->nin ? inputs[k] : outs[k - c->nin];
+        int is_device = obj == NULL ? 0 : ufg_is_device_object(obj);
+        if (is_device < 0) {
+            return -1;
+        }
+        if (is_device) {
+            first = k;
+        }
+    }
+    if (first < 0) {
+        PyErr_Format(PyExc_TypeError, "%s: no argument is a CUDA array", c->fn->name);
+        return -1;
+    }
+    ufg_call_what(c, first, anchor_what, sizeof anchor_what);
+    if (ufg_operand_from_buffer(first < c->nin ? inputs[first] : outs[first - c->nin],
+                                anchor_what, &c->ops[first]) < 0) {
+        return -1;
+    }
+    c->anchor = first;
+    c->device = c->ops[first].device;
+    PyOS_snprintf(hint, sizeof hint, "%s is on CUDA device %d",
+                  anchor_what + strlen(c->fn->name) + 2, c->device);
+    for (int k = 0; k < c->nargs; k++) {
+        PyObject *obj = k < c->nin ? inputs[k] : outs[k - c->nin];
+        ufg_call_what(c, k, what, sizeof what);
+        if (k != first) {
+            if (obj == NULL) {
+                memset(&c->ops[k], 0, offsetof(ufg_operand, shape));
+                c->ops[k].kind = UFG_OPERAND_ABSENT;
+                continue;
+            }
+            if (ufg_classify(obj, what, hint, &c->ops[k]) < 0) {
+                return -1;
+            }
+        }
+        if (k >= c->nin && ufg_check_output(c, k, what) < 0) {
+            return -1;
+        }
+        if (c->ops[k].kind == UFG_OPERAND_BUFFER && c->ops[k].device != c->device) {
+            PyErr_Format(PyExc_ValueError, "%s is on CUDA device %d, but %s; all arrays of one "
+                         "call must be on the same GPU", what, c->ops[k].device, hint);
+            return -1;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,278 @@
+/*
+ * Type resolution: the loop NumPy would pick for these operands.  It depends only on the
+ * operands' dtypes (a Python int or float counts as its kind, NEP 50), dtype= and casting=,
+ * so a successful answer is remembered in a small table keyed by exactly that; NumPy
+ * (ufunc.resolve_dtypes) is asked only on a miss, and its refusals are never cached, so
+ * their text is always NumPy's own.
+ */
+#include "call.h"
+
+#include <string.h>
+
+/* Key bytes: an operand's code, or one of these. */
+enum {
+    UFG_KEY_WEAK_INT = 0x40,
+    UFG_KEY_WEAK_FLOAT = 0x41,
+    UFG_KEY_ABSENT = 0xFF,
+};
+
+#define UFG_RESOLVE_KEY_SIZE (UFG_CALL_MAX_OPERANDS + 2)
+#define UFG_RESOLVE_SLOTS 256
+
+typedef struct {
+    const ufg_function_descriptor *fn;
+    unsigned char key[UFG_RESOLVE_KEY_SIZE];
+    int loop_index;
+    unsigned char codes[UFG_CALL_MAX_OPERANDS];
+} ufg_resolution;
+
+static ufg_resolution ufg_resolutions[UFG_RESOLVE_SLOTS];
+
+PyArray_Descr *
+ufg_call_descr(ufg_dtype_code code)
+{
+    static PyArray_Descr *descrs[UFG_DT_COUNT];
+    static const int type_nums[UFG_DT_COUNT] = {
+        NPY_BOOL, NPY_INT8, NPY_INT16, NPY_INT32, NPY_INT64, NPY_UINT8, NPY_UINT16,
+        NPY_UINT32, NPY_UINT64, NPY_FLOAT32, NPY_FLOAT64,
+    };
+    if (descrs[code] == NULL) {
+        descrs[code] = PyArray_DescrFromType(type_nums[code]);   /* kept for the process */
+    }
+    return descrs[code];
+}
+
+/* dtype= as a key byte: a supported code, or UFG_KEY_ABSENT with *other set for anything
+ * else NumPy may still understand (it then decides, uncached). */
+static int
+ufg_dtype_key(ufg_call *c, unsigned char *byte, int *other)
+{
+    PyArray_Descr *descr = NULL;
+
+    *byte = UFG_KEY_ABSENT;
+    *other = 0;
+    if (c->dtype == NULL) {
+        return 0;
+    }
+    if (!PyArray_DescrConverter2(c->dtype, &descr)) {
+        return -1;
+    }
+    if (descr == NULL) {
+        return 0;
+    }
+    *other = 1;
+    for (int code = 0; code < UFG_DT_COUNT; code++) {
+        if (PyArray_EquivTypes(descr, ufg_call_descr((ufg_dtype_code)code)) &&
+            PyArray_ISNBO(descr->byteorder)) {
+            *byte = (unsigned char)code;
+            *other = 0;
+            break;
+        }
+    }
+    Py_DECREF(descr);
+    return 0;
+}
+
+static unsigned
+ufg_key_hash(const ufg_function_descriptor *fn, const unsigned char *key)
+{
+    uint64_t h = (uint64_t)(uintptr_t)fn * 0x9E3779B97F4A7C15ull;
+
+    for (int i = 0; i < UFG_RESOLVE_KEY_SIZE; i++) {
+        h = (h ^ key[i]) * 0x100000001B3ull;
+    }
+    return (unsigned)(h >> 40) % UFG_RESOLVE_SLOTS;
+}
+
+static PyObject *
+ufg_resolution_dtypes(ufg_call *c)
+{
+    PyObject *dtypes = PyTuple_New(c->nargs);
+
+    for (int k = 0; dtypes != NULL && k < c->nargs; k++) {
+        const ufg_operand *op = &c->ops[k];
+        PyObject *item;
+        if (op->kind == UFG_OPERAND_ABSENT) {
+            item = Py_None;
+        }
+        else if (op->weak) {
+            item = (PyObject *)(op->weak == 'i' ? &PyLong_Type : &PyFloat_Type);
+        }
+        else {
+            item = (PyObject *)ufg_call_descr(op->code);
+        }
+        PyTuple_SET_ITEM(dtypes, k, Py_NewRef(item));
+    }
+    return dtypes;
+}
+
+static const char *
+ufg_casting_name(NPY_CASTING casting)
+{
+    switch (casting) {
+    case NPY_NO_CASTING: return "no";
+    case NPY_EQUIV_CASTING: return "equiv";
+    case NPY_SAFE_CASTING: return "safe";
+    case NPY_SAME_KIND_CASTING: return "same_kind";
+    default: return "unsafe";
+    }
+}
+
+/* ufunc.resolve_dtypes(dtypes, casting=..., signature=(None,)*nin + (dtype,)*nout). */
+static PyObject *
+ufg_ask_numpy(ufg_call *c)
+{
+    PyObject *dtypes = ufg_resolution_dtypes(c), *kwargs = NULL, *method = NULL;
+    PyObject *args = NULL, *signature = NULL, *resolved = NULL;
+
+    if (dtypes == NULL || (kwargs = Py_BuildValue("{s:s}", "casting",
+                                                  ufg_casting_name(c->casting))) == NULL) {
+        goto done;
+    }
+    if (c->dtype != NULL) {
+        PyArray_Descr *descr = NULL;
+        if (!PyArray_DescrConverter(c->dtype, &descr)) {
+            goto done;
+        }
+        signature = PyTuple_New(c->nargs);
+        for (int k = 0; signature != NULL && k < c->nargs; k++) {
+            PyTuple_SET_ITEM(signature, k, Py_NewRef(k < c->nin ? Py_None : (PyObject *)descr));
+        }
+        Py_DECREF(descr);
+        if (signature == NULL || PyDict_SetItemString(kwargs, "signature", signature) < 0) {
+            goto done;
+        }
+    }
+    method = PyObject_GetAttrString(c->ufunc, "resolve_dtypes");
+    args = method == NULL ? NULL : PyTuple_Pack(1, dtypes);
+    if (args != NULL) {
+        resolved = PyObject_Call(method, args, kwargs);
+    }
+    if (resolved == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
+        ufg_prefix_error(c->fn->name);
+    }
+done:
+    Py_XDECREF(dtypes);
+    Py_XDECREF(kwargs);
+    Py_XDECREF(signature);
+    Py_XDECREF(method);
+    Py_XDECREF(args);
+    return resolved;
+}
+
+/* The buffers' dtypes must cast to the loop's, and the loop's outputs to out='s. */
+static int
+ufg_check_casts(ufg_call *c, PyObject *resolved)
+{
+    char what[160];
+
+    for (int k = 0; k < c->nargs; k++) {
+        const ufg_operand *op = &c->ops[k];
+        PyArray_Descr *loop = (PyArray_Descr *)PyTuple_GET_ITEM(resolved, k);
+        PyArray_Descr *mine;
+        int ok;
+        if (op->kind != UFG_OPERAND_BUFFER) {
+            continue;
+        }
+        mine = ufg_call_descr(op->code);
+        ok = k < c->nin ? PyArray_CanCastTypeTo(mine, loop, c->casting)
+                        : PyArray_CanCastTypeTo(loop, mine, c->casting);
+        if (ok) {
+            continue;
+        }
+        ufg_call_what(c, k, what, sizeof what);
+        if (k < c->nin) {
+            PyErr_Format(PyExc_TypeError, "%s: cannot cast %S to the loop's %S with casting "
+                         "rule '%s'", what, (PyObject *)mine, (PyObject *)loop,
+                         ufg_casting_name(c->casting));
+        }
+        else {
+            PyErr_Format(PyExc_TypeError, "%s: cannot cast the result's %S to %S with casting "
+                         "rule '%s'", what, (PyObject *)loop, (PyObject *)mine,
+                         ufg_casting_name(c->casting));
+        }
+        return -1;
+    }
+    return 0;
+}
+
+/* The index of the type signature whose types are `resolved`, and its codes. */
+static int
+ufg_find_loop(ufg_call *c, PyObject *resolved, unsigned char *codes)
+{
+    for (int t = 0; t < c->fn->ntypes; t++) {
+        int k = 0;
+        for (; k < c->nargs; k++) {
+            PyArray_Descr *want = PyArray_DescrFromType(c->fn->types[t * c->nargs + k]);
+            PyArray_Descr *got = (PyArray_Descr *)PyTuple_GET_ITEM(resolved, k);
+            int same = want != NULL && PyArray_EquivTypes(want, got);
+            Py_XDECREF(want);
+            if (!same) {
+                break;
+            }
+        }
+        if (k == c->nargs) {
+            for (k = 0; k < c->nargs; k++) {
+                for (int code = 0; code < UFG_DT_COUNT; code++) {
+                    if (PyArray_EquivTypes(ufg_call_descr((ufg_dtype_code)code),
+                                           (PyArray_Descr *)PyTuple_GET_ITEM(resolved, k))) {
+                        codes[k] = (unsigned char)code;
+                        break;
+                    }
+                }
+            }
+            return t;
+        }
+    }
+    PyErr_Format(PyExc_TypeError, "%s: no device loop for %S", c->fn->name, resolved);
+    return -1;
+}
+
+int
+ufg_call_resolve_types(ufg_call *c)
+{
+    unsigned char key[UFG_RESOLVE_KEY_SIZE], codes[UFG_CALL_MAX_OPERANDS];
+    ufg_resolution *slot;
+    PyObject *resolved;
+    int other_dtype, index;
+
+    memset(key, UFG_KEY_ABSENT, sizeof key);
+    for (int k = 0; k < c->nargs; k++) {
+        const ufg_operand *op = &c->ops[k];
+        key[k] = op->kind == UFG_OPERAND_ABSENT ? UFG_KEY_ABSENT
+               : op->weak == 'i' ? UFG_KEY_WEAK_INT
+               : op->weak == 'f' ? UFG_KEY_WEAK_FLOAT : (unsigned char)op->code;
+    }
+    if (ufg_dtype_key(c, &key[UFG_CALL_MAX_OPERANDS], &other_dtype) < 0) {
+        return -1;
+    }
+    key[UFG_CALL_MAX_OPERANDS + 1] = (unsigned char)c->casting;
+    slot = &ufg_resolutions[ufg_key_hash(c->fn, key)];
+    if (!other_dtype && slot->fn == c->fn && memcmp(slot->key, key, sizeof key) == 0) {
+        c->loop_index = slot->loop_index;
+        for (int k = 0; k < c->nargs; k++) {
+            c->loop_codes[k] = (ufg_dtype_code)slot->codes[k];
+        }
+        return 0;
+    }
+    resolved = ufg_ask_numpy(c);
+    if (resolved == NULL) {
+        return -1;
+    }
+    index = ufg_check_casts(c, resolved) < 0 ? -1 : ufg_find_loop(c, resolved, codes);
+    Py_DECREF(resolved);
+    if (index < 0) {
+        return -1;
+    }
+    c->loop_index = index;
+    for (int k = 0; k < c->nargs; k++) {
+        c->loop_codes[k] = (ufg_dtype_code)codes[k];
+    }
+    if (!other_dtype) {
+        slot->fn = c->fn;
+        memcpy(slot->key, key, sizeof key);
+        slot->loop_index = index;
+        memcpy(slot->codes, codes, sizeof codes);
+    }
+    return 0;
+}

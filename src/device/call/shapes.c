@@ -1,0 +1,154 @@
+/*
+ * Elementwise shapes: the operands broadcast together (NumPy's rule), an out= may be larger
+ * than the inputs' broadcast shape as long as they broadcast to it, and every out= has the
+ * result's shape.
+ */
+#include "call.h"
+
+#include <string.h>
+
+/* A shape as Python writes it, "(3,)", for messages (a new reference). */
+static PyObject *
+ufg_shape_repr(int ndim, const int64_t *shape)
+{
+    PyObject *tuple = PyTuple_New(ndim), *text;
+
+    for (int d = 0; tuple != NULL && d < ndim; d++) {
+        PyObject *n = PyLong_FromLongLong(shape[d]);
+        if (n == NULL) {
+            Py_CLEAR(tuple);
+            break;
+        }
+        PyTuple_SET_ITEM(tuple, d, n);
+    }
+    if (tuple == NULL) {
+        return NULL;
+    }
+    text = PyObject_Repr(tuple);
+    Py_DECREF(tuple);
+    return text;
+}
+
+/* Broadcasts `shape` into result (right-aligned); 0 if they are incompatible. */
+static int
+ufg_broadcast_into(int *ndim, int64_t *result, int op_ndim, const int64_t *shape)
+{
+    if (op_ndim > *ndim) {
+        const int grow = op_ndim - *ndim;
+        memmove(result + grow, result, sizeof(int64_t) * (size_t)*ndim);
+        for (int d = 0; d < grow; d++) {
+            result[d] = 1;
+        }
+        *ndim = op_ndim;
+    }
+    for (int d = 0; d < op_ndim; d++) {
+        int64_t *slot = &result[*ndim - op_ndim + d];
+        if (shape[d] == *slot || shape[d] == 1) {
+            continue;
+        }
+        if (*slot != 1) {
+            return 0;
+        }
+        *slot = shape[d];
+    }
+    return 1;
+}
+
+static int
+ufg_broadcast_error(ufg_call *c)
+{
+    PyObject *text = PyUnicode_FromString(""), *part;
+
+    for (int k = 0; text != NULL && k < c->nin; k++) {
+        if (c->ops[k].kind != UFG_OPERAND_BUFFER) {
+            continue;
+        }
+        part = ufg_shape_repr(c->ops[k].ndim, c->ops[k].shape);
+        Py_SETREF(text, part == NULL ? NULL : PyUnicode_FromFormat(
+            "%U%s%s %U", text, PyUnicode_GET_LENGTH(text) ? ", " : "", c->fn->arg_names[k],
+            part));
+        Py_XDECREF(part);
+    }
+    if (text != NULL && c->where_kind == UFG_WHERE_MASK) {
+        part = ufg_shape_repr(c->mask.ndim, c->mask.shape);
+        Py_SETREF(text, part == NULL ? NULL : PyUnicode_FromFormat("%U, where= %U", text, part));
+        Py_XDECREF(part);
+    }
+    if (text != NULL) {
+        PyErr_Format(PyExc_ValueError, "%s: operands could not be broadcast together: %U",
+                     c->fn->name, text);
+        Py_DECREF(text);
+    }
+    return -1;
+}
+
+static int
+ufg_out_shape_error(ufg_call *c, int k)
+{
+    char what[160];
+    PyObject *mine = ufg_shape_repr(c->ops[k].ndim, c->ops[k].shape);
+    PyObject *full = ufg_shape_repr(c->loop_ndim, c->loop_shape);
+
+    if (mine != NULL && full != NULL) {
+        PyErr_Format(PyExc_ValueError, "%s has shape %U, but the result's shape is %U "
+                     "(non-broadcastable output operand)",
+                     ufg_call_what(c, k, what, sizeof what), mine, full);
+    }
+    Py_XDECREF(mine);
+    Py_XDECREF(full);
+    return -1;
+}
+
+static int
+ufg_same_shape(int ndim, const int64_t *a, int ndim_b, const int64_t *b)
+{
+    return ndim == ndim_b && memcmp(a, b, sizeof(int64_t) * (size_t)ndim) == 0;
+}
+
+int
+ufg_call_broadcast(ufg_call *c)
+{
+    int ok = 1;
+
+    c->loop_ndim = 0;
+    for (int k = 0; k < c->nin; k++) {
+        if (c->ops[k].kind == UFG_OPERAND_BUFFER) {
+            ok &= ufg_broadcast_into(&c->loop_ndim, c->loop_shape, c->ops[k].ndim,
+                                     c->ops[k].shape);
+        }
+    }
+    if (c->where_kind == UFG_WHERE_MASK) {
+        ok &= ufg_broadcast_into(&c->loop_ndim, c->loop_shape, c->mask.ndim, c->mask.shape);
+    }
+    if (!ok) {
+        return ufg_broadcast_error(c);
+    }
+    /* The inputs broadcast to a larger out=, as in NumPy. */
+    for (int k = c->nin; k < c->nargs; k++) {
+        int64_t grown[UFG_CALL_MAX_NDIM];
+        int ndim = c->loop_ndim;
+        const ufg_operand *out = &c->ops[k];
+        if (out->kind != UFG_OPERAND_BUFFER) {
+            continue;
+        }
+        memcpy(grown, c->loop_shape, sizeof(int64_t) * (size_t)ndim);
+        if (ufg_broadcast_into(&ndim, grown, out->ndim, out->shape) &&
+            ufg_same_shape(ndim, grown, out->ndim, out->shape)) {
+            c->loop_ndim = ndim;
+            memcpy(c->loop_shape, grown, sizeof(int64_t) * (size_t)ndim);
+        }
+    }
+    for (int k = c->nin; k < c->nargs; k++) {
+        const int j = k - c->nin;
+        if (c->ops[k].kind == UFG_OPERAND_BUFFER &&
+            !ufg_same_shape(c->ops[k].ndim, c->ops[k].shape, c->loop_ndim, c->loop_shape)) {
+            return ufg_out_shape_error(c, k);
+        }
+        c->out_ndim[j] = c->out_kernel_ndim[j] = c->loop_ndim;
+        memcpy(c->out_shape[j], c->loop_shape, sizeof(int64_t) * (size_t)c->loop_ndim);
+        for (int d = 0; d < c->loop_ndim; d++) {
+            c->out_axes[j][d] = d;
+        }
+    }
+    return 0;
+}
