@@ -162,8 +162,11 @@ def test_reduce_arguments_by_position_and_keyword():
     x = np.arange(24.0).reshape(2, 3, 4)
     got = host(ex.add.reduce(to_dev(x), 1, None, None, True, 1.5))
     np.testing.assert_array_equal(got, np.add.reduce(x, 1, None, None, True, 1.5))
-    got = host(ex.add.reduce(array=to_dev(x), axis=(0, 2), keepdims=True, stream=None))
+    got = host(ex.add.reduce(to_dev(x), axis=(0, 2), keepdims=True, stream=None))
     np.testing.assert_array_equal(got, np.add.reduce(x, axis=(0, 2), keepdims=True))
+    out = to_dev(np.zeros(3))           # (array= by keyword reaches the device through out=)
+    assert ex.add.reduce(array=to_dev(x), axis=(0, 2), out=out) is out
+    np.testing.assert_array_equal(host(out), np.add.reduce(x, axis=(0, 2)))
     with pytest.raises(TypeError, match="multiple values for 'axis'"):
         ex.add.reduce(to_dev(x), 0, axis=1)
     with pytest.raises(TypeError, match="keyword argument 'casting' is not supported"):

@@ -40,8 +40,6 @@ static const char *const ufg_reduce_dtype_names[UFG_DT_COUNT] = {
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float32", "float64"};
 
-static const int64_t ufg_reduce_itemsizes[UFG_DT_COUNT] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8};
-
 /* ------------------------------------------------------------------ small helpers */
 
 /* Python objects looked up once: numpy.exceptions.AxisError, numpy._NoValue, and the strings
@@ -471,18 +469,10 @@ ufg_reduce_resolve_dtypes(const char *name, const ufg_function_descriptor *fn, P
     Py_DECREF(dtypes);
     if (resolved == NULL) {
         if (PyErr_ExceptionMatches(PyExc_TypeError)) {
-            PyObject *type, *value, *traceback, *text;
+            char prefix[160];
 
-            PyErr_Fetch(&type, &value, &traceback);
-            PyErr_NormalizeException(&type, &value, &traceback);
-            text = value != NULL ? PyObject_Str(value) : NULL;
-            Py_XDECREF(type);
-            Py_XDECREF(value);
-            Py_XDECREF(traceback);
-            if (text != NULL) {
-                PyErr_Format(PyExc_TypeError, "%s.reduce: %U", name, text);
-                Py_DECREF(text);
-            }
+            PyOS_snprintf(prefix, sizeof(prefix), "%s.reduce", name);
+            ufg_prefix_error(prefix);
         }
         return -1;
     }
@@ -709,7 +699,7 @@ ufg_reduce_plan_steps(const ufg_backend *backend, int device, int associative,
 {
     int64_t keep_strides[2][UFG_CALL_MAX_NDIM], reduce_strides[1][UFG_CALL_MAX_NDIM];
     ufg_reduce_step *first = &plan->steps[0], *second = &plan->steps[1];
-    const int64_t itemsize = ufg_reduce_itemsizes[plan->acc];
+    const int64_t itemsize = ufg_dtype_itemsize(plan->acc);
     int64_t n_reduce, n_chunks = 1;
     int keep_ndim, reduce_ndim;
 
@@ -887,22 +877,20 @@ ufg_reduce_check_out(const char *name, PyObject *out_obj, const char *what,
     return 0;
 }
 
-static PyObject *
+/* plan.c's words for a backend the module has no kernel for. */
+static void
 ufg_reduce_missing_launcher(const ufg_backend *backend, const char *name, int loop_index)
 {
     if (backend->id == UFG_BACKEND_CUDA) {
         PyErr_Format(ufg_DeviceError,
                      "ufuncgen: this module was built without CUDA kernels (no nvcc, or "
-                     "UFUNCGEN_CUDA=OFF), so loop %d cannot run on a CUDA device; rebuild it "
-                     "with nvcc, or set UFUNCGEN_DEVICE=sim to run its kernels on the host",
-                     loop_index);
+                     "UFUNCGEN_CUDA=OFF), so %s cannot run on a CUDA device; rebuild it with "
+                     "nvcc, or set UFUNCGEN_DEVICE=sim to run its kernels on the host", name);
     }
     else {
-        PyErr_Format(ufg_DeviceError, "ufuncgen: this module has no %s kernel for loop %d",
+        PyErr_Format(ufg_DeviceError, "ufuncgen: %s has no %s kernel for loop %d", name,
                      backend->name, loop_index);
     }
-    (void)name;
-    return NULL;
 }
 
 /* ------------------------------------------------------------------ running */
@@ -1133,7 +1121,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
      * C-contiguous result (cast into out= after). */
     plan.copy_input = array.code != plan.acc;
     if (plan.copy_input) {
-        ufg_c_strides(array.ndim, array.shape, ufg_reduce_itemsizes[plan.acc], in_strides);
+        ufg_c_strides(array.ndim, array.shape, ufg_dtype_itemsize(plan.acc), in_strides);
         if (ufg_reduce_check_cast(array.ndim, array.shape, array.strides, in_strides) < 0) {
             goto done;
         }
@@ -1147,7 +1135,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
         ufg_reduce_pick_result(&plan, out.strides, out_keep);
     }
     else {
-        ufg_c_strides(plan.out_ndim, plan.out_shape, ufg_reduce_itemsizes[plan.acc],
+        ufg_c_strides(plan.out_ndim, plan.out_shape, ufg_dtype_itemsize(plan.acc),
                       result_strides);
         ufg_reduce_pick_result(&plan, result_strides, out_keep);
         if (plan.cast_result &&
