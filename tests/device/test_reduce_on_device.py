@@ -99,3 +99,122 @@ def test_a_built_associative_function_reduces_on_the_host_with_the_same_bits_as_
     x = np.random.default_rng(6).standard_normal(300_007).astype(np.float32)
     assert order_module.plus.reduce(x).tobytes() == ex.add.reduce(x).tobytes()
     assert order_module.plus_in_order.reduce(x).tobytes() == np.add.accumulate(x)[-1].tobytes()
+
+
+# ----------------------------------------------------------------------------- keyword values as NumPy takes them
+
+@pytest.mark.parametrize("axis", [np.int64(0), np.array(1), (np.int32(0), 1), np.intp(-1)])
+def test_reduce_takes_numpy_integers_as_axes_like_numpy(axis):
+    x = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(host(ex.add.reduce(to_dev(x), axis=axis)),
+                                  np.add.reduce(x, axis=axis))
+
+
+@pytest.mark.parametrize("axis", [True, 1.0, "0", [0], (0, True), (1.0,), np.True_])
+def test_reduce_refuses_the_axes_numpy_refuses_with_its_exception_type(axis):
+    x = np.arange(12.0).reshape(3, 4)
+    with pytest.raises(TypeError):
+        np.add.reduce(x, axis=axis)
+    with pytest.raises(TypeError, match="axis"):
+        ex.add.reduce(to_dev(x), axis=axis)
+
+
+def test_a_0d_array_takes_axis_0_or_minus_1_but_not_in_a_tuple():
+    x = np.array(3.5)
+    assert float(host(ex.add.reduce(to_dev(x), axis=np.int64(-1)))) == 3.5
+    with pytest.raises(np.exceptions.AxisError, match="out of bounds"):
+        ex.add.reduce(to_dev(x), axis=(0,))
+
+
+@pytest.mark.parametrize("keepdims", [True, False, 1, 2, -1, 0, np.int64(1), np.array(0)])
+def test_reduce_takes_keepdims_as_numpy_does(keepdims):
+    x = np.arange(12.0).reshape(3, 4)
+    want = np.add.reduce(x, axis=1, keepdims=keepdims)
+    got = host(ex.add.reduce(to_dev(x), axis=1, keepdims=keepdims))
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("keepdims", [2.5, "x", None, np.True_, [1]])
+def test_reduce_refuses_the_keepdims_numpy_refuses(keepdims):
+    x = np.arange(12.0).reshape(3, 4)
+    with pytest.raises(TypeError):
+        np.add.reduce(x, axis=1, keepdims=keepdims)
+    with pytest.raises(TypeError):
+        ex.add.reduce(to_dev(x), axis=1, keepdims=keepdims)
+
+
+def test_reduce_takes_where_true_as_a_numpy_bool_and_initial_as_numpys_no_value():
+    x = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(host(ex.add.reduce(to_dev(x), where=np.True_)), x.sum(0))
+    np.testing.assert_array_equal(host(ex.add.reduce(to_dev(x), initial=np._NoValue)), x.sum(0))
+
+
+def test_reduce_refuses_an_out_tuple_holding_none_as_numpy_does():
+    x = np.arange(12.0).reshape(3, 4)
+    with pytest.raises(TypeError):
+        np.add.reduce(x, out=(None,))
+    with pytest.raises(TypeError, match="out="):
+        ex.add.reduce(to_dev(x), out=(None,))
+
+
+def test_reduce_arguments_by_position_and_keyword():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    got = host(ex.add.reduce(to_dev(x), 1, None, None, True, 1.5))
+    np.testing.assert_array_equal(got, np.add.reduce(x, 1, None, None, True, 1.5))
+    got = host(ex.add.reduce(to_dev(x), axis=(0, 2), keepdims=True, stream=None))
+    np.testing.assert_array_equal(got, np.add.reduce(x, axis=(0, 2), keepdims=True))
+    out = to_dev(np.zeros(3))           # (array= by keyword reaches the device through out=)
+    assert ex.add.reduce(array=to_dev(x), axis=(0, 2), out=out) is out
+    np.testing.assert_array_equal(host(out), np.add.reduce(x, axis=(0, 2)))
+    with pytest.raises(TypeError, match="multiple values for 'axis'"):
+        ex.add.reduce(to_dev(x), 0, axis=1)
+    with pytest.raises(TypeError, match="keyword argument 'casting' is not supported"):
+        ex.add.reduce(to_dev(x), casting="unsafe")
+    with pytest.raises(TypeError, match="at most 7 arguments"):
+        ex.add.reduce(to_dev(x), 0, None, None, False, 0.0, True, None)
+
+
+# ----------------------------------------------------------------------------- out=
+
+def test_reduce_into_strided_and_keepdims_outs_of_the_accumulators_dtype(rng):
+    x = rng.standard_normal((6, 5))
+    big = to_dev(np.full(10, 7.0))
+    out = view(big, (5,), (16,))                       # every second element
+    assert ex.add.reduce(to_dev(x), axis=0, out=out) is out
+    want = np.full(10, 7.0)
+    want[::2] = x.sum(0)
+    np.testing.assert_allclose(host(big), want)
+    out = to_dev(np.zeros((6, 1)))
+    ex.add.reduce(to_dev(x), axis=1, out=out, keepdims=True)
+    np.testing.assert_allclose(host(out), x.sum(1, keepdims=True))
+
+
+def test_a_long_associative_reduction_into_out_gives_the_exact_integer_sum(rng):
+    x = rng.integers(-2**40, 2**40, 100_003)
+    out = to_dev(np.zeros((), np.int64))
+    ex.add.reduce(to_dev(x), out=out)
+    assert int(host(out)) == int(x.sum())
+    out = to_dev(np.zeros((), np.float64))               # the int64 accumulator, cast after
+    ex.add.reduce(to_dev(x), out=out)
+    assert float(host(out)) == float(x.sum())
+
+
+def test_reduce_into_an_out_that_overlaps_the_array_is_as_if_from_a_copy():
+    x = np.arange(12.0).reshape(3, 4)
+    d = to_dev(x)
+    out = view(d, (4,), (8,))                          # the first row of the array itself
+    ex.add.reduce(d, axis=0, out=out)
+    want = x.copy()
+    np.add.reduce(want, axis=0, out=want[0])
+    np.testing.assert_array_equal(host(d), want)
+
+
+def test_a_refused_reduce_writes_nothing():
+    x = to_dev(np.arange(12.0).reshape(3, 4))
+    out = to_dev(np.full(4, 7, np.int64))
+    with pytest.raises(TypeError, match="add.reduce"):
+        ex.add.reduce(x, axis=0, out=out)              # float64 sums do not cast to int64
+    np.testing.assert_array_equal(host(out), np.full(4, 7))
+    with pytest.raises(np.exceptions.AxisError):
+        ex.add.reduce(x, axis=(0, 5), out=to_dev(np.zeros(())))

@@ -1,11 +1,1185 @@
-/* Placeholder until the C port of function.reduce on the device lands. */
+/*
+ * `function.reduce(array, axis=0, dtype=None, out=None, keepdims=False, initial=<no value>,
+ * where=True, stream=None)` with a CUDA array: the device reduction of a binary function
+ * with an identity.
+ *
+ * The whole call is checked first (arguments, axes, out=, NumPy's reduction type
+ * resolution, alignment, the kernel's dimension limit, the launch configuration), so a
+ * refused call writes nothing.  Then the input is cast to the accumulator's dtype when it
+ * differs, the generated reduction kernel runs (twice, through a buffer of partial results,
+ * when an `associative: true` function splits long reductions into chunks), and the result
+ * is cast into an out= of another dtype.  Everything is queued on the call's stream.
+ */
 #include "call.h"
+
+#include <numpy/arrayscalars.h>
+
+#include <limits.h>
+#include <string.h>
+
+#include "../launch.h"
+#include "../runtime.h"
+
+/* The arguments: seven positional-or-keyword, then stream= by keyword only. */
+enum {
+    UFG_R_ARRAY, UFG_R_AXIS, UFG_R_DTYPE, UFG_R_OUT, UFG_R_KEEPDIMS, UFG_R_INITIAL,
+    UFG_R_WHERE, UFG_R_STREAM, UFG_R_COUNT
+};
+#define UFG_R_POSITIONAL 7
+
+static const char *const ufg_reduce_names[UFG_R_COUNT] = {
+    "array", "axis", "dtype", "out", "keepdims", "initial", "where", "stream"};
+
+/* Splitting one output's elements into chunks (associative functions only): threads per
+ * multiprocessor to aim for, the least elements to split, and the least per chunk. */
+#define UFG_REDUCE_THREADS_PER_SM 2048
+#define UFG_REDUCE_MIN_SPLIT 4096
+#define UFG_REDUCE_MIN_CHUNK 1024
+
+static const char *const ufg_reduce_dtype_names[UFG_DT_COUNT] = {
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float32", "float64"};
+
+/* ------------------------------------------------------------------ small helpers */
+
+/* Python objects looked up once: numpy.exceptions.AxisError, numpy._NoValue, and the strings
+ * of the resolution call. */
+static PyObject *ufg_reduce_axis_error = NULL;
+static PyObject *ufg_reduce_no_value = NULL;
+static PyObject *ufg_reduce_resolve_name = NULL;
+static PyObject *ufg_reduce_resolve_kwnames = NULL;
+
+static int
+ufg_reduce_init_globals(void)
+{
+    PyObject *module;
+
+    if (ufg_reduce_resolve_kwnames != NULL) {
+        return 0;
+    }
+    if (ufg_reduce_axis_error == NULL) {
+        module = PyImport_ImportModule("numpy.exceptions");
+        if (module == NULL) {
+            return -1;
+        }
+        ufg_reduce_axis_error = PyObject_GetAttrString(module, "AxisError");
+        Py_DECREF(module);
+        if (ufg_reduce_axis_error == NULL) {
+            return -1;
+        }
+    }
+    if (ufg_reduce_no_value == NULL) {
+        module = PyImport_ImportModule("numpy");
+        if (module == NULL) {
+            return -1;
+        }
+        ufg_reduce_no_value = PyObject_GetAttrString(module, "_NoValue");
+        Py_DECREF(module);
+        if (ufg_reduce_no_value == NULL) {
+            return -1;
+        }
+    }
+    if (ufg_reduce_resolve_name == NULL) {
+        ufg_reduce_resolve_name = PyUnicode_InternFromString("resolve_dtypes");
+        if (ufg_reduce_resolve_name == NULL) {
+            return -1;
+        }
+    }
+    ufg_reduce_resolve_kwnames = Py_BuildValue("(s)", "reduction");
+    return ufg_reduce_resolve_kwnames == NULL ? -1 : 0;
+}
+
+/* Python's type_name(obj): "float", or "numpy.ndarray" outside builtins.  A new reference. */
+static PyObject *
+ufg_reduce_type_name(PyObject *obj)
+{
+    PyObject *type = (PyObject *)Py_TYPE(obj);
+    PyObject *module = PyObject_GetAttrString(type, "__module__");
+    PyObject *qualname = module == NULL ? NULL : PyObject_GetAttrString(type, "__qualname__");
+    PyObject *result = NULL;
+
+    if (qualname != NULL) {
+        if (PyUnicode_Check(module) && PyUnicode_CompareWithASCIIString(module, "builtins") == 0) {
+            result = Py_NewRef(qualname);
+        }
+        else {
+            result = PyUnicode_FromFormat("%S.%S", module, qualname);
+        }
+    }
+    Py_XDECREF(module);
+    Py_XDECREF(qualname);
+    return result;
+}
+
+/* A shape as Python spells a tuple: "()", "(3,)", "(2, 4)"; buffer holds 24 * ndim + 4. */
+static const char *
+ufg_reduce_format_shape(int ndim, const int64_t *shape, char *buffer, size_t size)
+{
+    size_t used = 0;
+
+    used += (size_t)PyOS_snprintf(buffer, size, "(");
+    for (int d = 0; d < ndim && used < size; d++) {
+        used += (size_t)PyOS_snprintf(buffer + used, size - used, "%s%lld", d ? ", " : "",
+                                      (long long)shape[d]);
+    }
+    if (used < size) {
+        PyOS_snprintf(buffer + used, size - used, ndim == 1 ? ",)" : ")");
+    }
+    return buffer;
+}
+
+/* The code of a NumPy type number in a function's `types`, or -1 outside the 11. */
+static int
+ufg_reduce_code_of_typenum(int typenum)
+{
+    switch (typenum) {
+    case NPY_BOOL: return UFG_DT_BOOL;
+    case NPY_BYTE: return UFG_DT_INT8;
+    case NPY_UBYTE: return UFG_DT_UINT8;
+    case NPY_SHORT: return UFG_DT_INT16;
+    case NPY_USHORT: return UFG_DT_UINT16;
+    case NPY_INT: return UFG_DT_INT32;
+    case NPY_UINT: return UFG_DT_UINT32;
+    case NPY_LONG: return sizeof(long) == 8 ? UFG_DT_INT64 : UFG_DT_INT32;
+    case NPY_ULONG: return sizeof(long) == 8 ? UFG_DT_UINT64 : UFG_DT_UINT32;
+    case NPY_LONGLONG: return UFG_DT_INT64;
+    case NPY_ULONGLONG: return UFG_DT_UINT64;
+    case NPY_FLOAT: return UFG_DT_FLOAT32;
+    case NPY_DOUBLE: return UFG_DT_FLOAT64;
+    default: return -1;
+    }
+}
+
+/* The code of a descriptor, or -1 for one device kernels do not take (or not native). */
+static int
+ufg_reduce_code_of_descr(PyArray_Descr *descr)
+{
+    if (!PyArray_DescrCheck(descr) || !PyArray_ISNBO(descr->byteorder)) {
+        return -1;
+    }
+    return ufg_reduce_code_of_typenum(descr->type_num);
+}
+
+static int64_t
+ufg_reduce_product(int ndim, const int64_t *shape)
+{
+    int64_t n = 1;
+
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 0) {
+            return 0;
+        }
+    }
+    for (int d = 0; d < ndim; d++) {
+        n *= shape[d];
+    }
+    return n;
+}
+
+/* Python's collapse(): ValueError past the kernels' dimension limit. */
+static int
+ufg_reduce_collapse(int ndim, int64_t *shape, int nops,
+                    int64_t (*strides)[UFG_CALL_MAX_NDIM])
+{
+    const int merged = ufg_collapse(ndim, shape, nops, strides);
+
+    if (merged > UFG_DEVICE_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError,
+                     "the device kernels handle at most %d dimensions after merging contiguous "
+                     "ones; this call has %d", UFG_DEVICE_MAX_DIMS, merged);
+        return -1;
+    }
+    return merged;
+}
+
+/* ------------------------------------------------------------------ arguments */
+
+static int
+ufg_reduce_name_index(PyObject *key)
+{
+    for (int k = 0; k < UFG_R_COUNT; k++) {
+        if (PyUnicode_Check(key) && PyUnicode_CompareWithASCIIString(key, ufg_reduce_names[k]) == 0) {
+            return k;
+        }
+    }
+    return -1;
+}
+
+/* The vectorcall arguments into values[UFG_R_COUNT] (borrowed; NULL: not given). */
+static int
+ufg_reduce_parse(const char *name, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                 PyObject **values)
+{
+    const Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    PyObject *unknown = NULL;
+    unsigned conflicts = 0;
+
+    if (nargs > UFG_R_POSITIONAL) {
+        PyErr_Format(PyExc_TypeError, "%s.reduce takes at most %d arguments", name,
+                     UFG_R_POSITIONAL);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        values[i] = args[i];
+    }
+    for (Py_ssize_t j = 0; j < nkw; j++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, j);
+        const int k = ufg_reduce_name_index(key);
+
+        if (k < 0) {
+            if (unknown == NULL) {
+                unknown = key;
+            }
+        }
+        else if (k < nargs) {
+            conflicts |= 1u << k;
+        }
+        else {
+            values[k] = args[nargs + j];
+        }
+    }
+    if (conflicts) {
+        for (int k = 0; k < UFG_R_POSITIONAL; k++) {
+            if (conflicts & (1u << k)) {
+                PyErr_Format(PyExc_TypeError, "%s.reduce: got multiple values for '%s'", name,
+                             ufg_reduce_names[k]);
+                return -1;
+            }
+        }
+    }
+    if (values[UFG_R_ARRAY] == NULL) {
+        PyErr_Format(PyExc_TypeError, "%s.reduce: missing the array to reduce", name);
+        return -1;
+    }
+    if (unknown != NULL) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: keyword argument '%S' is not supported on the device (supported "
+                     "there: axis, dtype, initial, keepdims, out, stream, where)", name, unknown);
+        return -1;
+    }
+    return 0;
+}
+
+/* where=: only True (a Python or NumPy bool) on the device. */
+static int
+ufg_reduce_check_where(const char *name, PyObject *where)
+{
+    if (where == NULL || where == Py_True ||
+        (PyArray_IsScalar(where, Bool) && PyArrayScalar_VAL(where, Bool))) {
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError, "%s.reduce: where= is not supported on the device", name);
+    return -1;
+}
+
+/* keepdims= as NumPy converts it (PyArray_PythonPyIntFromInt): an int (bool included, or
+ * anything with __index__) whose truth is taken; floats and the rest are refused. */
+static int
+ufg_reduce_keepdims(PyObject *obj, int *keepdims)
+{
+    long value;
+
+    *keepdims = 0;
+    if (obj == NULL || obj == Py_False) {
+        return 0;
+    }
+    if (obj == Py_True) {
+        *keepdims = 1;
+        return 0;
+    }
+    if (PyFloat_Check(obj)) {
+        PyErr_SetString(PyExc_TypeError, "integer argument expected, got float");
+        return -1;
+    }
+    value = PyLong_AsLong(obj);
+    if (value == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (value > INT_MAX || value < INT_MIN) {
+        PyErr_SetString(PyExc_OverflowError, "Python int too large to convert to C int");
+        return -1;
+    }
+    *keepdims = value != 0;
+    return 0;
+}
+
+/* One axis as NumPy takes it: an int or anything with __index__, not a bool.  Returns the
+ * index as a new Python int (for messages) and its value (*overflow set when it is past a
+ * long long), or NULL with TypeError. */
+static PyObject *
+ufg_reduce_axis_value(const char *name, PyObject *obj, long long *value, int *overflow)
+{
+    PyObject *index = NULL;
+
+    if (!PyBool_Check(obj) && !PyArray_IsScalar(obj, Bool)) {
+        index = PyNumber_Index(obj);
+        if (index == NULL && !PyErr_ExceptionMatches(PyExc_TypeError)) {
+            return NULL;
+        }
+        PyErr_Clear();
+    }
+    if (index == NULL) {
+        PyErr_Format(PyExc_TypeError, "%s.reduce: axis must be None, an int or a tuple of ints",
+                     name);
+        return NULL;
+    }
+    *value = PyLong_AsLongLongAndOverflow(index, overflow);
+    if (*value == -1 && PyErr_Occurred()) {
+        Py_DECREF(index);
+        return NULL;
+    }
+    return index;
+}
+
+/* axis= as the reduced axes of an ndim-d array: reduced[d] set for each. */
+static int
+ufg_reduce_axes(const char *name, PyObject *axis, int ndim, char *reduced)
+{
+    PyObject *const *items;
+    Py_ssize_t n;
+
+    memset(reduced, 0, UFG_CALL_MAX_NDIM);
+    if (axis == NULL) {             /* the default: axis=0 */
+        if (ndim > 0) {
+            reduced[0] = 1;
+        }
+        return 0;
+    }
+    if (axis == Py_None) {
+        memset(reduced, 1, (size_t)ndim);
+        return 0;
+    }
+    if (PyTuple_Check(axis)) {
+        items = &PyTuple_GET_ITEM(axis, 0);
+        n = PyTuple_GET_SIZE(axis);
+    }
+    else {
+        items = &axis;
+        n = 1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long value;
+        int overflow;
+        PyObject *index = ufg_reduce_axis_value(name, items[i], &value, &overflow);
+
+        if (index == NULL) {
+            return -1;
+        }
+        if (!PyTuple_Check(axis) && ndim == 0 && !overflow && (value == 0 || value == -1)) {
+            Py_DECREF(index);       /* NumPy lets axis 0 or -1 through for 0-d arrays */
+            return 0;
+        }
+        if (overflow || value < -ndim || value >= ndim) {
+            PyObject *message = PyUnicode_FromFormat(
+                "%s.reduce: axis %S is out of bounds for an array of dimension %d", name, index,
+                ndim);
+            Py_DECREF(index);
+            if (message != NULL) {
+                PyErr_SetObject(ufg_reduce_axis_error, message);
+                Py_DECREF(message);
+            }
+            return -1;
+        }
+        Py_DECREF(index);
+        if (value < 0) {
+            value += ndim;
+        }
+        if (reduced[value]) {
+            PyErr_Format(PyExc_ValueError, "%s.reduce: duplicate value in 'axis'", name);
+            return -1;
+        }
+        reduced[value] = 1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ type resolution */
+
+/* NumPy's reduction resolution per (function, array dtype, dtype=, out= dtype): the loop and
+ * the accumulator, or loop -1 (no device reduction loop).  Filled under the GIL; an entry is
+ * written whole once resolve_dtypes has answered, so a duplicate is the worst a thread
+ * switch can cause. */
+typedef struct {
+    const ufg_function_descriptor *fn;
+    signed char array_code, dtype_code, out_code;   /* -1: not given */
+    signed char acc;
+    int loop_index;
+    int identity_packed;            /* identity holds the function's identity as acc */
+    ufg_value identity;
+} ufg_reduce_resolution;
+
+#define UFG_REDUCE_CACHE_SIZE 64
+static ufg_reduce_resolution ufg_reduce_cache[UFG_REDUCE_CACHE_SIZE];
+static int ufg_reduce_cache_used = 0, ufg_reduce_cache_next = 0;
+
+static ufg_reduce_resolution *
+ufg_reduce_cache_find(const ufg_function_descriptor *fn, int array_code, int dtype_code,
+                      int out_code)
+{
+    for (int i = 0; i < ufg_reduce_cache_used; i++) {
+        ufg_reduce_resolution *r = &ufg_reduce_cache[i];
+        if (r->fn == fn && r->array_code == array_code && r->dtype_code == dtype_code &&
+            r->out_code == out_code) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+static ufg_reduce_resolution *
+ufg_reduce_cache_add(const ufg_reduce_resolution *entry)
+{
+    ufg_reduce_resolution *slot;
+
+    if (ufg_reduce_cache_used < UFG_REDUCE_CACHE_SIZE) {
+        slot = &ufg_reduce_cache[ufg_reduce_cache_used++];
+    }
+    else {
+        slot = &ufg_reduce_cache[ufg_reduce_cache_next];
+        ufg_reduce_cache_next = (ufg_reduce_cache_next + 1) % UFG_REDUCE_CACHE_SIZE;
+    }
+    *slot = *entry;
+    return slot;
+}
+
+/* ufunc.resolve_dtypes((first, array, None), reduction=True) → entry->loop_index, acc. */
+static int
+ufg_reduce_resolve_dtypes(const char *name, const ufg_function_descriptor *fn, PyObject *ufunc,
+                          PyArray_Descr *first, ufg_dtype_code array_code,
+                          ufg_reduce_resolution *entry)
+{
+    PyArray_Descr *array_descr = ufg_call_descr(array_code);
+    PyObject *dtypes, *resolved, *callargs[3];
+    int codes[3];
+    const int nops = fn->nin + fn->nout;
+
+    if (array_descr == NULL) {
+        return -1;
+    }
+    dtypes = PyTuple_Pack(3, first != NULL ? (PyObject *)first : Py_None,
+                          (PyObject *)array_descr, Py_None);
+    if (dtypes == NULL) {
+        return -1;
+    }
+    callargs[0] = ufunc;
+    callargs[1] = dtypes;
+    callargs[2] = Py_True;
+    resolved = PyObject_VectorcallMethod(ufg_reduce_resolve_name, callargs, 2,
+                                         ufg_reduce_resolve_kwnames);
+    Py_DECREF(dtypes);
+    if (resolved == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            char prefix[160];
+
+            PyOS_snprintf(prefix, sizeof(prefix), "%s.reduce", name);
+            ufg_prefix_error(prefix);
+        }
+        return -1;
+    }
+    if (!PyTuple_Check(resolved) || PyTuple_GET_SIZE(resolved) != 3) {
+        PyErr_Format(PyExc_SystemError, "%s.reduce: resolve_dtypes returned %R", name,
+                     resolved);
+        Py_DECREF(resolved);
+        return -1;
+    }
+    for (int k = 0; k < 3; k++) {
+        codes[k] = ufg_reduce_code_of_descr((PyArray_Descr *)PyTuple_GET_ITEM(resolved, k));
+    }
+    Py_DECREF(resolved);
+    entry->loop_index = -1;
+    entry->acc = (signed char)codes[0];
+    if (codes[0] < 0 || codes[1] != codes[0] || codes[2] != codes[0] || nops != 3) {
+        return 0;
+    }
+    for (int i = 0; i < fn->ntypes; i++) {
+        const char *types = fn->types + (size_t)i * 3;
+        if (ufg_reduce_code_of_typenum((unsigned char)types[0]) == codes[0] &&
+            ufg_reduce_code_of_typenum((unsigned char)types[1]) == codes[0] &&
+            ufg_reduce_code_of_typenum((unsigned char)types[2]) == codes[0]) {
+            entry->loop_index = i;
+            break;
+        }
+    }
+    return 0;
+}
+
+/* The resolution, from the cache or NumPy.  NULL with an exception; else an entry whose
+ * loop_index may be -1.  A dtype= or out= outside the 11 codes is resolved uncached into
+ * *scratch. */
+static ufg_reduce_resolution *
+ufg_reduce_resolve(const char *name, const ufg_function_descriptor *fn, PyObject *ufunc,
+                   PyArray_Descr *dtype, const ufg_operand *array, const ufg_operand *out,
+                   ufg_reduce_resolution *scratch)
+{
+    const int dtype_code = dtype != NULL ? ufg_reduce_code_of_descr(dtype) : -1;
+    const int out_code = out != NULL ? (int)out->code : -1;
+    const int cacheable = dtype == NULL || dtype_code >= 0;
+    ufg_reduce_resolution *known;
+    PyArray_Descr *first;
+
+    if (cacheable) {
+        known = ufg_reduce_cache_find(fn, (int)array->code, dtype_code, out_code);
+        if (known != NULL) {
+            return known;
+        }
+    }
+    /* The accumulator is dtype=, else out='s dtype, else found from the input. */
+    first = dtype != NULL ? dtype : out != NULL ? ufg_call_descr(out->code) : NULL;
+    if (out != NULL && dtype == NULL && first == NULL) {
+        return NULL;
+    }
+    memset(scratch, 0, sizeof(*scratch));
+    scratch->fn = fn;
+    scratch->array_code = (signed char)array->code;
+    scratch->dtype_code = (signed char)dtype_code;
+    scratch->out_code = (signed char)out_code;
+    if (ufg_reduce_resolve_dtypes(name, fn, ufunc, first, array->code, scratch) < 0) {
+        return NULL;
+    }
+    return cacheable ? ufg_reduce_cache_add(scratch) : scratch;
+}
+
+/* The function's identity (or initial=) as an accumulator value, as NumPy packs it. */
+static int
+ufg_reduce_pack(PyObject *value, ufg_dtype_code acc, ufg_value *packed)
+{
+    PyArray_Descr *descr = ufg_call_descr(acc);
+
+    memset(packed, 0, sizeof(*packed));
+    if (descr == NULL) {
+        return -1;
+    }
+    return PyArray_Pack(descr, packed->bytes, value) < 0 ? -1 : 0;
+}
+
+static int
+ufg_reduce_has_identity(const ufg_function_descriptor *fn)
+{
+    return fn->identity == PyUFunc_IdentityValue || fn->identity == PyUFunc_Zero ||
+           fn->identity == PyUFunc_One || fn->identity == PyUFunc_MinusOne;
+}
+
+/* The identity as a Python object (ufuncgen/register.h's spelling).  A new reference. */
+static PyObject *
+ufg_reduce_identity_object(const ufg_function_descriptor *fn)
+{
+    switch (fn->identity) {
+    case PyUFunc_Zero: return PyLong_FromLong(0);
+    case PyUFunc_One: return PyLong_FromLong(1);
+    case PyUFunc_MinusOne: return PyLong_FromLong(-1);
+    default: break;
+    }
+    switch (fn->identity_kind) {
+    case 'i': return PyLong_FromString(fn->identity_literal, NULL, 10);
+    case 'f': {
+        double value = PyOS_string_to_double(fn->identity_literal, NULL, NULL);
+        return value == -1.0 && PyErr_Occurred() ? NULL : PyFloat_FromDouble(value);
+    }
+    case 'b': return PyBool_FromLong(fn->identity_literal[0] == 'T');
+    default:
+        PyErr_Format(PyExc_SystemError, "%s: identity of unknown kind '%c'", fn->name,
+                     fn->identity_kind);
+        return NULL;
+    }
+}
+
+/* The identity as `acc`, remembered in the cache entry the resolution came from (which
+ * packing can outlive: it is written back only while it still holds this function and
+ * accumulator, for which the identity is the same). */
+static int
+ufg_reduce_identity(const ufg_function_descriptor *fn, ufg_dtype_code acc,
+                    ufg_reduce_resolution *entry, ufg_value *identity)
+{
+    PyObject *value;
+    int result;
+
+    if (entry->fn == fn && entry->acc == (signed char)acc && entry->identity_packed) {
+        *identity = entry->identity;
+        return 0;
+    }
+    value = ufg_reduce_identity_object(fn);
+    if (value == NULL) {
+        return -1;
+    }
+    result = ufg_reduce_pack(value, acc, identity);
+    Py_DECREF(value);
+    if (result == 0 && entry->fn == fn && entry->acc == (signed char)acc) {
+        entry->identity = *identity;
+        entry->identity_packed = 1;
+    }
+    return result;
+}
+
+/* ------------------------------------------------------------------ the plan */
+
+/* One reduction launch (device_kernel.h's ufg_reduce_params), everything but pointers. */
+typedef struct {
+    int keep_ndim, reduce_ndim;
+    int64_t keep_shape[UFG_CALL_MAX_NDIM], reduce_shape[UFG_CALL_MAX_NDIM];
+    int64_t in_keep[UFG_CALL_MAX_NDIM], in_reduce[UFG_CALL_MAX_NDIM];
+    int64_t out_keep[UFG_CALL_MAX_NDIM];
+    int64_t out_chunk_stride, n_chunks;
+    int32_t grid;
+} ufg_reduce_step;
+
+typedef struct {
+    int ndim;                       /* the array's */
+    char reduced[UFG_CALL_MAX_NDIM];
+    int keepdims;
+    int out_ndim;
+    int64_t out_shape[UFG_CALL_MAX_NDIM];
+    int64_t n_out;
+    ufg_dtype_code acc;
+    int loop_index;
+    ufg_reduce_launcher launcher;
+    ufg_value identity;
+    int copy_input;                 /* the array is cast to acc first */
+    int direct;                     /* the kernel writes into out= itself */
+    int cast_result;                /* a temporary result is cast into out= */
+    int nsteps;                     /* 0 (an empty result), 1, or 2 (chunks, then partials) */
+    ufg_reduce_step steps[2];
+} ufg_reduce_plan;
+
+/* The entries of `values` (one per axis of the array) on the kept (reduced = 0) or reduced
+ * (reduced = 1) axes. */
+static int
+ufg_reduce_pick(const ufg_reduce_plan *plan, const int64_t *values, int reduced, int64_t *picked)
+{
+    int n = 0;
+
+    for (int d = 0; d < plan->ndim; d++) {
+        if (!plan->reduced[d] == !reduced) {
+            picked[n++] = values[d];
+        }
+    }
+    return n;
+}
+
+/* The entries of `values` (one per axis of the result) on the result's axes that are kept
+ * axes of the array: all of them without keepdims. */
+static void
+ufg_reduce_pick_result(const ufg_reduce_plan *plan, const int64_t *values, int64_t *picked)
+{
+    int n = 0;
+
+    if (!plan->keepdims) {
+        memcpy(picked, values, sizeof(int64_t) * (size_t)plan->out_ndim);
+        return;
+    }
+    for (int d = 0; d < plan->ndim; d++) {
+        if (!plan->reduced[d]) {
+            picked[n++] = values[d];
+        }
+    }
+}
+
+/* Whether a cast over `shape` with these strides fits the kernels after merging. */
+static int
+ufg_reduce_check_cast(int ndim, const int64_t *shape, const int64_t *src_strides,
+                      const int64_t *dst_strides)
+{
+    int64_t merged_shape[UFG_CALL_MAX_NDIM], strides[2][UFG_CALL_MAX_NDIM];
+
+    if (ufg_reduce_product(ndim, shape) == 0) {
+        return 0;                   /* nothing is cast */
+    }
+    memcpy(merged_shape, shape, sizeof(int64_t) * (size_t)ndim);
+    memcpy(strides[0], src_strides, sizeof(int64_t) * (size_t)ndim);
+    memcpy(strides[1], dst_strides, sizeof(int64_t) * (size_t)ndim);
+    return ufg_reduce_collapse(ndim, merged_shape, 2, strides) < 0 ? -1 : 0;
+}
+
+/* The launches for a source with `in_strides` (over the array's axes) and a target with
+ * `out_keep_strides` (over the kept axes): collapsed, checked against the dimension limit,
+ * split into chunks where the function allows, with their launch configuration. */
+static int
+ufg_reduce_plan_steps(const ufg_backend *backend, int device, int associative,
+                      const int64_t *shape, const int64_t *in_strides,
+                      const int64_t *out_keep_strides, ufg_reduce_plan *plan)
+{
+    int64_t keep_strides[2][UFG_CALL_MAX_NDIM], reduce_strides[1][UFG_CALL_MAX_NDIM];
+    ufg_reduce_step *first = &plan->steps[0], *second = &plan->steps[1];
+    const int64_t itemsize = ufg_dtype_itemsize(plan->acc);
+    int64_t n_reduce, n_chunks = 1;
+    int keep_ndim, reduce_ndim;
+
+    plan->nsteps = 0;
+    if (plan->n_out == 0) {
+        return 0;                   /* an empty result: nothing to launch */
+    }
+    keep_ndim = ufg_reduce_pick(plan, shape, 0, first->keep_shape);
+    ufg_reduce_pick(plan, in_strides, 0, keep_strides[0]);
+    memcpy(keep_strides[1], out_keep_strides, sizeof(int64_t) * (size_t)keep_ndim);
+    reduce_ndim = ufg_reduce_pick(plan, shape, 1, first->reduce_shape);
+    ufg_reduce_pick(plan, in_strides, 1, reduce_strides[0]);
+    n_reduce = ufg_reduce_product(reduce_ndim, first->reduce_shape);
+    keep_ndim = ufg_reduce_collapse(keep_ndim, first->keep_shape, 2, keep_strides);
+    if (keep_ndim < 0) {
+        return -1;
+    }
+    reduce_ndim = ufg_reduce_collapse(reduce_ndim, first->reduce_shape, 1, reduce_strides);
+    if (reduce_ndim < 0) {
+        return -1;
+    }
+    /* Enough threads to fill the GPU: split each output's elements into interleaved chunks,
+     * whose partial results a second launch reduces.  That reorders the reduction, which
+     * only an `associative: true` function allows; any other reduces each output on one
+     * thread, in NumPy's order. */
+    if (associative && n_reduce >= UFG_REDUCE_MIN_SPLIT) {
+        const int multiprocessors = ufg_runtime_multiprocessors(backend, device);
+        int64_t threads, by_threads;
+
+        if (multiprocessors < 0) {
+            return -1;
+        }
+        threads = (int64_t)multiprocessors * UFG_REDUCE_THREADS_PER_SM;
+        if (plan->n_out < threads) {
+            by_threads = threads / plan->n_out;
+            n_chunks = n_reduce / UFG_REDUCE_MIN_CHUNK;
+            if (n_chunks > (by_threads > 1 ? by_threads : 1)) {
+                n_chunks = by_threads > 1 ? by_threads : 1;
+            }
+        }
+    }
+    first->keep_ndim = keep_ndim;
+    first->reduce_ndim = reduce_ndim;
+    memcpy(first->in_keep, keep_strides[0], sizeof(int64_t) * (size_t)keep_ndim);
+    memcpy(first->in_reduce, reduce_strides[0], sizeof(int64_t) * (size_t)reduce_ndim);
+    if (n_chunks <= 1) {
+        memcpy(first->out_keep, keep_strides[1], sizeof(int64_t) * (size_t)keep_ndim);
+        first->out_chunk_stride = 0;
+        first->n_chunks = 1;
+        plan->nsteps = 1;
+        return ufg_launch_grid(backend, device, plan->n_out, &first->grid);
+    }
+    /* Partial results: n_chunks per output, the outputs C-contiguous over the kept axes. */
+    ufg_c_strides(keep_ndim, first->keep_shape, n_chunks * itemsize, first->out_keep);
+    first->out_chunk_stride = itemsize;
+    first->n_chunks = n_chunks;
+    second->keep_ndim = keep_ndim;
+    memcpy(second->keep_shape, first->keep_shape, sizeof(int64_t) * (size_t)keep_ndim);
+    memcpy(second->in_keep, first->out_keep, sizeof(int64_t) * (size_t)keep_ndim);
+    second->reduce_ndim = 1;
+    second->reduce_shape[0] = n_chunks;
+    second->in_reduce[0] = itemsize;
+    memcpy(second->out_keep, keep_strides[1], sizeof(int64_t) * (size_t)keep_ndim);
+    second->out_chunk_stride = 0;
+    second->n_chunks = 1;
+    plan->nsteps = 2;
+    if (ufg_launch_grid(backend, device, plan->n_out * n_chunks, &first->grid) < 0) {
+        return -1;
+    }
+    return ufg_launch_grid(backend, device, plan->n_out, &second->grid);
+}
+
+/* One launch of the plan's reduction kernel. */
+static int
+ufg_reduce_launch(const ufg_backend *backend, const ufg_reduce_plan *plan,
+                  const ufg_reduce_step *step, const char *in, char *out, int device,
+                  uintptr_t stream)
+{
+    ufg_launch launch = {NULL, NULL, NULL, NULL};
+    ufg_reduce_params p;
+
+    memset(&p, 0, sizeof(p));
+    p.keep_ndim = step->keep_ndim;
+    p.reduce_ndim = step->reduce_ndim;
+    memcpy(p.keep_shape, step->keep_shape, sizeof(int64_t) * (size_t)step->keep_ndim);
+    memcpy(p.reduce_shape, step->reduce_shape, sizeof(int64_t) * (size_t)step->reduce_ndim);
+    memcpy(p.in_keep_strides, step->in_keep, sizeof(int64_t) * (size_t)step->keep_ndim);
+    memcpy(p.in_reduce_strides, step->in_reduce, sizeof(int64_t) * (size_t)step->reduce_ndim);
+    memcpy(p.out_keep_strides, step->out_keep, sizeof(int64_t) * (size_t)step->keep_ndim);
+    p.n_out = ufg_reduce_product(step->keep_ndim, step->keep_shape);
+    p.n_reduce = ufg_reduce_product(step->reduce_ndim, step->reduce_shape);
+    p.n_chunks = step->n_chunks;
+    p.chunk_len = p.n_reduce / p.n_chunks + (p.n_reduce % p.n_chunks != 0);
+    p.out_chunk_stride = step->out_chunk_stride;
+    p.grid = step->grid;
+    p.block = UFG_DEVICE_BLOCK;
+    p.in = in;
+    p.out = out;
+    p.identity = plan->identity;
+    launch.reduce = plan->launcher;
+    launch.reduce_params = &p;
+    return ufg_launch_run(backend, &launch, device, stream, "a reduction kernel launch");
+}
+
+/* ------------------------------------------------------------------ the checks */
+
+/* out=: None, an array, or a tuple of one array.  *out_obj is borrowed (NULL: allocate). */
+static int
+ufg_reduce_out_object(const char *name, PyObject *value, PyObject **out_obj)
+{
+    *out_obj = NULL;
+    if (value == NULL || value == Py_None) {
+        return 0;
+    }
+    if (PyTuple_Check(value)) {
+        if (PyTuple_GET_SIZE(value) != 1) {
+            PyErr_Format(PyExc_ValueError, "%s.reduce: out= must hold one array", name);
+            return -1;
+        }
+        value = PyTuple_GET_ITEM(value, 0);
+        if (value == Py_None) {     /* NumPy's reduce refuses it too (TypeError) */
+            PyErr_Format(PyExc_TypeError,
+                         "%s.reduce: out=(None,) holds no array; pass out=None for a new "
+                         "result", name);
+            return -1;
+        }
+    }
+    *out_obj = value;
+    return 0;
+}
+
+/* The caller's out= against the result: kind, writability, shape, device. */
+static int
+ufg_reduce_check_out(const char *name, PyObject *out_obj, const char *what,
+                     const ufg_operand *array, const ufg_reduce_plan *plan, ufg_operand *out)
+{
+    char got[24 * UFG_CALL_MAX_NDIM + 4], want[24 * UFG_CALL_MAX_NDIM + 4];
+    PyObject *type_name;
+    int is_device = ufg_is_device_object(out_obj);
+
+    if (is_device < 0) {
+        return -1;
+    }
+    if (!is_device) {
+        type_name = ufg_reduce_type_name(out_obj);
+        if (type_name != NULL) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s.reduce: out= is a %U, but the array is on CUDA device %d; host "
+                         "and device arrays do not mix", name, type_name, array->device);
+            Py_DECREF(type_name);
+        }
+        return -1;
+    }
+    if (ufg_operand_from_buffer(out_obj, what, out) < 0) {
+        return -1;
+    }
+    if (out->readonly) {
+        PyErr_Format(PyExc_ValueError, "%s.reduce: out= is read-only", name);
+        return -1;
+    }
+    if (out->ndim != plan->out_ndim ||
+        memcmp(out->shape, plan->out_shape, sizeof(int64_t) * (size_t)out->ndim) != 0) {
+        PyErr_Format(PyExc_ValueError, "%s.reduce: out= has shape %s, but the result's shape is %s",
+                     name, ufg_reduce_format_shape(out->ndim, out->shape, got, sizeof(got)),
+                     ufg_reduce_format_shape(plan->out_ndim, plan->out_shape, want,
+                                             sizeof(want)));
+        return -1;
+    }
+    if (out->device != array->device) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s.reduce: out= is on CUDA device %d, the array on device %d", name,
+                     out->device, array->device);
+        return -1;
+    }
+    return 0;
+}
+
+/* plan.c's words for a backend the module has no kernel for. */
+static void
+ufg_reduce_missing_launcher(const ufg_backend *backend, const char *name, int loop_index)
+{
+    if (backend->id == UFG_BACKEND_CUDA) {
+        PyErr_Format(ufg_DeviceError,
+                     "ufuncgen: this module was built without CUDA kernels (no nvcc, or "
+                     "UFUNCGEN_CUDA=OFF), so %s cannot run on a CUDA device; rebuild it with "
+                     "nvcc, or set UFUNCGEN_DEVICE=sim to run its kernels on the host", name);
+    }
+    else {
+        PyErr_Format(ufg_DeviceError, "ufuncgen: %s has no %s kernel for loop %d", name,
+                     backend->name, loop_index);
+    }
+}
+
+/* ------------------------------------------------------------------ running */
+
+/* Everything is checked: queues the casts and launches, and returns the result. */
+static PyObject *
+ufg_reduce_run(ufg_call *c, const ufg_reduce_plan *plan, PyObject *array_obj,
+               const ufg_operand *array, PyObject *out_obj, const ufg_operand *out)
+{
+    ufg_DeviceArrayObject *source = NULL, *result = NULL, *partial = NULL;
+    ufg_operand source_op, result_op;
+    const char *in;
+    char *target;
+
+    if (ufg_wait_for_producer(c->backend, array, c->stream) < 0 ||
+        (out_obj != NULL && ufg_wait_for_producer(c->backend, out, c->stream) < 0)) {
+        return NULL;
+    }
+    in = array->ptr;
+    if (plan->copy_input) {
+        source = ufg_call_empty(c, array->ndim, array->shape, plan->acc);
+        if (source == NULL) {
+            return NULL;
+        }
+        memset(&source_op, 0, sizeof(source_op));
+        ufg_operand_from_array(source, &source_op);
+        if (ufg_call_cast(c, array, &source_op, NULL) < 0) {
+            return NULL;
+        }
+        in = source->ptr;
+    }
+    if (plan->direct) {
+        target = out->ptr;
+    }
+    else {
+        result = ufg_call_empty(c, plan->out_ndim, plan->out_shape, plan->acc);
+        if (result == NULL) {
+            return NULL;
+        }
+        target = result->ptr;
+    }
+    if (plan->nsteps == 1) {
+        if (ufg_reduce_launch(c->backend, plan, &plan->steps[0], in, target, c->device,
+                              c->stream) < 0) {
+            return NULL;
+        }
+    }
+    else if (plan->nsteps == 2) {
+        const int64_t partial_shape[2] = {plan->n_out, plan->steps[0].n_chunks};
+
+        partial = ufg_call_empty(c, 2, partial_shape, plan->acc);
+        if (partial == NULL ||
+            ufg_reduce_launch(c->backend, plan, &plan->steps[0], in, partial->ptr, c->device,
+                              c->stream) < 0 ||
+            ufg_reduce_launch(c->backend, plan, &plan->steps[1], partial->ptr, target,
+                              c->device, c->stream) < 0) {
+            return NULL;
+        }
+    }
+    if (plan->cast_result) {
+        memset(&result_op, 0, sizeof(result_op));
+        ufg_operand_from_array(result, &result_op);
+        if (ufg_call_cast(c, &result_op, out, NULL) < 0) {
+            return NULL;
+        }
+    }
+    if (out_obj != NULL) {
+        return Py_NewRef(out_obj);
+    }
+    result->stream = c->stream;
+    return ufg_wrap_like(array_obj, (PyObject *)result);
+}
+
+/* ------------------------------------------------------------------ the entry point */
 
 PyObject *
 ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObject *ufunc,
                   PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    (void)function; (void)ufunc; (void)args; (void)nargs; (void)kwnames;
-    PyErr_Format(PyExc_NotImplementedError, "%s.reduce on the device", fn->name);
-    return NULL;
+    const char *name = fn->name;
+    PyObject *values[UFG_R_COUNT] = {NULL};
+    PyObject *array_obj, *out_obj = NULL, *initial, *result = NULL, *type_name;
+    PyArray_Descr *dtype = NULL;
+    const ufg_backend *backend;
+    ufg_reduce_resolution scratch, *resolution;
+    ufg_reduce_plan plan;
+    ufg_operand array, out;
+    int have_array = 0, have_out = 0, is_device;
+    char what[200], out_what[200];
+    int64_t in_strides[UFG_CALL_MAX_NDIM], result_strides[UFG_CALL_MAX_NDIM];
+    int64_t out_keep[UFG_CALL_MAX_NDIM];
+    uintptr_t stream = 0;
+    ufg_call *c = NULL;
+
+    if (fn->signature != NULL) {        /* NumPy's exception types for these two */
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s.reduce: Reduction not defined on ufunc with signature", name);
+        return NULL;
+    }
+    if (fn->nin != 2 || fn->nout != 1) {
+        PyErr_Format(PyExc_ValueError, "%s.reduce: reduce only supported for binary functions",
+                     name);
+        return NULL;
+    }
+    if (!ufg_reduce_has_identity(fn)) {
+        /* Documented device rule: only functions with an identity get a device reduction
+         * kernel (ufuncgen.gen.model.Function.reduce_signatures), initial= or not. */
+        PyErr_Format(PyExc_TypeError,
+                     "%s.reduce: %s has no identity, so it has no device reduction; reduce a "
+                     "host copy, or give the function an identity", name, name);
+        return NULL;
+    }
+    if (fn->device_loops == NULL) {
+        PyErr_Format(PyExc_TypeError, "%s was built without device kernels", name);
+        return NULL;
+    }
+    if (ufg_reduce_parse(name, args, nargs, kwnames, values) < 0 ||
+        ufg_reduce_check_where(name, values[UFG_R_WHERE]) < 0 ||
+        (values[UFG_R_STREAM] != NULL &&
+         ufg_stream_from_object(values[UFG_R_STREAM], &stream) < 0) ||
+        ufg_reduce_init_globals() < 0 ||
+        (backend = ufg_runtime_backend()) == NULL) {
+        return NULL;
+    }
+
+    /* The array. */
+    PyOS_snprintf(what, sizeof(what), "%s.reduce: argument 'array'", name);
+    PyOS_snprintf(out_what, sizeof(out_what), "%s.reduce: out=", name);
+    array_obj = values[UFG_R_ARRAY];
+    is_device = ufg_is_device_object(array_obj);
+    if (is_device <= 0) {
+        if (is_device == 0 && (type_name = ufg_reduce_type_name(array_obj)) != NULL) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s is a %U, but out= is a CUDA array; host and device arrays do not "
+                         "mix", what, type_name);
+            Py_DECREF(type_name);
+        }
+        return NULL;
+    }
+    memset(&array, 0, sizeof(array));
+    memset(&out, 0, sizeof(out));
+    if (ufg_operand_from_buffer(array_obj, what, &array) < 0) {
+        return NULL;
+    }
+    have_array = 1;
+
+    /* axis=, keepdims= and the result's shape. */
+    memset(&plan, 0, sizeof(plan));
+    plan.ndim = array.ndim;
+    if (ufg_reduce_axes(name, values[UFG_R_AXIS], array.ndim, plan.reduced) < 0 ||
+        ufg_reduce_keepdims(values[UFG_R_KEEPDIMS], &plan.keepdims) < 0) {
+        goto done;
+    }
+    for (int d = 0; d < array.ndim; d++) {
+        if (!plan.reduced[d]) {
+            plan.out_shape[plan.out_ndim++] = array.shape[d];
+        }
+        else if (plan.keepdims) {
+            plan.out_shape[plan.out_ndim++] = 1;
+        }
+    }
+    plan.n_out = ufg_reduce_product(plan.out_ndim, plan.out_shape);
+
+    /* out=. */
+    if (ufg_reduce_out_object(name, values[UFG_R_OUT], &out_obj) < 0) {
+        goto done;
+    }
+    if (out_obj != NULL) {
+        have_out = 1;
+        if (ufg_reduce_check_out(name, out_obj, out_what, &array, &plan, &out) < 0) {
+            goto done;
+        }
+    }
+
+    /* NumPy's reduction resolution: (accumulator, input, None); the accumulator is dtype=,
+     * else out='s dtype, else found from the input. */
+    if (values[UFG_R_DTYPE] != NULL && values[UFG_R_DTYPE] != Py_None &&
+        PyArray_DescrConverter(values[UFG_R_DTYPE], &dtype) != NPY_SUCCEED) {
+        goto done;
+    }
+    resolution = ufg_reduce_resolve(name, fn, ufunc, dtype, &array, have_out ? &out : NULL,
+                                    &scratch);
+    if (resolution == NULL) {
+        goto done;
+    }
+    if (resolution->loop_index < 0) {
+        PyErr_Format(PyExc_TypeError, "%s.reduce: no device reduction loop for %s", name,
+                     ufg_reduce_dtype_names[array.code]);
+        goto done;
+    }
+    plan.loop_index = resolution->loop_index;
+    plan.acc = (ufg_dtype_code)resolution->acc;
+    plan.launcher = fn->device_loops[plan.loop_index].reduce[backend->id];
+    if (plan.launcher == NULL) {
+        ufg_reduce_missing_launcher(backend, name, plan.loop_index);
+        goto done;
+    }
+
+    /* initial=: the function's identity unless given; None asks for none, as in NumPy, which
+     * an empty reduction into a non-empty result cannot do without. */
+    initial = values[UFG_R_INITIAL];
+    if (initial == ufg_reduce_no_value) {
+        initial = NULL;
+    }
+    if (initial == Py_None && plan.n_out != 0) {
+        for (int d = 0; d < array.ndim; d++) {
+            if (plan.reduced[d] && array.shape[d] == 0) {
+                PyErr_Format(PyExc_ValueError,
+                             "%s.reduce: zero-size array to reduction operation %s which has "
+                             "no identity", name, name);
+                goto done;
+            }
+        }
+    }
+    if ((initial == NULL || initial == Py_None)
+            ? ufg_reduce_identity(fn, plan.acc, resolution, &plan.identity) < 0
+            : ufg_reduce_pack(initial, plan.acc, &plan.identity) < 0) {
+        goto done;
+    }
+
+    if (ufg_operand_check_alignment(&array, what) < 0 ||
+        (have_out && ufg_operand_check_alignment(&out, out_what) < 0)) {
+        goto done;
+    }
+
+    /* The launches: the source is the array, or its copy in the accumulator's dtype; the
+     * target out= itself when it has that dtype and does not overlap the array, else a new
+     * C-contiguous result (cast into out= after). */
+    plan.copy_input = array.code != plan.acc;
+    if (plan.copy_input) {
+        ufg_c_strides(array.ndim, array.shape, ufg_dtype_itemsize(plan.acc), in_strides);
+        if (ufg_reduce_check_cast(array.ndim, array.shape, array.strides, in_strides) < 0) {
+            goto done;
+        }
+    }
+    else {
+        memcpy(in_strides, array.strides, sizeof(int64_t) * (size_t)array.ndim);
+    }
+    plan.direct = have_out && out.code == plan.acc && !ufg_operands_overlap(&array, &out);
+    plan.cast_result = have_out && !plan.direct;
+    if (plan.direct) {
+        ufg_reduce_pick_result(&plan, out.strides, out_keep);
+    }
+    else {
+        ufg_c_strides(plan.out_ndim, plan.out_shape, ufg_dtype_itemsize(plan.acc),
+                      result_strides);
+        ufg_reduce_pick_result(&plan, result_strides, out_keep);
+        if (plan.cast_result &&
+            ufg_reduce_check_cast(plan.out_ndim, plan.out_shape, result_strides,
+                                  out.strides) < 0) {
+            goto done;
+        }
+    }
+    if (ufg_reduce_plan_steps(backend, array.device, (fn->flags & UFG_FN_ASSOCIATIVE) != 0,
+                              array.shape, in_strides, out_keep, &plan) < 0) {
+        goto done;
+    }
+
+    /* Everything is checked: from here on the call runs. */
+    c = PyMem_Calloc(1, sizeof(*c));
+    if (c == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    c->fn = fn;
+    c->function = function;
+    c->ufunc = ufunc;
+    c->backend = backend;
+    c->nin = 2;
+    c->nout = 1;
+    c->nargs = 3;
+    c->casting = NPY_SAME_KIND_CASTING;
+    c->where_kind = UFG_WHERE_ALL;
+    c->stream = stream;
+    c->device = array.device;
+    c->loop_index = plan.loop_index;
+    result = ufg_reduce_run(c, &plan, array_obj, &array, out_obj, &out);
+
+done:
+    if (c != NULL) {
+        ufg_call_release(c);
+        PyMem_Free(c);
+    }
+    Py_XDECREF(dtype);
+    if (have_out) {
+        ufg_operand_release(&out);
+    }
+    if (have_array) {
+        ufg_operand_release(&array);
+    }
+    return result;
 }
