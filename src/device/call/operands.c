@@ -52,6 +52,25 @@ ufg_code_of(PyArray_Descr *descr)
     return -1;
 }
 
+/* The same into a buffer, making no Python object: it runs on every CUDA array interface
+ * read, and a str made and dropped per call there was seen to keep memory growing. */
+static void
+ufg_type_name_into(PyObject *obj, char *buffer, size_t size)
+{
+    PyTypeObject *type = Py_TYPE(obj);
+    PyObject *module = type->tp_dict == NULL
+        ? NULL : PyDict_GetItemString(type->tp_dict, "__module__");      /* borrowed */
+    const char *module_name = module != NULL && PyUnicode_Check(module)
+        ? PyUnicode_AsUTF8(module) : NULL;
+
+    if (module_name == NULL || strcmp(module_name, "builtins") == 0) {
+        PyErr_Clear();
+        PyOS_snprintf(buffer, size, "%s", _PyType_Name(type));
+        return;
+    }
+    PyOS_snprintf(buffer, size, "%s.%s", module_name, _PyType_Name(type));
+}
+
 /* "numpy.ndarray" / "float": how messages name an object's type. */
 PyObject *
 ufg_type_name(PyObject *obj)
@@ -192,10 +211,15 @@ bad:
 static int
 ufg_cai_dtype(PyObject *typestr, const char *where, const char *what, ufg_dtype_code *code)
 {
-    PyArray_Descr *descr = NULL;
+    /* np.dtype(typestr): the C converter keeps memory alive on every invalid string. */
+    PyArray_Descr *descr = (PyArray_Descr *)PyObject_CallOneArg((PyObject *)&PyArrayDescr_Type,
+                                                               typestr);
     int found;
 
-    if (!PyArray_DescrConverter(typestr, &descr)) {
+    if (descr == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_TypeError)) {
+            return -1;
+        }
         PyErr_Clear();
         PyErr_Format(PyExc_ValueError, "%s['typestr'] %R is not a valid type string", where,
                      typestr);
@@ -382,14 +406,11 @@ ufg_operand_from_cai(PyObject *obj, const char *what, ufg_operand *op)
         Py_XDECREF(traceback);
         return -1;
     }
-    type_name = ufg_type_name(obj);
-    if (type_name == NULL) {
-        Py_DECREF(cai);
-        return -1;
-    }
-    PyOS_snprintf(where, sizeof where, "%s (%s): __cuda_array_interface__", what,
-                  PyUnicode_AsUTF8(type_name));
-    Py_DECREF(type_name);
+    (void)type_name;
+    PyOS_snprintf(where, sizeof where, "%s (", what);
+    ufg_type_name_into(obj, where + strlen(where), sizeof where - strlen(where));
+    PyOS_snprintf(where + strlen(where), sizeof where - strlen(where),
+                  "): __cuda_array_interface__");
     if (!PyDict_Check(cai)) {
         PyObject *cai_type = ufg_type_name(cai);
         PyErr_Format(PyExc_TypeError, "%s must be a dict, not %S", where, cai_type);
