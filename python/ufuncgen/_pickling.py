@@ -1,10 +1,11 @@
 """Generated functions and their bare ufuncs (`fn.ufunc`) pickle by reference: `module`, `name`.
 
-A `ufuncgen.Function` pickles as `_load_function(module, name)`, its module global.  The np.ufunc it wraps is what NumPy hands
-to `__array_ufunc__` overrides, so it is what dask puts in its task graphs; NumPy pickles a
-ufunc by `__name__` alone, which for a generated ufunc finds the Function (or nothing), so
-dask.distributed could not send it to a worker and dask could not tokenize it
-deterministically.
+A `ufuncgen.Function` pickles as `_load_function(module, name)`, its module global; it is also
+what `__array_ufunc__` overrides receive, so it is what dask puts in its task graphs.  The
+np.ufunc it wraps still travels wherever code passes `fn.ufunc` itself (say to
+`da.apply_gufunc`); NumPy pickles a ufunc by `__name__` alone, which for a generated ufunc finds
+the Function (or nothing), so dask.distributed could not send it to a worker and dask could not
+tokenize it deterministically.
 
 Every generated module sets its ufuncs' `__module__` and `__qualname__` (`gaussian_pdf.ufunc`,
 register.h); this module, imported by ufuncgen._core, installs a reducer for np.ufunc that

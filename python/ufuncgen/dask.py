@@ -1,8 +1,9 @@
 """Generated functions on dask arrays.
 
 Most calls need nothing from here: a generated function called on a dask array goes through
-NumPy's `__array_ufunc__`, and dask maps an elementwise ufunc to `da.elemwise` and a gufunc to
-`da.apply_gufunc`; the result is a lazy dask array:
+the `__array_ufunc__` protocol, which hands dask the function itself (not its bare ufunc), and
+dask maps an elementwise function to `da.elemwise` and a gufunc to `da.apply_gufunc`; the result
+is a lazy dask array:
 
     >>> import dask.array as da, ufuncgen.examples as ex
     >>> x = da.random.standard_normal(10**8, chunks=10**7)
@@ -15,9 +16,11 @@ TypeError.  `apply` works for every generated function, one output or several:
     >>> import ufuncgen.dask
     >>> s, c = ufuncgen.dask.apply(ex.sincos, x)
 
-The task graphs hold the bare ufunc (`fn.ufunc`), which pickles by reference to its module
-(`ufuncgen.examples.sincos.ufunc`): workers import the module, so it must be importable there
-(a worker that cannot import it fails with "No module named ...").  Tokens are deterministic.
+The task graphs hold the generated function itself, so each chunk is dispatched by its own
+type: NumPy chunks to the host loops, CUDA chunks (CuPy) to the device.  The function pickles by
+reference to its module (`ufuncgen.examples.sincos`): workers import the module, so it must be
+importable there (a worker that cannot import it fails with "cannot import module ...").
+Tokens are deterministic.
 """
 from __future__ import annotations
 
@@ -71,7 +74,8 @@ def apply(function, *arrays, allow_rechunk: bool = False, dtype: Any = None, **k
     arrays, output_dtypes = _resolve(ufunc, arrays, dtype)
     if dtype is not None:
         kwargs["dtype"] = dtype
+    # The function, not its bare ufunc, in the graph: a CuPy chunk then takes the device path.
     return da.apply_gufunc(
-        ufunc, signature, *arrays,
+        function, signature, *arrays,
         output_dtypes=output_dtypes if ufunc.nout > 1 else output_dtypes[0],
         allow_rechunk=allow_rechunk, vectorize=False, **kwargs)

@@ -27,6 +27,9 @@ enum {
 static PyObject *ufg_cuda_array_interface_name = NULL;
 static PyObject *ufg_dlpack_device_name = NULL;
 static PyObject *ufg_out_name = NULL;
+static PyObject *ufg_where_name = NULL;
+static PyObject *ufg_array_name = NULL;
+static PyObject *ufg_indices_name = NULL;
 
 static int
 ufg_intern_once(PyObject **slot, const char *text)
@@ -44,29 +47,50 @@ ufg_dispatch_init(void)
     if (ufg_intern_once(&ufg_cuda_array_interface_name,
                         "__cuda_array_interface__") < 0 ||
         ufg_intern_once(&ufg_dlpack_device_name, "__dlpack_device__") < 0 ||
-        ufg_intern_once(&ufg_out_name, "out") < 0) {
+        ufg_intern_once(&ufg_out_name, "out") < 0 ||
+        ufg_intern_once(&ufg_where_name, "where") < 0 ||
+        ufg_intern_once(&ufg_array_name, "array") < 0 ||
+        ufg_intern_once(&ufg_indices_name, "indices") < 0) {
         return -1;
     }
     return 0;
 }
 
 /*
- * Objects that can never be device buffers.  Exact-type checks only: a
- * subclass could add the CUDA protocols, so subclasses take the slow path.
- * Builtin types cannot be patched, so lists and tuples are safe here too.
+ * Exact ndarrays and builtin values: neither device buffers nor
+ * __array_ufunc__ overrides.  Exact-type checks only: a subclass could add
+ * either protocol.  Builtin types cannot be patched, so lists and tuples are
+ * safe here too.
  */
 static inline int
-ufg_is_known_host(PyObject *obj)
+ufg_is_builtin_host(PyObject *obj)
 {
     PyTypeObject *type = Py_TYPE(obj);
 
-    if (PyArray_CheckExact(obj) || obj == Py_None ||
-        type == &PyFloat_Type || type == &PyLong_Type ||
-        type == &PyBool_Type || type == &PyComplex_Type ||
-        type == &PyList_Type || type == &PyTuple_Type) {
-        return 1;
-    }
-    return PyArray_IsScalar(obj, Generic);
+    return PyArray_CheckExact(obj) || obj == Py_None ||
+           type == &PyFloat_Type || type == &PyLong_Type ||
+           type == &PyBool_Type || type == &PyComplex_Type ||
+           type == &PyList_Type || type == &PyTuple_Type;
+}
+
+/* Objects that can never be device buffers. */
+static inline int
+ufg_is_known_host(PyObject *obj)
+{
+    return ufg_is_builtin_host(obj) || PyArray_IsScalar(obj, Generic);
+}
+
+/*
+ * Objects that are neither device buffers nor overrides.  NumPy's own
+ * scalar types are static types; a NumPy scalar subclass written in Python
+ * (a heap type) may define __array_ufunc__, so it is not plain.
+ */
+static inline int
+ufg_is_plain_host(PyObject *obj)
+{
+    return ufg_is_builtin_host(obj) ||
+           (PyArray_IsScalar(obj, Generic) &&
+            !PyType_HasFeature(Py_TYPE(obj), Py_TPFLAGS_HEAPTYPE));
 }
 
 /* Returns 1 if the DLPack device tuple names CUDA memory, 0 otherwise.
@@ -145,6 +169,12 @@ ufg_is_device_buffer(PyObject *obj)
     return ufg_probe_device_buffer(obj);
 }
 
+int
+ufg_dispatch_is_device_buffer(PyObject *obj)
+{
+    return ufg_is_device_buffer(obj);
+}
+
 /* Keyword names are nearly always interned, so the pointer test decides;
  * the string compare covers names built at runtime (e.g. **{"out": x}). */
 static inline int
@@ -210,4 +240,70 @@ ufg_dispatch_find_device_argument(PyObject *const *args, Py_ssize_t nargs,
         return UFG_DISPATCH_HOST;
     }
     return ufg_scan_keywords(args, nargs, kwnames);
+}
+
+/* ------------------------------------------------------------------ */
+/* Plain host calls                                                     */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The keywords whose values NumPy asks for overrides: `out`, `where`, and
+ * the reductions' `array` and `indices`.  Equal interned strings are one
+ * object, so only a name built at run time needs comparing by value.
+ */
+static inline int
+ufg_is_operand_keyword(PyObject *name)
+{
+    if (name == ufg_out_name || name == ufg_where_name ||
+        name == ufg_array_name || name == ufg_indices_name) {
+        return 1;
+    }
+    if (PyUnicode_CHECK_INTERNED(name)) {
+        return 0;
+    }
+    return PyUnicode_CompareWithASCIIString(name, "out") == 0 ||
+           PyUnicode_CompareWithASCIIString(name, "where") == 0 ||
+           PyUnicode_CompareWithASCIIString(name, "array") == 0 ||
+           PyUnicode_CompareWithASCIIString(name, "indices") == 0;
+}
+
+/* A tuple counts by its entries (`out` may be one per output). */
+static Py_NO_INLINE int
+ufg_plain_keywords(PyObject *const *values, PyObject *kwnames)
+{
+    Py_ssize_t k, i, nkw = PyTuple_GET_SIZE(kwnames);
+
+    for (k = 0; k < nkw; k++) {
+        PyObject *value = values[k];
+
+        if (!ufg_is_operand_keyword(PyTuple_GET_ITEM(kwnames, k))) {
+            continue;
+        }
+        if (!PyTuple_Check(value)) {
+            if (!ufg_is_plain_host(value)) {
+                return 0;
+            }
+            continue;
+        }
+        for (i = 0; i < PyTuple_GET_SIZE(value); i++) {
+            if (!ufg_is_plain_host(PyTuple_GET_ITEM(value, i))) {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+int
+ufg_dispatch_is_plain_host_call(PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
+{
+    Py_ssize_t i;
+
+    for (i = 0; i < nargs; i++) {
+        if (!ufg_is_plain_host(args[i])) {
+            return 0;
+        }
+    }
+    return kwnames == NULL || ufg_plain_keywords(args + nargs, kwnames);
 }

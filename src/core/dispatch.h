@@ -41,4 +41,20 @@ Py_ssize_t ufg_dispatch_find_device_argument(PyObject *const *args,
                                              Py_ssize_t nargs,
                                              PyObject *kwnames);
 
+/*
+ * 1 if every positional argument and the values of `out` (or its entries),
+ * `where`, `array` and `indices` (the reductions') are plain host values:
+ * exact ndarrays, NumPy's own scalars, Python numbers, None, lists and
+ * tuples, recognised by type alone.  Such a call has no device buffer and
+ * no __array_ufunc__ override, so it can go straight to the host ufunc;
+ * 0 means "look closer" (overrides.h, then
+ * ufg_dispatch_find_device_argument).  Never raises.
+ */
+int ufg_dispatch_is_plain_host_call(PyObject *const *args, Py_ssize_t nargs,
+                                    PyObject *kwnames);
+
+/* One object: 1 if it is a CUDA buffer, 0 if not, -1 with an exception set
+ * (its __dlpack_device__ raised). */
+int ufg_dispatch_is_device_buffer(PyObject *obj);
+
 #endif /* UFG_CORE_DISPATCH_H */

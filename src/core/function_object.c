@@ -2,10 +2,16 @@
  * ufuncgen.Function: a thin, picklable, named wrapper around a numpy.ufunc.
  *
  * Calls are forwarded verbatim (same argument vector, same keyword names)
- * so that every NumPy behaviour -- __array_ufunc__ overrides, errstate,
- * out=/where=/dtype=/axes= -- is NumPy's own and needs no code here.  The
- * only extra work per call is a cheap scan for CUDA buffers, which are
- * handed to the device runtime's C entry point instead.
+ * so that every NumPy behaviour -- errstate, out=/where=/dtype=/axes= -- is
+ * NumPy's own and needs no code here.  The only extra work per call is a
+ * scan that recognises plain host arguments by type; a call with anything
+ * else is looked at closer, in this order:
+ *   1. __array_ufunc__ overrides of non-device arguments, which receive the
+ *      Function rather than the inner ufunc (overrides.h);
+ *   2. CUDA buffers, handed to the device runtime's C entry point;
+ *   3. the host ufunc.
+ * Host gufunc calls that pass outputs copy the inputs those overlap first
+ * (overlap.h).
  */
 #define NPY_NO_DEPRECATED_API NPY_2_1_API_VERSION
 #define NPY_TARGET_VERSION NPY_2_1_API_VERSION
@@ -17,11 +23,14 @@
 #include "function_object.h"
 
 #include <stddef.h>
+#include <string.h>
 
 #include <numpy/arrayobject.h>
 #include <numpy/ufuncobject.h>
 
 #include "dispatch.h"
+#include "overlap.h"
+#include "overrides.h"
 #include "ufuncgen/device_call.h"
 
 /* Python 3.12 moved the member constants into Python.h under new names;
@@ -106,27 +115,63 @@ ufg_function_cleared_error(ufg_FunctionObject *self)
     return NULL;
 }
 
-static PyObject *
-ufg_function_vectorcall(PyObject *callable, PyObject *const *args,
-                        size_t nargsf, PyObject *kwnames)
+/* The host ufunc.  A gufunc given outputs (by position, or perhaps by
+ * keyword) first copies the inputs they overlap: NumPy's gufunc loops
+ * would read what they have already overwritten. */
+static inline PyObject *
+ufg_function_call_host(ufg_FunctionObject *self, PyObject *const *args,
+                       size_t nargsf, PyObject *kwnames)
+{
+    PyUFuncObject *ufunc = (PyUFuncObject *)self->ufunc;
+
+    if (ufunc->core_enabled &&
+        (PyVectorcall_NARGS(nargsf) > ufunc->nin || kwnames != NULL)) {
+        return ufg_overlap_call_gufunc(self->ufunc, args, nargsf, kwnames);
+    }
+    /* nargsf is passed through untouched so the ufunc may still use
+     * the PY_VECTORCALL_ARGUMENTS_OFFSET slot our caller granted. */
+    return PyObject_Vectorcall(self->ufunc, args, nargsf, kwnames);
+}
+
+/* A call with some argument that is not a plain host value: an override
+ * of a non-device argument, else the device path, else the host. */
+static Py_NO_INLINE PyObject *
+ufg_function_call_unusual(PyObject *callable, PyObject *const *args,
+                          size_t nargsf, PyObject *kwnames)
 {
     ufg_FunctionObject *self = (ufg_FunctionObject *)callable;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     Py_ssize_t device_index;
+    PyObject *result;
 
-    if (self->ufunc == NULL) {
-        return ufg_function_cleared_error(self);
+    if (ufg_overrides_check(callable, self->ufunc, UFG_METHOD_CALL, args,
+                            nargs, kwnames, &result) != 0) {
+        return result;
     }
     device_index = ufg_dispatch_find_device_argument(args, nargs, kwnames);
     if (device_index == UFG_DISPATCH_HOST) {
-        /* nargsf is passed through untouched so the ufunc may still use
-         * the PY_VECTORCALL_ARGUMENTS_OFFSET slot our caller granted. */
-        return PyObject_Vectorcall(self->ufunc, args, nargsf, kwnames);
+        return ufg_function_call_host(self, args, nargsf, kwnames);
     }
     if (device_index == UFG_DISPATCH_ERROR) {
         return NULL;
     }
     return ufg_function_call_device(0, self, args, nargs, kwnames);
+}
+
+static PyObject *
+ufg_function_vectorcall(PyObject *callable, PyObject *const *args,
+                        size_t nargsf, PyObject *kwnames)
+{
+    ufg_FunctionObject *self = (ufg_FunctionObject *)callable;
+
+    if (self->ufunc == NULL) {
+        return ufg_function_cleared_error(self);
+    }
+    if (ufg_dispatch_is_plain_host_call(args, PyVectorcall_NARGS(nargsf),
+                                        kwnames)) {
+        return ufg_function_call_host(self, args, nargsf, kwnames);
+    }
+    return ufg_function_call_unusual(callable, args, nargsf, kwnames);
 }
 
 /* ------------------------------------------------------------------ */
@@ -404,16 +449,84 @@ done:
     return result;
 }
 
+/* ufunc.<method>(...) of the wrapped ufunc, on the host.  Called through
+ * the ufunc's type, as `np.add.at(...)` is, so that NumPy's errors name
+ * the method the same way ("ufunc.at() takes no keyword arguments"). */
+static PyObject *
+ufg_function_host_method(ufg_FunctionObject *self, ufg_ufunc_method which,
+                         PyObject *const *args, Py_ssize_t nargs,
+                         PyObject *kwnames)
+{
+    PyObject *small[8], **vector = small, *result;
+    Py_ssize_t nall = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+
+    if (nall + 1 > (Py_ssize_t)(sizeof(small) / sizeof(small[0]))) {
+        vector = PyMem_Malloc((size_t)(nall + 1) * sizeof(PyObject *));
+        if (vector == NULL) {
+            return PyErr_NoMemory();
+        }
+    }
+    vector[0] = self->ufunc;
+    memcpy(vector + 1, args, (size_t)nall * sizeof(PyObject *));
+    result = PyObject_VectorcallMethod(ufg_overrides_method_name(which), vector,
+                                       (size_t)(nargs + 1), kwnames);
+    if (vector != small) {
+        PyMem_Free(vector);
+    }
+    return result;
+}
+
+/* reduce, accumulate, reduceat, outer, at: overrides receive the Function,
+ * as for calls; what no override takes goes to the ufunc's own method.
+ * Sets *done and returns the answer (or NULL) when the call was taken. */
+static PyObject *
+ufg_function_method_override(PyObject *op, ufg_ufunc_method which,
+                             PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames, int *done)
+{
+    ufg_FunctionObject *self = (ufg_FunctionObject *)op;
+    PyObject *result = NULL;
+
+    *done = 1;
+    if (self->ufunc == NULL) {
+        return ufg_function_cleared_error(self);
+    }
+    if (ufg_dispatch_is_plain_host_call(args, nargs, kwnames)) {
+        *done = 0;
+        return NULL;
+    }
+    *done = ufg_overrides_check(op, self->ufunc, which, args, nargs, kwnames,
+                                &result) != 0;
+    return result;
+}
+
+static PyObject *
+ufg_function_host_method_unless_overridden(PyObject *op, ufg_ufunc_method which,
+                                           PyObject *const *args,
+                                           Py_ssize_t nargs, PyObject *kwnames)
+{
+    int done;
+    PyObject *result = ufg_function_method_override(op, which, args, nargs,
+                                                    kwnames, &done);
+    if (done) {
+        return result;
+    }
+    return ufg_function_host_method((ufg_FunctionObject *)op, which, args,
+                                    nargs, kwnames);
+}
+
 /* ufunc.reduce, except that device arrays go to the device runtime. */
 static PyObject *
 ufg_function_reduce_method(PyObject *op, PyObject *const *args,
                            Py_ssize_t nargs, PyObject *kwnames)
 {
-    ufg_FunctionObject *self = (ufg_FunctionObject *)op;
     Py_ssize_t device_index;
+    int done;
+    PyObject *result = ufg_function_method_override(op, UFG_METHOD_REDUCE, args,
+                                                    nargs, kwnames, &done);
 
-    if (self->ufunc == NULL) {
-        return ufg_function_cleared_error(self);
+    if (done) {
+        return result;
     }
     device_index = ufg_dispatch_find_device_argument(args, nargs, kwnames);
     if (device_index == UFG_DISPATCH_ERROR) {
@@ -422,15 +535,23 @@ ufg_function_reduce_method(PyObject *op, PyObject *const *args,
     if (device_index != UFG_DISPATCH_HOST) {
         return ufg_function_call_device(1, self, args, nargs, kwnames);
     }
-    PyObject *method = PyObject_GetAttr(self->ufunc, ufg_reduce_name);
-    if (method == NULL) {
-        return NULL;
-    }
-    PyObject *result = PyObject_Vectorcall(method, args, (size_t)nargs,
-                                           kwnames);
-    Py_DECREF(method);
-    return result;
+    return ufg_function_host_method((ufg_FunctionObject *)op, UFG_METHOD_REDUCE,
+                                    args, nargs, kwnames);
 }
+
+#define UFG_HOST_METHOD(name, which)                                          \
+    static PyObject *ufg_function_##name##_method(                            \
+        PyObject *op, PyObject *const *args, Py_ssize_t nargs,                \
+        PyObject *kwnames)                                                    \
+    {                                                                         \
+        return ufg_function_host_method_unless_overridden(op, which, args,    \
+                                                          nargs, kwnames);    \
+    }
+UFG_HOST_METHOD(accumulate, UFG_METHOD_ACCUMULATE)
+UFG_HOST_METHOD(reduceat, UFG_METHOD_REDUCEAT)
+UFG_HOST_METHOD(outer, UFG_METHOD_OUTER)
+UFG_HOST_METHOD(at, UFG_METHOD_AT)
+#undef UFG_HOST_METHOD
 
 static PyMethodDef ufg_function_methods[] = {
     {"reduce", (PyCFunction)(void (*)(void))ufg_function_reduce_method,
@@ -439,6 +560,22 @@ static PyMethodDef ufg_function_methods[] = {
      "initial=<no value>, where=True)\n--\n\n"
      "numpy.ufunc.reduce of the wrapped ufunc; device arrays are reduced "
      "on the device."},
+    {"accumulate", (PyCFunction)(void (*)(void))ufg_function_accumulate_method,
+     METH_FASTCALL | METH_KEYWORDS,
+     "accumulate(array, axis=0, dtype=None, out=None)\n--\n\n"
+     "numpy.ufunc.accumulate of the wrapped ufunc."},
+    {"reduceat", (PyCFunction)(void (*)(void))ufg_function_reduceat_method,
+     METH_FASTCALL | METH_KEYWORDS,
+     "reduceat(array, indices, axis=0, dtype=None, out=None)\n--\n\n"
+     "numpy.ufunc.reduceat of the wrapped ufunc."},
+    {"outer", (PyCFunction)(void (*)(void))ufg_function_outer_method,
+     METH_FASTCALL | METH_KEYWORDS,
+     "outer(A, B, /, **kwargs)\n--\n\n"
+     "numpy.ufunc.outer of the wrapped ufunc."},
+    {"at", (PyCFunction)(void (*)(void))ufg_function_at_method,
+     METH_FASTCALL | METH_KEYWORDS,
+     "at(a, indices, b=None, /)\n--\n\n"
+     "numpy.ufunc.at of the wrapped ufunc."},
     {"__reduce__", ufg_function_reduce, METH_NOARGS,
      "Pickle by reference to module.name."},
     {"__copy__", ufg_function_copy, METH_NOARGS,
@@ -477,8 +614,10 @@ PyDoc_STRVAR(ufg_function_type_doc,
 "\n"
 "A named NumPy ufunc generated by ufuncgen.\n"
 "\n"
-"Calls are forwarded unchanged to the wrapped ufunc; attributes not\n"
-"defined here (nin, types, reduce, ...) are those of the ufunc.");
+"Calls are forwarded unchanged to the wrapped ufunc, except that\n"
+"__array_ufunc__ overrides receive this Function and CUDA buffers go to\n"
+"the device; attributes not defined here (nin, types, signature, ...)\n"
+"are those of the ufunc.");
 
 PyTypeObject ufg_FunctionType = {
     PyVarObject_HEAD_INIT(NULL, 0)
@@ -518,7 +657,8 @@ ufg_function_type_register(PyObject *module)
 {
     /* The call path relies on both; readying them here means no caller
      * can register the type and forget one. */
-    if (ufg_dispatch_init() < 0 || ufg_function_intern_names() < 0) {
+    if (ufg_dispatch_init() < 0 || ufg_overrides_init() < 0 ||
+        ufg_function_intern_names() < 0) {
         return -1;
     }
     if (PyType_Ready(&ufg_FunctionType) < 0) {

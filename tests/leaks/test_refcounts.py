@@ -169,6 +169,42 @@ def test_host_error_paths():
     check_flat(raises(ValueError, ex.inner1d, x, x[:3]), x)              # core dimensions
 
 
+def test_host_gufunc_with_out_overlapping_its_inputs():
+    a = np.tile(np.eye(4), (N // 16, 1, 1))      # identities: repeated products stay finite
+    b, out = a.copy(), np.empty_like(a)
+    check_flat(lambda: ex.matmul(a, a, out=a), a)                        # copied once
+    check_flat(lambda: ex.matmul(a, b, b), a, b)                         # by position
+    check_flat(lambda: ex.matmul(a, b, out=(out,)), a, b, out)           # apart: no copy
+    base = np.linspace(0, 1, 2 * N)
+    x, y = base[0::2].reshape(-1, 8), base[1::2].reshape(-1, 8)[:, 0]
+    check_flat(lambda: ex.l2_norm(x, out=y), base, x, y)                 # the exact check
+
+
+class _Overrides:
+    def __init__(self, declines):
+        self.declines = declines
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return NotImplemented if self.declines else [method]     # a fresh result
+
+
+class _OptsOut:
+    __array_ufunc__ = None
+
+
+def test_array_ufunc_overrides():
+    x, out = np.linspace(0, 1, N), np.zeros(N)
+    answers, declines, opts_out = _Overrides(False), _Overrides(True), _OptsOut()
+    check_flat(lambda: ex.add(answers, x, out=out, dtype=float), answers, x, out)
+    check_flat(lambda: ex.sincos(x, out=(answers, None)), answers, x)
+    check_flat(lambda: ex.add.reduce(answers, 0, None, out, True), answers, out)
+    check_flat(lambda: ex.add.at(x, [0], answers), answers, x)
+    check_flat(raises(TypeError, ex.add, declines, x, out=out), declines, x, out)
+    check_flat(raises(TypeError, ex.add, x, opts_out), x, opts_out)
+    check_flat(raises(TypeError, ex.add, answers, x, foo=1), answers, x)  # NumPy's refusal
+    check_flat(lambda: ex.add.accumulate(x, dtype=np.float64), x)          # looked at, no override
+
+
 def test_pickling_a_function():
     check_flat(lambda: pickle.loads(pickle.dumps(ex.add)), ex.add)
     check_flat(lambda: pickle.loads(pickle.dumps(ex.inner1d)), ex.inner1d)

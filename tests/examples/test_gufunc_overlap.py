@@ -1,0 +1,123 @@
+"""A gufunc whose out= overlaps an input computes as if the inputs were copied (host path,
+src/core/overlap.c).  NumPy's own gufunc machinery would hand the loop the aliased operands,
+so `matmul(a, a, out=a)` would read rows it has already overwritten; the reference here is
+the same function called on explicit copies (and NumPy's np.matmul, which copies too)."""
+import numpy as np
+import pytest
+
+import ufuncgen.examples as ex
+
+DTYPES = [np.float32, np.float64]
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20240611)
+
+
+def from_copies(function, *inputs):
+    return function(*[np.array(x, copy=True) for x in inputs])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_of_a_matrix_with_itself_into_itself_is_the_product_of_copies(dtype, rng):
+    a = rng.uniform(-2, 2, (5, 5)).astype(dtype)
+    original = a.copy()
+    expected = from_copies(ex.matmul, a, a)
+    result = ex.matmul(a, a, out=a)
+    assert result is a
+    np.testing.assert_array_equal(a, expected)
+    np.testing.assert_allclose(a, original.astype(np.float64) @ original, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("out_of", ["a", "b"])
+def test_matmul_into_either_operand_is_the_product_of_copies(dtype, out_of, rng):
+    a = rng.uniform(-2, 2, (4, 4)).astype(dtype)
+    b = rng.uniform(-2, 2, (4, 4)).astype(dtype)
+    expected = from_copies(ex.matmul, a, b)
+    reference = np.matmul(a, b)
+    out = {"a": a, "b": b}[out_of]
+    ex.matmul(a, b, out=out)
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_allclose(out, reference, rtol=1e-5)
+
+
+def test_a_stack_of_matrices_multiplied_in_place_by_position_and_tuple(rng):
+    s = rng.uniform(-1, 1, (3, 4, 4))
+    expected = from_copies(ex.matmul, s, s)
+    t = s.copy()
+    ex.matmul(t, t, t)                       # out by position
+    np.testing.assert_array_equal(t, expected)
+    ex.matmul(s, s, out=(s,))                # out as a one-entry tuple
+    np.testing.assert_array_equal(s, expected)
+
+
+def test_matmul_into_a_transposed_view_of_its_input(rng):
+    a = rng.uniform(-1, 1, (4, 4))
+    expected = from_copies(ex.matmul, a, a)
+    ex.matmul(a, a, out=a.T)
+    np.testing.assert_array_equal(a.T, expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_pairwise_distances_into_a_buffer_its_points_are_a_view_of(dtype, rng):
+    buffer = rng.uniform(-3, 3, (6, 6)).astype(dtype)
+    points = buffer[:, :2]                   # (n, d) = (6, 2), inside the (n, n) output
+    expected = from_copies(ex.pairwise_distances, points)
+    ex.pairwise_distances(points, out=buffer)
+    np.testing.assert_array_equal(buffer, expected)
+    d = np.asarray(expected, dtype=np.float64)
+    assert np.allclose(np.diag(d), 0.0) and np.allclose(d, d.T)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("view", ["first column reversed", "first column", "last row"])
+def test_l2_norm_into_a_view_of_its_input(dtype, view, rng):
+    x = rng.uniform(-2, 2, (6, 6)).astype(dtype)
+    out = {"first column reversed": lambda: x[::-1, 0],   # later rows read what was written
+           "first column": lambda: x[:, 0],
+           "last row": lambda: x[-1]}[view]()
+    original = x.astype(np.float64)
+    expected = from_copies(ex.l2_norm, x)
+    ex.l2_norm(x, out=out)
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_allclose(out, np.linalg.norm(original, axis=1), rtol=1e-6)
+
+
+def test_interleaved_views_that_share_no_element_still_compute_the_right_answer(rng):
+    # Their spans overlap, so the exact check decides (no copy needed, none made).
+    base = rng.uniform(-1, 1, 16)
+    x, out = base[0::2].reshape(2, 4), base[1::2].reshape(2, 4)[:, 0]
+    expected = from_copies(ex.l2_norm, x)
+    ex.l2_norm(x, out=out)
+    np.testing.assert_array_equal(out, expected)
+    assert not np.shares_memory(x, out)
+
+
+def test_outputs_apart_from_the_inputs_and_calls_without_out_are_unchanged(rng):
+    a = rng.uniform(-1, 1, (3, 3))
+    out = np.empty((3, 3))
+    assert ex.matmul(a, a, out=out) is out
+    np.testing.assert_array_equal(out, from_copies(ex.matmul, a, a))
+    np.testing.assert_array_equal(ex.matmul(a, a), out)
+    np.testing.assert_array_equal(ex.matmul(a, a, axes=[(0, 1), (0, 1), (0, 1)]), out)
+
+
+def test_an_input_subclass_keeps_its_type_through_the_copy(rng):
+    class Tagged(np.ndarray):
+        pass
+
+    a = rng.uniform(-1, 1, (3, 3)).view(Tagged)
+    expected = from_copies(ex.matmul, np.asarray(a), np.asarray(a))
+    result = ex.matmul(a, a, out=a)
+    assert result is a and type(result) is Tagged
+    np.testing.assert_array_equal(np.asarray(a), expected)
+
+
+def test_errors_of_an_overlapping_call_are_numpys():
+    a = np.ones((3, 3))
+    with pytest.raises(ValueError, match="out"):
+        ex.matmul(a, a, out=(a, a))
+    with pytest.raises(TypeError):
+        ex.matmul(a, out=a)
