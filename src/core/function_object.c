@@ -533,7 +533,7 @@ ufg_function_reduce_method(PyObject *op, PyObject *const *args,
         return NULL;
     }
     if (device_index != UFG_DISPATCH_HOST) {
-        return ufg_function_call_device(1, self, args, nargs, kwnames);
+        return ufg_function_call_device(1, (ufg_FunctionObject *)op, args, nargs, kwnames);
     }
     return ufg_function_host_method((ufg_FunctionObject *)op, UFG_METHOD_REDUCE,
                                     args, nargs, kwnames);

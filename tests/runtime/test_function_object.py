@@ -27,14 +27,7 @@ def add():
     return wrap(np.add)
 
 
-ROUTED = "built without device kernels"
-
-
-@pytest.fixture
-def forbidden_device_hook():
-    """The functions of these tests have no descriptor, so a call routed to the device path
-    raises TypeError (ROUTED): a host call that returns proves it stayed on the host."""
-    return None
+from .conftest import ROUTED
 
 
 class CudaArrayInterfaceBuffer:

@@ -298,18 +298,21 @@ class CupyLike:
         raise AssertionError("a device buffer's __array_ufunc__ was asked")
 
 
-def test_a_cuda_buffer_that_defines_array_ufunc_takes_the_device_path(device_hook):
+def test_a_cuda_buffer_that_defines_array_ufunc_takes_the_device_path():
+    # The device path reads the buffer's interface (here an AssertionError): the override,
+    # which would refuse the function, is never asked.
     buffer = CupyLike()
-    assert ex.add(buffer, 1.0) == "device result"
-    assert ex.add(np.ones(3), buffer) == "device result"
-    assert [c[0] for c in device_hook] == [ex.add, ex.add]
+    with pytest.raises(TypeError, match="reading __cuda_array_interface__ failed"):
+        ex.add(buffer, 1.0)
+    with pytest.raises(TypeError, match="reading __cuda_array_interface__ failed"):
+        ex.add(np.ones(3), buffer)
 
 
-def test_other_arguments_overrides_are_asked_before_the_device_path(device_hook):
+def test_other_arguments_overrides_are_asked_before_the_device_path():
     obj, buffer = Recorder(), CupyLike()
     assert ex.add(buffer, obj) == "overridden"
     (ufunc, method, inputs, _), = obj.calls
-    assert ufunc is ex.add and inputs == (buffer, obj) and not device_hook
+    assert ufunc is ex.add and inputs == (buffer, obj)
 
 
 # --------------------------------------------------------------------------- dask
