@@ -27,7 +27,7 @@ def add():
     return wrap(np.add)
 
 
-from .conftest import ROUTED
+ROUTED = "built without device kernels"   # the refusal of a Function with no descriptor
 
 
 class CudaArrayInterfaceBuffer:
