@@ -3,7 +3,7 @@
  *
  * A Function forwards every call to its wrapped NumPy ufunc unless one of
  * the arguments lives on a CUDA device, in which case the call has to be
- * routed to ufuncgen._device_dispatch instead.  This file only answers the
+ * routed to the device call of ufuncgen._device instead.  This file only answers the
  * question "is there such an argument, and where"; it never calls anything.
  */
 #ifndef UFG_CORE_DISPATCH_H
