@@ -1,6 +1,8 @@
 /*
  * Device-argument detection: decides, per call, whether a ufuncgen.Function
- * can forward to its host ufunc or must hand the call to the device hook.
+ * can forward to its host ufunc or must hand the call to the device hook;
+ * and the plain-call test that lets most calls skip every closer look
+ * (device buffers, __array_ufunc__ overrides) at once.
  *
  * This runs on every call, so the common arguments (ndarrays, Python and
  * NumPy scalars) are recognised by type identity before any attribute is
