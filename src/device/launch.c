@@ -106,30 +106,30 @@ ufg_launch_run(const ufg_backend *backend, const ufg_launch *launch, int device,
     return 0;
 }
 
-/*
- * Merges dimension d into d + 1 wherever both arrays step over d exactly as over a whole row
- * of d + 1, and drops size-1 dimensions: a C-contiguous copy of any shape becomes 1-d.
- * Works in place on the caller's arrays; returns the new ndim.
- */
-static int
-ufg_cast_collapse(int ndim, int64_t *shape, int64_t *src_strides, int64_t *dst_strides)
+int
+ufg_collapse(int ndim, int64_t *shape, int nops, int64_t (*strides)[UFG_DEVICE_ARRAY_MAX_DIMS])
 {
     int out = 0;
 
     for (int d = 0; d < ndim; d++) {
+        int merge = out > 0;
         if (shape[d] == 1) {
             continue;
         }
-        if (out > 0 && src_strides[out - 1] == shape[d] * src_strides[d] &&
-            dst_strides[out - 1] == shape[d] * dst_strides[d]) {
+        for (int k = 0; merge && k < nops; k++) {
+            merge = strides[k][out - 1] == strides[k][d] * shape[d];
+        }
+        if (merge) {
             shape[out - 1] *= shape[d];
-            src_strides[out - 1] = src_strides[d];
-            dst_strides[out - 1] = dst_strides[d];
+            for (int k = 0; k < nops; k++) {
+                strides[k][out - 1] = strides[k][d];
+            }
             continue;
         }
         shape[out] = shape[d];
-        src_strides[out] = src_strides[d];
-        dst_strides[out] = dst_strides[d];
+        for (int k = 0; k < nops; k++) {
+            strides[k][out] = strides[k][d];
+        }
         out++;
     }
     return out;
@@ -155,8 +155,8 @@ ufg_launch_cast(const ufg_backend *backend, int device, uintptr_t stream, int nd
                 ufg_dtype_code src_code, char *dst, const int64_t *dst_strides,
                 ufg_dtype_code dst_code, const char *mask, const int64_t *mask_strides)
 {
-    int64_t merged_shape[UFG_DEVICE_ARRAY_MAX_DIMS], merged_src[UFG_DEVICE_ARRAY_MAX_DIMS];
-    int64_t merged_dst[UFG_DEVICE_ARRAY_MAX_DIMS];
+    int64_t merged_shape[UFG_DEVICE_ARRAY_MAX_DIMS];
+    int64_t merged_strides[2][UFG_DEVICE_ARRAY_MAX_DIMS];       /* source, destination */
     ufg_launch launch = {ufg_cast_launcher(backend), NULL, NULL, NULL};
     ufg_kernel_params params;
     int64_t n = 1;
@@ -173,10 +173,10 @@ ufg_launch_cast(const ufg_backend *backend, int device, uintptr_t stream, int nd
         return 0;       /* zero-size work launches nothing */
     }
     memcpy(merged_shape, shape, sizeof(int64_t) * (size_t)ndim);
-    memcpy(merged_src, src_strides, sizeof(int64_t) * (size_t)ndim);
-    memcpy(merged_dst, dst_strides, sizeof(int64_t) * (size_t)ndim);
+    memcpy(merged_strides[0], src_strides, sizeof(int64_t) * (size_t)ndim);
+    memcpy(merged_strides[1], dst_strides, sizeof(int64_t) * (size_t)ndim);
     if (mask == NULL) {     /* with a mask the caller has merged dimensions already */
-        ndim = ufg_cast_collapse(ndim, merged_shape, merged_src, merged_dst);
+        ndim = ufg_collapse(ndim, merged_shape, 2, merged_strides);
     }
     if (ndim > UFG_DEVICE_MAX_DIMS) {
         PyErr_Format(PyExc_ValueError,
@@ -191,8 +191,8 @@ ufg_launch_cast(const ufg_backend *backend, int device, uintptr_t stream, int nd
     params.contiguous = ndim <= 1;
     params.block = UFG_DEVICE_BLOCK;
     memcpy(params.shape, merged_shape, sizeof(int64_t) * (size_t)ndim);
-    memcpy(params.strides[0], merged_src, sizeof(int64_t) * (size_t)ndim);
-    memcpy(params.strides[1], merged_dst, sizeof(int64_t) * (size_t)ndim);
+    memcpy(params.strides[0], merged_strides[0], sizeof(int64_t) * (size_t)ndim);
+    memcpy(params.strides[1], merged_strides[1], sizeof(int64_t) * (size_t)ndim);
     params.data[0] = (char *)src;
     params.data[1] = dst;
     params.values[0].i64 = src_code;

@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "cast.h"
+#include "device_array.h"
 
 /* grid = min(ceil(threads / UFG_DEVICE_BLOCK), multiprocessors * 32), at least 1: enough
  * blocks to fill the device, and grid-stride loops for the rest.  -1 with an exception. */
@@ -55,6 +56,14 @@ typedef struct {
 uint64_t ufg_launch_count(void);
 /* The calling thread's last launch, or NULL before its first. */
 const ufg_launch_record *ufg_launch_last(void);
+
+/*
+ * Drops size-1 dimensions and merges neighbours every operand steps through as one (an
+ * operand steps over d exactly as over a whole row of d + 1): a C-contiguous view of any shape
+ * becomes 1-d.  Works in place on shape and the nops stride rows; returns the new ndim.
+ */
+int ufg_collapse(int ndim, int64_t *shape, int nops,
+                 int64_t (*strides)[UFG_DEVICE_ARRAY_MAX_DIMS]);
 
 /*
  * Casts (or copies, for equal codes) the N-d strided array at src into dst, element by element,

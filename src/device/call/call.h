@@ -28,6 +28,7 @@
 #include "../backend.h"
 #include "../cast.h"
 #include "../device_array.h"
+#include "../launch.h"
 
 /* Inputs + outputs of one function (the host's limit) and dimensions of one operand
  * (NumPy's). */
@@ -157,9 +158,8 @@ int ufg_call_cast(ufg_call *c, const ufg_operand *src, const ufg_operand *dst,
  * size 1 or lacks the dimension); its last `ncore` dimensions are left out. */
 void ufg_loop_strides(const ufg_operand *op, int ncore, int ndim, const int64_t *shape,
                       int64_t *strides);
-/* Drops size-1 dimensions and merges neighbours every operand steps through as one; works in
- * place on shape and the nops stride rows (UFG_CALL_MAX_NDIM wide); returns the new ndim. */
-int ufg_collapse(int ndim, int64_t *shape, int nops, int64_t (*strides)[UFG_CALL_MAX_NDIM]);
+/* The DeviceError for a function with no launcher for the backend in use (-1). */
+int ufg_call_missing_launcher(const ufg_backend *backend, const char *name, int loop_index);
 /* Whether the bytes two buffers can touch overlap. */
 int ufg_operands_overlap(const ufg_operand *a, const ufg_operand *b);
 

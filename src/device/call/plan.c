@@ -44,35 +44,6 @@ ufg_loop_strides(const ufg_operand *op, int ncore, int ndim, const int64_t *shap
     }
 }
 
-int
-ufg_collapse(int ndim, int64_t *shape, int nops, int64_t (*strides)[UFG_CALL_MAX_NDIM])
-{
-    int out = 0;
-
-    for (int d = 0; d < ndim; d++) {
-        int merge = out > 0;
-        if (shape[d] == 1) {
-            continue;
-        }
-        for (int k = 0; merge && k < nops; k++) {
-            merge = strides[k][out - 1] == strides[k][d] * shape[d];
-        }
-        if (merge) {
-            shape[out - 1] *= shape[d];
-            for (int k = 0; k < nops; k++) {
-                strides[k][out - 1] = strides[k][d];
-            }
-            continue;
-        }
-        shape[out] = shape[d];
-        for (int k = 0; k < nops; k++) {
-            strides[k][out] = strides[k][d];
-        }
-        out++;
-    }
-    return out;
-}
-
 /* [lo, hi): the bytes a buffer can touch. */
 static void
 ufg_extent(const ufg_operand *op, uintptr_t *lo, uintptr_t *hi)
@@ -306,19 +277,18 @@ ufg_plan_inputs(ufg_call *c, ufg_operand *inputs, const ufg_operand *targets)
 
 /* ------------------------------------------------------------------ launch */
 
-static int
-ufg_missing_launcher(const ufg_call *c)
+int
+ufg_call_missing_launcher(const ufg_backend *backend, const char *name, int loop_index)
 {
-    if (c->backend->id == UFG_BACKEND_CUDA) {
+    if (backend->id == UFG_BACKEND_CUDA) {
         PyErr_Format(ufg_DeviceError,
                      "ufuncgen: this module was built without CUDA kernels (no nvcc, or "
                      "UFUNCGEN_CUDA=OFF), so %s cannot run on a CUDA device; rebuild it with "
-                     "nvcc, or set UFUNCGEN_DEVICE=sim to run its kernels on the host",
-                     c->fn->name);
+                     "nvcc, or set UFUNCGEN_DEVICE=sim to run its kernels on the host", name);
     }
     else {
-        PyErr_Format(ufg_DeviceError, "ufuncgen: %s has no %s kernel for loop %d", c->fn->name,
-                     c->backend->name, c->loop_index);
+        PyErr_Format(ufg_DeviceError, "ufuncgen: %s has no %s kernel for loop %d", name,
+                     backend->name, loop_index);
     }
     return -1;
 }
@@ -359,7 +329,7 @@ ufg_launch_kernel(ufg_call *c, const ufg_operand *inputs, const ufg_operand *tar
 
     launch.elementwise = c->fn->device_loops[c->loop_index].elementwise[c->backend->id];
     if (launch.elementwise == NULL) {
-        return ufg_missing_launcher(c);
+        return ufg_call_missing_launcher(c->backend, c->fn->name, c->loop_index);
     }
     p.n = 1;
     for (int d = 0; d < c->loop_ndim; d++) {

@@ -877,22 +877,6 @@ ufg_reduce_check_out(const char *name, PyObject *out_obj, const char *what,
     return 0;
 }
 
-/* plan.c's words for a backend the module has no kernel for. */
-static void
-ufg_reduce_missing_launcher(const ufg_backend *backend, const char *name, int loop_index)
-{
-    if (backend->id == UFG_BACKEND_CUDA) {
-        PyErr_Format(ufg_DeviceError,
-                     "ufuncgen: this module was built without CUDA kernels (no nvcc, or "
-                     "UFUNCGEN_CUDA=OFF), so %s cannot run on a CUDA device; rebuild it with "
-                     "nvcc, or set UFUNCGEN_DEVICE=sim to run its kernels on the host", name);
-    }
-    else {
-        PyErr_Format(ufg_DeviceError, "ufuncgen: %s has no %s kernel for loop %d", name,
-                     backend->name, loop_index);
-    }
-}
-
 /* ------------------------------------------------------------------ running */
 
 /* Everything is checked: queues the casts and launches, and returns the result. */
@@ -1085,7 +1069,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     plan.acc = (ufg_dtype_code)resolution->acc;
     plan.launcher = fn->device_loops[plan.loop_index].reduce[backend->id];
     if (plan.launcher == NULL) {
-        ufg_reduce_missing_launcher(backend, name, plan.loop_index);
+        ufg_call_missing_launcher(backend, name, plan.loop_index);
         goto done;
     }
 
