@@ -58,20 +58,18 @@ ufg_call_release(ufg_call *c)
 
 /* The fields every stage may read before it fills its own (ops[] are filled by operands.c). */
 static int
-ufg_call_init(ufg_call *c, PyObject *function, const ufg_function_descriptor *fn,
-              PyObject *ufunc)
+ufg_call_init(ufg_call *c, const ufg_function_descriptor *fn, PyObject *ufunc)
 {
     c->fn = fn;
-    c->function = function;
     c->ufunc = ufunc;
     c->nin = fn->nin;
     c->nout = fn->nout;
     c->nargs = fn->nin + fn->nout;
-    c->dtype = c->axes = c->axis = c->keepdims = c->where = NULL;
+    c->dtype = c->axes = c->axis = c->where = NULL;
     c->keepdims_set = 0;
     c->casting = NPY_SAME_KIND_CASTING;
     c->where_kind = UFG_WHERE_ALL;
-    c->out_given = c->where_without_out = 0;
+    c->where_without_out = 0;
     c->stream = 0;
     c->nowned = 0;
     c->mask.kind = UFG_OPERAND_ABSENT;
@@ -173,7 +171,8 @@ ufg_device_call(PyObject *function, const ufg_function_descriptor *fn, PyObject 
     ufg_call c;
     PyObject *result = NULL;
 
-    if (ufg_call_init(&c, function, fn, ufunc) < 0) {
+    (void)function;     /* the descriptor says all the call needs to know of it */
+    if (ufg_call_init(&c, fn, ufunc) < 0) {
         return NULL;
     }
     /* Everything is checked before anything is queued: from the producers' wait on, the

@@ -66,19 +66,17 @@ typedef enum { UFG_WHERE_ALL, UFG_WHERE_NONE, UFG_WHERE_MASK } ufg_where_kind;
 
 typedef struct {
     const ufg_function_descriptor *fn;
-    PyObject *function;             /* borrowed: the ufuncgen.Function called */
     PyObject *ufunc;                /* borrowed: its np.ufunc, asked on a resolution miss */
     const ufg_backend *backend;
     int nin, nout, nargs;           /* nargs = nin + nout */
 
     /* keywords.c: borrowed values, NULL where the keyword was not given. */
     PyObject *dtype;
-    PyObject *axes, *axis, *keepdims;
+    PyObject *axes, *axis;
     int keepdims_set;               /* keepdims given and true */
     NPY_CASTING casting;
     ufg_where_kind where_kind;
     PyObject *where;                /* the mask object for UFG_WHERE_MASK */
-    int out_given;                  /* out= given (positionally or by keyword), not all None */
     int where_without_out;          /* NumPy's warning: where= without out= */
     uintptr_t stream;
 
@@ -154,10 +152,9 @@ ufg_DeviceArrayObject *ufg_call_empty(ufg_call *c, int ndim, const int64_t *shap
 /* Casts (or copies) src into dst, both of dst's shape; with a mask only where it is true. */
 int ufg_call_cast(ufg_call *c, const ufg_operand *src, const ufg_operand *dst,
                   const ufg_operand *mask);
-/* An operand's strides over `ndim` loop dimensions of `shape`, broadcast (0 where it has
- * size 1 or lacks the dimension); its last `ncore` dimensions are left out. */
-void ufg_loop_strides(const ufg_operand *op, int ncore, int ndim, const int64_t *shape,
-                      int64_t *strides);
+/* An operand's strides over `ndim` loop dimensions, broadcast (0 where it has size 1 or
+ * lacks the dimension); its last `ncore` dimensions are left out. */
+void ufg_loop_strides(const ufg_operand *op, int ncore, int ndim, int64_t *strides);
 /* The DeviceError for a function with no launcher for the backend in use (-1). */
 int ufg_call_missing_launcher(const ufg_backend *backend, const char *name, int loop_index);
 /* Whether the bytes two buffers can touch overlap. */

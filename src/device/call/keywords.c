@@ -198,7 +198,6 @@ ufg_parse_one_keyword(ufg_call *c, ufg_keyword kw, PyObject *value, int position
         c->axis = value == Py_None ? NULL : value;
         return 0;
     case UFG_KW_KEEPDIMS:
-        c->keepdims = value;
         return ufg_parse_bool_keyword(value, "keepdims", &c->keepdims_set);
     default:
         return 0;
@@ -216,7 +215,6 @@ ufg_call_parse_keywords(ufg_call *c, PyObject *const *args, Py_ssize_t nargs,
     if (ufg_parse_positional(c, nargs, args, outs) < 0) {
         return -1;
     }
-    c->out_given = nargs > c->nin;
     for (Py_ssize_t i = 0; i < nkw; i++) {
         PyObject *name = PyTuple_GET_ITEM(kwnames, i);
         int kw = ufg_keyword_index(name);

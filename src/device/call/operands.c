@@ -52,8 +52,9 @@ ufg_code_of(PyArray_Descr *descr)
     return -1;
 }
 
-/* The same into a buffer, making no Python object: it runs on every CUDA array interface
- * read, and a str made and dropped per call there was seen to keep memory growing. */
+/* How messages name an object's type, as type.__module__ and __name__ do ("numpy.ndarray",
+ * "float"), written into a buffer: it runs on every CUDA array interface read, and a str made
+ * and dropped per call there was seen to keep memory growing. */
 static void
 ufg_type_name_into(PyObject *obj, char *buffer, size_t size)
 {
@@ -63,34 +64,26 @@ ufg_type_name_into(PyObject *obj, char *buffer, size_t size)
     const char *module_name = module != NULL && PyUnicode_Check(module)
         ? PyUnicode_AsUTF8(module) : NULL;
 
-    if (module_name == NULL || strcmp(module_name, "builtins") == 0) {
-        PyErr_Clear();
-        PyOS_snprintf(buffer, size, "%s", _PyType_Name(type));
-        return;
+    PyErr_Clear();
+    if (module_name == NULL) {
+        /* A static type: tp_name is "module.Name", or just "Name" for a builtin. */
+        PyOS_snprintf(buffer, size, "%s", type->tp_name);
     }
-    PyOS_snprintf(buffer, size, "%s.%s", module_name, _PyType_Name(type));
+    else if (strcmp(module_name, "builtins") == 0) {
+        PyOS_snprintf(buffer, size, "%s", _PyType_Name(type));
+    }
+    else {
+        PyOS_snprintf(buffer, size, "%s.%s", module_name, _PyType_Name(type));
+    }
 }
 
-/* "numpy.ndarray" / "float": how messages name an object's type. */
 PyObject *
 ufg_type_name(PyObject *obj)
 {
-    PyTypeObject *type = Py_TYPE(obj);
-    PyObject *module = PyObject_GetAttrString((PyObject *)type, "__module__");
-    PyObject *name;
+    char name[256];
 
-    if (module == NULL) {
-        PyErr_Clear();
-        return PyUnicode_FromString(type->tp_name);
-    }
-    if (PyUnicode_Check(module) && PyUnicode_CompareWithASCIIString(module, "builtins") != 0) {
-        name = PyUnicode_FromFormat("%U.%s", module, _PyType_Name(type));
-    }
-    else {
-        name = PyUnicode_FromString(_PyType_Name(type));
-    }
-    Py_DECREF(module);
-    return name;
+    ufg_type_name_into(obj, name, sizeof name);
+    return PyUnicode_FromString(name);
 }
 
 static int

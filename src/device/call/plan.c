@@ -32,12 +32,10 @@ ufg_call_empty(ufg_call *c, int ndim, const int64_t *shape, ufg_dtype_code code)
 }
 
 void
-ufg_loop_strides(const ufg_operand *op, int ncore, int ndim, const int64_t *shape,
-                 int64_t *strides)
+ufg_loop_strides(const ufg_operand *op, int ncore, int ndim, int64_t *strides)
 {
     const int own = op->ndim - ncore, pad = ndim - own;
 
-    (void)shape;
     for (int d = 0; d < ndim; d++) {
         const int mine = d - pad;
         strides[d] = mine < 0 || op->shape[mine] == 1 ? 0 : op->strides[mine];
@@ -87,14 +85,14 @@ ufg_call_cast(ufg_call *c, const ufg_operand *src, const ufg_operand *dst,
         return 0;
     }
     memcpy(shape, dst->shape, sizeof(int64_t) * (size_t)ndim);
-    ufg_loop_strides(src, 0, ndim, shape, strides[0]);
+    ufg_loop_strides(src, 0, ndim, strides[0]);
     memcpy(strides[1], dst->strides, sizeof(int64_t) * (size_t)ndim);
     if (mask == NULL) {
         return ufg_launch_cast(c->backend, c->device, c->stream, ndim, shape, src->ptr,
                                strides[0], src->code, dst->ptr, strides[1], dst->code, NULL,
                                NULL);
     }
-    ufg_loop_strides(mask, 0, ndim, shape, strides[2]);
+    ufg_loop_strides(mask, 0, ndim, strides[2]);
     ndim = ufg_collapse(ndim, shape, 3, strides);
     return ufg_launch_cast(c->backend, c->device, c->stream, ndim, shape, src->ptr,
                            strides[0], src->code, dst->ptr, strides[1], dst->code, mask->ptr,
@@ -225,8 +223,8 @@ ufg_same_elements(const ufg_call *c, const ufg_operand *in, const ufg_operand *t
     if (in->ptr != target->ptr || ufg_dtype_itemsize(in->code) != ufg_dtype_itemsize(target->code)) {
         return 0;
     }
-    ufg_loop_strides(in, 0, c->loop_ndim, c->loop_shape, a);
-    ufg_loop_strides(target, 0, c->loop_ndim, c->loop_shape, b);
+    ufg_loop_strides(in, 0, c->loop_ndim, a);
+    ufg_loop_strides(target, 0, c->loop_ndim, b);
     return memcmp(a, b, sizeof(int64_t) * (size_t)c->loop_ndim) == 0;
 }
 
@@ -306,7 +304,7 @@ ufg_kernel_argument(ufg_call *c, int k, const ufg_operand *op, ufg_kernel_params
         return ufg_scalar_bytes(c, k, p->values[k].bytes);
     }
     p->data[k] = op->ptr;
-    ufg_loop_strides(op, ncore, c->loop_ndim, c->loop_shape, strides[k]);
+    ufg_loop_strides(op, ncore, c->loop_ndim, strides[k]);
     for (int d = op->ndim - ncore; d < op->ndim; d++) {
         if (*ncore_strides >= UFG_DEVICE_MAX_CORE_STRIDES) {
             PyErr_Format(PyExc_ValueError, "%s: more than %d core strides", c->fn->name,
@@ -348,7 +346,7 @@ ufg_launch_kernel(ufg_call *c, const ufg_operand *inputs, const ufg_operand *tar
     }
     if (mask != NULL) {
         p.data[c->nargs] = mask->ptr;
-        ufg_loop_strides(mask, 0, c->loop_ndim, c->loop_shape, strides[c->nargs]);
+        ufg_loop_strides(mask, 0, c->loop_ndim, strides[c->nargs]);
     }
     memcpy(shape, c->loop_shape, sizeof(int64_t) * (size_t)c->loop_ndim);
     ndim = ufg_collapse(c->loop_ndim, shape, nops, strides);

@@ -1140,7 +1140,6 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
         goto done;
     }
     c->fn = fn;
-    c->function = function;
     c->ufunc = ufunc;
     c->backend = backend;
     c->nin = 2;
