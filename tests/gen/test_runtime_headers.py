@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from ufuncgen.build import tool_environment
 from ufuncgen.gen import limits
 from ufuncgen.gen.__main__ import main
 from ufuncgen.gen.element_types import ELEMENT_TYPES
@@ -69,5 +70,5 @@ def test_the_element_types_header_compiles_and_its_rows_agree_with_c(tmp_path):
 UFG_ELEMENT_TYPES(CHECK)
 """)
     result = subprocess.run(["gcc", "-std=c11", "-fsyntax-only", f"-I{tmp_path}", str(source)],
-                            capture_output=True, text=True)
+                            capture_output=True, text=True, env=tool_environment())
     assert result.returncode == 0, result.stderr
