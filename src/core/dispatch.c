@@ -210,16 +210,28 @@ ufg_scan_out_value(PyObject *out, Py_ssize_t index)
     return UFG_DISPATCH_HOST;
 }
 
+/* The values of `out` and of the reductions' `array` (f.reduce(array=x)). */
 static Py_NO_INLINE Py_ssize_t
 ufg_scan_keywords(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    Py_ssize_t k, nkw = PyTuple_GET_SIZE(kwnames);
+    Py_ssize_t k, found, nkw = PyTuple_GET_SIZE(kwnames);
 
     for (k = 0; k < nkw; k++) {
-        if (ufg_is_out_keyword(PyTuple_GET_ITEM(kwnames, k))) {
-            /* Vectorcall forbids duplicate keywords: the first match is
-             * the only one. */
-            return ufg_scan_out_value(args[nargs + k], nargs + k);
+        PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+        if (ufg_is_out_keyword(name)) {
+            found = ufg_scan_out_value(args[nargs + k], nargs + k);
+        }
+        else if (name == ufg_array_name ||
+                 PyUnicode_CompareWithASCIIString(name, "array") == 0) {
+            const int device = ufg_is_device_buffer(args[nargs + k]);
+            found = device == 0 ? UFG_DISPATCH_HOST
+                  : device < 0 ? UFG_DISPATCH_ERROR : nargs + k;
+        }
+        else {
+            continue;
+        }
+        if (found != UFG_DISPATCH_HOST) {
+            return found;
         }
     }
     return UFG_DISPATCH_HOST;

@@ -28,8 +28,8 @@ int ufg_dispatch_init(void);
  *
  * args/nargs/kwnames are exactly what a vectorcall function receives
  * (nargs already stripped of PY_VECTORCALL_ARGUMENTS_OFFSET).  Positional
- * arguments and the value of the `out` keyword (a single object or a tuple
- * of objects) are inspected, in that order.
+ * arguments, then the values of the `out` keyword (a single object or a
+ * tuple of objects) and of the reductions' `array` keyword are inspected.
  *
  * Returns the index into `args` of the first device argument (for `out`,
  * the index of the keyword's value, i.e. nargs + position in kwnames),

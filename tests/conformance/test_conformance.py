@@ -693,7 +693,7 @@ def _(F, D, H):
     return F.hypot.reduce(D(R(3, 4)), axis=(0, 1))
 
 
-@case("reduce/where", device=(TypeError, "where= is not supported on the device"))
+@case("reduce/where", device=(TypeError, "where= mask array is not supported on the device"))
 def _(F, D, H):
     return H(F.add.reduce(D(R(3, 4)), axis=1, where=D(np.array([True, False, True, True]))))
 

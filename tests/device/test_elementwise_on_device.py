@@ -184,3 +184,22 @@ def test_contiguous_dimensions_are_collapsed_before_launch():
         assert launch["kind"] == "elementwise"
         shapes.append(launch["shape"])
     assert shapes == [(120,), (4, 5, 6)]
+
+
+@pytest.mark.parametrize("order", ["F", "f", "C", "K", "A", None])
+def test_order_lays_out_new_results_as_numpy_does_with_the_same_values(order):
+    x = np.arange(24.0).reshape(2, 3, 4)
+    want = np.add(x, 0.5, order=order)
+    got = ex.add(to_dev(x), 0.5, order=order)
+    np.testing.assert_array_equal(host(got), want)
+    if order in ("F", "f"):
+        assert got.strides == want.strides == (8, 16, 48)
+    else:
+        assert got.strides == (96, 32, 8)
+    (a, b) = ex.sincos(to_dev(x), order=order)          # every new result of the call
+    np.testing.assert_allclose(host(a), np.sin(x), rtol=1e-14, atol=1e-15)
+    assert a.strides == b.strides == got.strides
+    out = to_dev(np.zeros((2, 3, 4)))                  # a given out= keeps its own layout
+    assert ex.add(to_dev(x), 0.5, out=out, order="F") is out
+    assert out.strides == (96, 32, 8)
+    np.testing.assert_array_equal(host(out), want)

@@ -164,9 +164,12 @@ def test_reduce_arguments_by_position_and_keyword():
     np.testing.assert_array_equal(got, np.add.reduce(x, 1, None, None, True, 1.5))
     got = host(ex.add.reduce(to_dev(x), axis=(0, 2), keepdims=True, stream=None))
     np.testing.assert_array_equal(got, np.add.reduce(x, axis=(0, 2), keepdims=True))
-    out = to_dev(np.zeros(3))           # (array= by keyword reaches the device through out=)
+    out = to_dev(np.zeros(3))
     assert ex.add.reduce(array=to_dev(x), axis=(0, 2), out=out) is out
     np.testing.assert_array_equal(host(out), np.add.reduce(x, axis=(0, 2)))
+    got = ex.add.reduce(array=to_dev(x), axis=1)        # array= alone reaches the device too
+    assert isinstance(got, device.DeviceArray)
+    np.testing.assert_array_equal(host(got), np.add.reduce(x, axis=1))
     with pytest.raises(TypeError, match="multiple values for 'axis'"):
         ex.add.reduce(to_dev(x), 0, axis=1)
     with pytest.raises(TypeError, match="keyword argument 'casting' is not supported"):
@@ -214,7 +217,7 @@ def test_a_refused_reduce_writes_nothing():
     x = to_dev(np.arange(12.0).reshape(3, 4))
     out = to_dev(np.full(4, 7, np.int64))
     with pytest.raises(TypeError, match="add.reduce"):
-        ex.add.reduce(x, axis=0, out=out)              # float64 sums do not cast to int64
+        ex.add.reduce(x, axis=0, out=out, dtype=">f8")  # dtype= picks a DType, not a byte order
     np.testing.assert_array_equal(host(out), np.full(4, 7))
     with pytest.raises(np.exceptions.AxisError):
         ex.add.reduce(x, axis=(0, 5), out=to_dev(np.zeros(())))

@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "../runtime.h"
+#include "runtime.h"
 
 const char *
 ufg_call_what(const ufg_call *c, int k, char *buffer, size_t size)
@@ -66,8 +66,9 @@ ufg_call_init(ufg_call *c, const ufg_function_descriptor *fn, PyObject *ufunc)
     c->nout = fn->nout;
     c->nargs = fn->nin + fn->nout;
     c->dtype = c->axes = c->axis = c->where = NULL;
-    c->keepdims_set = 0;
+    c->keepdims_given = c->keepdims_set = 0;
     c->casting = NPY_SAME_KIND_CASTING;
+    c->fortran_results = 0;
     c->where_kind = UFG_WHERE_ALL;
     c->where_without_out = 0;
     c->stream = 0;

@@ -18,17 +18,17 @@
 #ifndef UFG_DEVICE_CALL_CALL_H
 #define UFG_DEVICE_CALL_CALL_H
 
-#include "../numpy_api.h"
+#include "numpy_api.h"
 
 #include <stdint.h>
 
 #include "ufuncgen/descriptor.h"
 #include "ufuncgen/device_call.h"
 
-#include "../backend.h"
-#include "../cast.h"
-#include "../device_array.h"
-#include "../launch.h"
+#include "backend.h"
+#include "cast.h"
+#include "device_array.h"
+#include "launch.h"
 
 /* Inputs + outputs of one function (the host's limit) and dimensions of one operand
  * (NumPy's). */
@@ -72,9 +72,11 @@ typedef struct {
 
     /* keywords.c: borrowed values, NULL where the keyword was not given. */
     PyObject *dtype;
-    PyObject *axes, *axis;
+    PyObject *axes, *axis;          /* Py_None when given as None (NumPy refuses that) */
+    int keepdims_given;             /* keepdims= given at all, even False */
     int keepdims_set;               /* keepdims given and true */
     NPY_CASTING casting;
+    int fortran_results;            /* order='F': new results Fortran-contiguous */
     ufg_where_kind where_kind;
     PyObject *where;                /* the mask object for UFG_WHERE_MASK */
     int where_without_out;          /* NumPy's warning: where= without out= */
@@ -110,6 +112,14 @@ typedef struct {
 
 /* ------------------------------------------------------------------ the stages */
 
+/* keywords.c: where= given as a host value, read as NumPy reads it (np.asarray(where,
+ * dtype=bool)): None, 0 and '' mean False, 1.5 or 'x' True.  0 with *value set when it is
+ * such a value; 1 for a device object or a host array or sequence (a mask, which the caller
+ * takes from the device or refuses); -1 with NumPy's conversion error. */
+int ufg_where_from_host_value(PyObject *where, int *value);
+/* keywords.c: dtype= as NumPy reads it (a DType: its byte order may not be chosen); *descr a
+ * new reference, NULL for None or not given.  `who` starts the message. */
+int ufg_dtype_keyword(const char *who, PyObject *value, PyArray_Descr **descr);
 int ufg_call_parse_keywords(ufg_call *c, PyObject *const *args, Py_ssize_t nargs,
                             PyObject *kwnames, PyObject **outs);
 int ufg_call_classify_operands(ufg_call *c, PyObject *const *inputs, PyObject *const *outs);
@@ -166,6 +176,12 @@ int ufg_operands_overlap(const ufg_operand *a, const ufg_operand *b);
 PyObject *ufg_type_name(PyObject *obj);
 PyObject *ufg_shape_repr(int ndim, const int64_t *shape);
 int ufg_broadcast_into(int *ndim, int64_t *result, int op_ndim, const int64_t *shape);
+
+/* shapes.c: an axis as NumPy reads one (PyArray_PyIntAsInt): an integer by __index__, not a
+ * bool.  0 with *value set; 1, no exception set, when obj is no such integer (each caller
+ * words its own TypeError); -1 with NumPy's error past a C long (OverflowError) or a C int
+ * (ValueError), which NumPy raises before any bounds check. */
+int ufg_axis_from_object(PyObject *obj, int *value);
 
 /* results.c: `array` as the same kind of array as `anchor` (CuPy, PyTorch, Numba, or the
  * DeviceArray itself), without a copy.  Returns a new reference. */

@@ -14,7 +14,7 @@
 
 #include <string.h>
 
-#include "../dtypes.h"
+#include "dtypes.h"
 
 /* What axes=/axis=/keepdims= say about each operand. */
 typedef struct {
@@ -126,7 +126,9 @@ ufg_check_enough_dims(const ufg_call *c)
 {
     for (int k = 0; k < c->nargs; k++) {
         const ufg_operand *op = &c->ops[k];
-        const int need = c->fn->core_ndims[k];
+        /* With keepdims an output keeps the inputs' core axes, which it must have. */
+        const int need = c->keepdims_set && k >= c->nin ? c->fn->core_ndims[0]
+                                                        : c->fn->core_ndims[k];
         const int has = op->kind == UFG_OPERAND_BUFFER ? op->ndim : 0;
         char what[160];
         if (op->kind == UFG_OPERAND_ABSENT || has >= need) {
@@ -159,14 +161,6 @@ ufg_inputs_loop_ndim(const ufg_call *c)
 
 /* ------------------------------------------------------------------ axes= / axis= */
 
-/* Whether obj is an axis as NumPy takes one: anything with __index__ (NumPy's integer
- * scalars too), but not a bool, Python's or NumPy's. */
-static int
-ufg_is_axis_integer(PyObject *obj)
-{
-    return PyIndex_Check(obj) && !PyBool_Check(obj) && !PyArray_IsScalar(obj, Bool);
-}
-
 /* The AxisError of an axis outside [-ndim, ndim): `axis` names it (the caller's object), or
  * NULL and `value` does (a default axis). */
 static int
@@ -189,26 +183,22 @@ ufg_axis_out_of_bounds(const ufg_call *c, int k, PyObject *axis, long long value
     return -1;
 }
 
-/* One axis of operand k: an integer object (already checked) as an axis in [0, ndim). */
+/* One axis of operand k as an axis in [0, ndim); `message` words the TypeError of an object
+ * that is no integer. */
 static int
-ufg_normalise_axis(const ufg_call *c, int k, PyObject *axis, int ndim, int *result)
+ufg_normalise_axis(const ufg_call *c, int k, PyObject *axis, int ndim, const char *message,
+                   int *result)
 {
-    int overflow = 0;
-    long long value;
-    PyObject *index = PyNumber_Index(axis);
+    int value;
+    const int status = ufg_axis_from_object(axis, &value);
 
-    if (index == NULL) {
-        return -1;
+    if (status != 0) {
+        return status < 0 ? -1 : ufg_type_error(c, message, axis);
     }
-    value = PyLong_AsLongLongAndOverflow(index, &overflow);
-    Py_DECREF(index);
-    if (value == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    if (overflow || value < -ndim || value >= ndim) {
+    if (value < -ndim || value >= ndim) {
         return ufg_axis_out_of_bounds(c, k, axis, value, ndim);
     }
-    *result = (int)(value < 0 ? value + ndim : value);
+    *result = value < 0 ? value + ndim : value;
     return 0;
 }
 
@@ -262,20 +252,18 @@ ufg_parse_axes_entry(const ufg_call *c, int k, PyObject *entry, ufg_core_layout 
     uint64_t seen = 0;
     char message[96];
 
-    if (single && !ufg_is_axis_integer(entry)) {
+    if (single && (PyBool_Check(entry) || PyArray_IsScalar(entry, Bool) ||
+                   !PyIndex_Check(entry))) {
         PyOS_snprintf(message, sizeof message, "axes item %d should be a tuple or an int, not", k);
         return ufg_type_error(c, message, entry);
     }
     if ((single ? 1 : PyTuple_GET_SIZE(entry)) != ncore) {
         return ufg_axes_entry_length_error(c, k, ncore, entry);
     }
+    PyOS_snprintf(message, sizeof message, "axes item %d should hold integers, not", k);
     for (int i = 0; i < ncore; i++) {
         PyObject *item = single ? entry : PyTuple_GET_ITEM(entry, i);
-        if (!ufg_is_axis_integer(item)) {
-            PyOS_snprintf(message, sizeof message, "axes item %d should hold integers, not", k);
-            return ufg_type_error(c, message, item);
-        }
-        if (ufg_normalise_axis(c, k, item, ndim, &layout->axes[k][i]) < 0) {
+        if (ufg_normalise_axis(c, k, item, ndim, message, &layout->axes[k][i]) < 0) {
             return -1;
         }
     }
@@ -340,6 +328,21 @@ ufg_parse_axes_list(const ufg_call *c, PyObject *axes, ufg_core_layout *layout)
 static int
 ufg_parse_axis(const ufg_call *c, PyObject *axis, ufg_core_layout *layout)
 {
+    for (int k = 0; k < c->nargs; k++) {
+        if (layout->ncore[k] &&
+            ufg_normalise_axis(c, k, axis, layout->ndim[k], "axis must be an integer, not",
+                               &layout->axes[k][0]) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* NumPy's rule for axis=: only for a single core dimension shared by every operand that has
+ * one. */
+static int
+ufg_check_axis_support(const ufg_call *c)
+{
     int shared = c->fn->ncore_dims == 1;
 
     for (int k = 0; k < c->nargs; k++) {
@@ -350,15 +353,6 @@ ufg_parse_axis(const ufg_call *c, PyObject *axis, ufg_core_layout *layout)
                      "dimension, not with the %d distinct ones of %s", c->fn->name,
                      c->fn->ncore_dims, c->fn->signature);
         return -1;
-    }
-    if (!ufg_is_axis_integer(axis)) {
-        return ufg_type_error(c, "axis must be an integer, not", axis);
-    }
-    for (int k = 0; k < c->nargs; k++) {
-        if (layout->ncore[k] &&
-            ufg_normalise_axis(c, k, axis, layout->ndim[k], &layout->axes[k][0]) < 0) {
-            return -1;
-        }
     }
     return 0;
 }
@@ -404,20 +398,23 @@ ufg_layout_init(const ufg_call *c, int loop_ndim, ufg_core_layout *layout)
 }
 
 /* axes=/axis=/keepdims= as each operand's core axes (normalised), and with keepdims the
- * outputs' kept axes.  None stands for a keyword not given, as in the Python dispatcher. */
+ * outputs' kept axes.  NumPy refuses axis=None and axes=None given explicitly, and
+ * keepdims= given at all (False too) to a gufunc that cannot keep dimensions. */
 static int
 ufg_parse_core_axes(const ufg_call *c, int loop_ndim, ufg_core_layout *layout)
 {
-    PyObject *axes = c->axes != Py_None ? c->axes : NULL;
-    PyObject *axis = c->axis != Py_None ? c->axis : NULL;
+    PyObject *axes = c->axes, *axis = c->axis;
     int status = 0;
 
     if (axes != NULL && axis != NULL) {
         PyErr_Format(PyExc_TypeError, "%s: cannot specify both 'axis' and 'axes'", c->fn->name);
         return -1;
     }
-    if ((c->keepdims_set && ufg_check_keepdims_support(c) < 0) ||
-        ufg_layout_init(c, loop_ndim, layout) < 0) {
+    if (axes == Py_None) {
+        PyErr_Format(PyExc_TypeError, "%s: axes= must be a list, not None", c->fn->name);
+        return -1;
+    }
+    if (ufg_layout_init(c, loop_ndim, layout) < 0) {
         return -1;
     }
     if (axis != NULL) {
@@ -783,7 +780,11 @@ ufg_call_core_dims(ufg_call *c)
     ufg_caller_shape given[UFG_CALL_MAX_OPERANDS];
     int status;
 
-    if (ufg_check_enough_dims(c) < 0 ||
+    /* NumPy refuses axis= and keepdims= (given at all) to a gufunc that cannot take them
+     * before it looks at the operands' dimensions. */
+    if ((c->keepdims_given && ufg_check_keepdims_support(c) < 0) ||
+        (c->axis != NULL && c->axes == NULL && ufg_check_axis_support(c) < 0) ||
+        ufg_check_enough_dims(c) < 0 ||
         ufg_parse_core_axes(c, ufg_inputs_loop_ndim(c), &layout) < 0) {
         return -1;
     }

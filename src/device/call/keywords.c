@@ -115,26 +115,71 @@ ufg_parse_out(ufg_call *c, PyObject *out, int positional_outs, PyObject **outs)
     return 0;
 }
 
-/* order=: results are allocated C-contiguous, which is what 'K', 'C' and 'A' give for the
- * arrays the device call makes. */
+int
+ufg_dtype_keyword(const char *who, PyObject *value, PyArray_Descr **descr)
+{
+    *descr = NULL;
+    if (value == NULL || value == Py_None) {
+        return 0;
+    }
+    if (PyArray_DescrConverter(value, descr) != NPY_SUCCEED) {
+        return -1;
+    }
+    if (!PyArray_ISNBO((*descr)->byteorder)) {
+        PyErr_Format(PyExc_TypeError, "%s: dtype=%R: dtype= selects the type of the "
+                     "computation, not a byte order; give the type alone (np.float64 or its "
+                     "name)", who, value);
+        Py_CLEAR(*descr);
+        return -1;
+    }
+    return 0;
+}
+
+/* Every output given (by position or out=) must be an array, which NumPy checks before any
+ * other keyword value; whether it is one on the call's device is the operands' concern. */
+static int
+ufg_check_out_entries(const ufg_call *c, PyObject *const *outs)
+{
+    for (int j = 0; j < c->nout; j++) {
+        int device;
+        PyObject *type_name;
+        if (outs[j] == NULL || PyArray_Check(outs[j])) {
+            continue;
+        }
+        device = ufg_is_device_object(outs[j]);
+        if (device != 0) {
+            if (device < 0) {
+                return -1;
+            }
+            continue;
+        }
+        type_name = ufg_type_name(outs[j]);
+        if (type_name != NULL) {
+            PyErr_Format(PyExc_TypeError, "%s: out= must hold arrays, but output %d is a %U",
+                         c->fn->name, j, type_name);
+            Py_DECREF(type_name);
+        }
+        return -1;
+    }
+    return 0;
+}
+
+/* order=, read by NumPy's converter: 'F' allocates new results Fortran-contiguous; 'K', 'C'
+ * and 'A' allocate them C-contiguous (what 'K' and 'A' give unless every input is
+ * Fortran-ordered: the values are the same, only the layout differs). */
 static int
 ufg_parse_order(ufg_call *c, PyObject *order)
 {
+    NPY_ORDER value = NPY_KEEPORDER;
+
     if (order == Py_None) {
         return 0;
     }
-    if (!PyUnicode_Check(order)) {
-        PyErr_Format(PyExc_TypeError, "order must be str, not %.100s", Py_TYPE(order)->tp_name);
+    if (!PyArray_OrderConverter(order, &value)) {
         return -1;
     }
-    if (PyUnicode_CompareWithASCIIString(order, "K") == 0 ||
-        PyUnicode_CompareWithASCIIString(order, "C") == 0 ||
-        PyUnicode_CompareWithASCIIString(order, "A") == 0) {
-        return 0;
-    }
-    PyErr_Format(PyExc_ValueError, "%s: order=%R is not supported on the device; results are "
-                 "allocated C-contiguous (order='K', 'C' or 'A')", c->fn->name, order);
-    return -1;
+    c->fortran_results = value == NPY_FORTRANORDER;
+    return 0;
 }
 
 static int
@@ -148,34 +193,64 @@ ufg_parse_bool_keyword(PyObject *value, const char *name, int *flag)
     return 0;
 }
 
-/* where=: True and False decide for every element; anything else must be a bool mask on the
+int
+ufg_where_from_host_value(PyObject *where, int *value)
+{
+    PyArray_Descr *bool_descr;
+    PyArrayObject *mask;
+    int device;
+
+    if (where == Py_True || where == Py_False || PyArray_IsScalar(where, Bool)) {
+        *value = PyObject_IsTrue(where);
+        return 0;
+    }
+    if (PyList_Check(where) || PyTuple_Check(where) || PyArray_Check(where)) {
+        return 1;
+    }
+    device = ufg_is_device_object(where);
+    if (device != 0) {
+        return device < 0 ? -1 : 1;
+    }
+    bool_descr = PyArray_DescrFromType(NPY_BOOL);
+    mask = (PyArrayObject *)PyArray_FromAny(where, bool_descr, 0, 0, 0, NULL);  /* steals */
+    if (mask == NULL) {
+        return -1;
+    }
+    if (PyArray_NDIM(mask) != 0) {
+        Py_DECREF(mask);
+        return 1;
+    }
+    *value = *(npy_bool *)PyArray_DATA(mask) != 0;
+    Py_DECREF(mask);
+    return 0;
+}
+
+/* where=: a host value decides for every element; anything else must be a bool mask on the
  * device (checked with the operands). */
-static void
+static int
 ufg_parse_where(ufg_call *c, PyObject *where)
 {
-    const int numpy_bool = PyArray_IsScalar(where, Bool);
+    int value;
+    const int status = ufg_where_from_host_value(where, &value);
 
-    if (where == Py_True || (numpy_bool && PyObject_IsTrue(where) == 1)) {
-        c->where_kind = UFG_WHERE_ALL;
+    if (status < 0) {
+        return -1;
     }
-    else if (where == Py_False || numpy_bool) {
-        c->where_kind = UFG_WHERE_NONE;
+    if (status == 0) {
+        c->where_kind = value ? UFG_WHERE_ALL : UFG_WHERE_NONE;
+        return 0;
     }
-    else {
-        c->where_kind = UFG_WHERE_MASK;
-        c->where = where;
-    }
+    c->where_kind = UFG_WHERE_MASK;
+    c->where = where;
+    return 0;
 }
 
 static int
-ufg_parse_one_keyword(ufg_call *c, ufg_keyword kw, PyObject *value, int positional_outs,
-                      PyObject **outs, int *where_given)
+ufg_parse_one_keyword(ufg_call *c, ufg_keyword kw, PyObject *value, int *where_given)
 {
     int flag;
 
     switch (kw) {
-    case UFG_KW_OUT:
-        return ufg_parse_out(c, value, positional_outs, outs);
     case UFG_KW_DTYPE:
         c->dtype = value == Py_None ? NULL : value;
         return 0;
@@ -189,15 +264,15 @@ ufg_parse_one_keyword(ufg_call *c, ufg_keyword kw, PyObject *value, int position
         return ufg_stream_from_object(value, &c->stream);
     case UFG_KW_WHERE:
         *where_given = 1;
-        ufg_parse_where(c, value);
-        return 0;
+        return ufg_parse_where(c, value);
     case UFG_KW_AXES:
-        c->axes = value == Py_None ? NULL : value;
+        c->axes = value;
         return 0;
     case UFG_KW_AXIS:
-        c->axis = value == Py_None ? NULL : value;
+        c->axis = value;
         return 0;
     case UFG_KW_KEEPDIMS:
+        c->keepdims_given = 1;
         return ufg_parse_bool_keyword(value, "keepdims", &c->keepdims_set);
     default:
         return 0;
@@ -215,6 +290,7 @@ ufg_call_parse_keywords(ufg_call *c, PyObject *const *args, Py_ssize_t nargs,
     if (ufg_parse_positional(c, nargs, args, outs) < 0) {
         return -1;
     }
+    /* As NumPy: every name is checked, then out= is read, then the other values. */
     for (Py_ssize_t i = 0; i < nkw; i++) {
         PyObject *name = PyTuple_GET_ITEM(kwnames, i);
         int kw = ufg_keyword_index(name);
@@ -227,9 +303,29 @@ ufg_call_parse_keywords(ufg_call *c, PyObject *const *args, Py_ssize_t nargs,
                          is_gufunc ? ufg_gufunc_supported : ufg_ufunc_supported);
             return -1;
         }
-        out_keyword |= kw == UFG_KW_OUT;
-        if (ufg_parse_one_keyword(c, (ufg_keyword)kw, args[nargs + i], nargs > c->nin, outs,
-                                  &where_given) < 0) {
+        if (kw == UFG_KW_OUT) {
+            out_keyword = 1;
+            if (ufg_parse_out(c, args[nargs + i], nargs > c->nin, outs) < 0) {
+                return -1;
+            }
+        }
+    }
+    if (ufg_check_out_entries(c, outs) < 0) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nkw; i++) {     /* dtype= next, as NumPy */
+        PyArray_Descr *descr;
+        if (ufg_keyword_index(PyTuple_GET_ITEM(kwnames, i)) == UFG_KW_DTYPE) {
+            if (ufg_dtype_keyword(c->fn->name, args[nargs + i], &descr) < 0) {
+                return -1;
+            }
+            Py_XDECREF(descr);
+        }
+    }
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        int kw = ufg_keyword_index(PyTuple_GET_ITEM(kwnames, i));
+        if (kw != UFG_KW_OUT &&
+            ufg_parse_one_keyword(c, (ufg_keyword)kw, args[nargs + i], &where_given) < 0) {
             return -1;
         }
     }

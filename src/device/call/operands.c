@@ -8,8 +8,8 @@
 
 #include <string.h>
 
-#include "../dlpack_import.h"
-#include "../runtime.h"
+#include "dlpack_import.h"
+#include "runtime.h"
 
 /* DLPack device types whose memory kernels can read: CUDA and CUDA managed. */
 enum { UFG_DLPACK_CUDA = 2, UFG_DLPACK_CUDA_MANAGED = 13 };
@@ -219,7 +219,8 @@ ufg_cai_dtype(PyObject *typestr, const char *where, const char *what, ufg_dtype_
         return -1;
     }
     if (!PyArray_ISNBO(descr->byteorder)) {
-        PyErr_Format(PyExc_ValueError, "%s['typestr'] %R is not in native byte order", where,
+        /* A dtype the device cannot compute in, like any other: TypeError. */
+        PyErr_Format(PyExc_TypeError, "%s['typestr'] %R is not in native byte order", where,
                      typestr);
         Py_DECREF(descr);
         return -1;
@@ -545,6 +546,7 @@ ufg_classify(PyObject *obj, const char *what, const char *hint, ufg_operand *op)
     op->owner = NULL;
     op->has_producer = 0;
     op->ndim = 0;
+    op->weak = 0;           /* after shape[]: the memset does not reach it */
     if (PyArray_IsScalar(obj, Generic)) {
         op->kind = UFG_OPERAND_SCALAR;
         return ufg_classify_numpy_scalar(obj, what, op);

@@ -9,8 +9,8 @@
 
 #include <string.h>
 
-#include "../launch.h"
-#include "../runtime.h"
+#include "launch.h"
+#include "runtime.h"
 
 /* ------------------------------------------------------------------ shared pieces */
 
@@ -148,6 +148,19 @@ ufg_kernel_view(ufg_call *c, int j, ufg_DeviceArrayObject *array, ufg_operand *v
     }
 }
 
+/* A new array's own allocation seen Fortran-contiguous (order='F'): the same bytes, the
+ * first axis fastest. */
+static void
+ufg_fortran_strides(ufg_DeviceArrayObject *array)
+{
+    int64_t step = ufg_dtype_itemsize(array->code);
+
+    for (int d = 0; d < array->ndim; d++) {
+        array->strides[d] = step;
+        step *= array->shape[d] > 0 ? array->shape[d] : 1;
+    }
+}
+
 /* targets[j]: what the kernel writes for output j; results[j]: what the caller gets;
  * cast_back[j]: set when targets[j] is a temporary to cast into the caller's out=. */
 static int
@@ -168,6 +181,9 @@ ufg_plan_outputs(ufg_call *c, ufg_operand *targets, PyObject **results, int *cas
         array = ufg_call_empty(c, c->out_ndim[j], c->out_shape[j], c->loop_codes[k]);
         if (array == NULL) {
             return -1;
+        }
+        if (c->fortran_results && out->kind != UFG_OPERAND_BUFFER) {
+            ufg_fortran_strides(array);
         }
         ufg_kernel_view(c, j, array, &targets[j]);
         results[j] = out->kind == UFG_OPERAND_BUFFER ? out->obj : (PyObject *)array;
@@ -404,6 +420,49 @@ ufg_results(ufg_call *c, PyObject *const *results)
     return tuple;
 }
 
+/* Whether NumPy's iterator runs loop axis d backwards: every operand given steps <= 0 along it
+ * and one < 0 (new results are laid out after that choice and do not count). */
+static int
+ufg_numpy_runs_backwards(const ufg_call *c, int d)
+{
+    int64_t strides[UFG_CALL_MAX_NDIM];
+    int negative = 0;
+
+    for (int k = 0; k < c->nargs; k++) {
+        const ufg_operand *op = &c->ops[k];
+        if (op->kind != UFG_OPERAND_BUFFER) {
+            continue;
+        }
+        /* kernel layout: the loop axes first, then (a gufunc's) core axes */
+        ufg_loop_strides(op, k < c->nin ? (c->fn->core_ndims != NULL ? c->fn->core_ndims[k] : 0)
+                                        : op->ndim - c->loop_ndim,
+                         c->loop_ndim, strides);
+        if (strides[d] > 0) {
+            return 0;
+        }
+        negative |= strides[d] < 0;
+    }
+    return negative;
+}
+
+/* Where the caller's out= steps 0 along an axis, NumPy's loop leaves there the value of the
+ * last element it visits along that axis: index n-1, or 0 along a loop axis its iterator runs
+ * backwards.  Only that element is copied back, so the copy is one write per address (no
+ * race between GPU threads) and gives NumPy's value. */
+static void
+ufg_narrow_to_last_written(const ufg_call *c, ufg_operand *src, ufg_operand *dst)
+{
+    for (int d = 0; d < dst->ndim; d++) {
+        int64_t index;
+        if (dst->strides[d] != 0 || dst->shape[d] <= 1) {
+            continue;
+        }
+        index = d < c->loop_ndim && ufg_numpy_runs_backwards(c, d) ? 0 : dst->shape[d] - 1;
+        src->ptr += index * src->strides[d];
+        src->shape[d] = dst->shape[d] = 1;
+    }
+}
+
 PyObject *
 ufg_call_run(ufg_call *c)
 {
@@ -439,7 +498,14 @@ ufg_call_run(ufg_call *c)
     }
     for (int j = 0; j < c->nout; j++) {
         /* Both in kernel layout, of the same shape: the temporary into the caller's out=. */
-        if (cast_back[j] && ufg_call_cast(c, &targets[j], &c->ops[c->nin + j], mask_used) < 0) {
+        ufg_operand src = targets[j], dst = c->ops[c->nin + j];
+        if (!cast_back[j]) {
+            continue;
+        }
+        if (mask_used == NULL) {
+            ufg_narrow_to_last_written(c, &src, &dst);
+        }
+        if (ufg_call_cast(c, &src, &dst, mask_used) < 0) {
             return NULL;
         }
     }

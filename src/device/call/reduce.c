@@ -17,8 +17,8 @@
 #include <limits.h>
 #include <string.h>
 
-#include "../launch.h"
-#include "../runtime.h"
+#include "launch.h"
+#include "runtime.h"
 
 /* The arguments: seven positional-or-keyword, then stream= by keyword only. */
 enum {
@@ -47,7 +47,9 @@ static const char *const ufg_reduce_dtype_names[UFG_DT_COUNT] = {
 static PyObject *ufg_reduce_axis_error = NULL;
 static PyObject *ufg_reduce_no_value = NULL;
 static PyObject *ufg_reduce_resolve_name = NULL;
-static PyObject *ufg_reduce_resolve_kwnames = NULL;
+static PyObject *ufg_reduce_resolve_kwnames = NULL;        /* reduction, casting */
+static PyObject *ufg_reduce_resolve_kwnames_dtype = NULL;  /* ... and signature */
+static PyObject *ufg_reduce_unsafe = NULL;
 
 static int
 ufg_reduce_init_globals(void)
@@ -85,7 +87,20 @@ ufg_reduce_init_globals(void)
             return -1;
         }
     }
-    ufg_reduce_resolve_kwnames = Py_BuildValue("(s)", "reduction");
+    if (ufg_reduce_unsafe == NULL) {
+        ufg_reduce_unsafe = PyUnicode_InternFromString("unsafe");
+        if (ufg_reduce_unsafe == NULL) {
+            return -1;
+        }
+    }
+    if (ufg_reduce_resolve_kwnames_dtype == NULL) {
+        ufg_reduce_resolve_kwnames_dtype = Py_BuildValue("(sss)", "reduction", "casting",
+                                                         "signature");
+        if (ufg_reduce_resolve_kwnames_dtype == NULL) {
+            return -1;
+        }
+    }
+    ufg_reduce_resolve_kwnames = Py_BuildValue("(ss)", "reduction", "casting");
     return ufg_reduce_resolve_kwnames == NULL ? -1 : 0;
 }
 
@@ -260,16 +275,24 @@ ufg_reduce_parse(const char *name, PyObject *const *args, Py_ssize_t nargs, PyOb
     return 0;
 }
 
-/* where=: only True (a Python or NumPy bool) on the device. */
+/* where=: the literal True (or not given) is no mask; any other host value is a 0-d mask
+ * (*where_value), as NumPy reads it.  A mask array is not supported on the device. */
 static int
-ufg_reduce_check_where(const char *name, PyObject *where)
+ufg_reduce_where(const char *name, PyObject *where, int *where_given, int *where_value)
 {
-    if (where == NULL || where == Py_True ||
-        (PyArray_IsScalar(where, Bool) && PyArrayScalar_VAL(where, Bool))) {
+    int status;
+
+    *where_given = 0;
+    if (where == NULL || where == Py_True) {
         return 0;
     }
-    PyErr_Format(PyExc_TypeError, "%s.reduce: where= is not supported on the device", name);
-    return -1;
+    status = ufg_where_from_host_value(where, where_value);
+    if (status > 0) {
+        PyErr_Format(PyExc_TypeError, "%s.reduce: a where= mask array is not supported on the "
+                     "device (a single True or False is)", name);
+    }
+    *where_given = status == 0;
+    return status == 0 ? 0 : -1;
 }
 
 /* keepdims= as NumPy converts it (PyArray_PythonPyIntFromInt): an int (bool included, or
@@ -303,34 +326,6 @@ ufg_reduce_keepdims(PyObject *obj, int *keepdims)
     return 0;
 }
 
-/* One axis as NumPy takes it: an int or anything with __index__, not a bool.  Returns the
- * index as a new Python int (for messages) and its value (*overflow set when it is past a
- * long long), or NULL with TypeError. */
-static PyObject *
-ufg_reduce_axis_value(const char *name, PyObject *obj, long long *value, int *overflow)
-{
-    PyObject *index = NULL;
-
-    if (!PyBool_Check(obj) && !PyArray_IsScalar(obj, Bool)) {
-        index = PyNumber_Index(obj);
-        if (index == NULL && !PyErr_ExceptionMatches(PyExc_TypeError)) {
-            return NULL;
-        }
-        PyErr_Clear();
-    }
-    if (index == NULL) {
-        PyErr_Format(PyExc_TypeError, "%s.reduce: axis must be None, an int or a tuple of ints",
-                     name);
-        return NULL;
-    }
-    *value = PyLong_AsLongLongAndOverflow(index, overflow);
-    if (*value == -1 && PyErr_Occurred()) {
-        Py_DECREF(index);
-        return NULL;
-    }
-    return index;
-}
-
 /* axis= as the reduced axes of an ndim-d array: reduced[d] set for each. */
 static int
 ufg_reduce_axes(const char *name, PyObject *axis, int ndim, char *reduced)
@@ -358,29 +353,25 @@ ufg_reduce_axes(const char *name, PyObject *axis, int ndim, char *reduced)
         n = 1;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        long long value;
-        int overflow;
-        PyObject *index = ufg_reduce_axis_value(name, items[i], &value, &overflow);
+        int value;
+        const int status = ufg_axis_from_object(items[i], &value);
 
-        if (index == NULL) {
-            return -1;
-        }
-        if (!PyTuple_Check(axis) && ndim == 0 && !overflow && (value == 0 || value == -1)) {
-            Py_DECREF(index);       /* NumPy lets axis 0 or -1 through for 0-d arrays */
-            return 0;
-        }
-        if (overflow || value < -ndim || value >= ndim) {
-            PyObject *message = PyUnicode_FromFormat(
-                "%s.reduce: axis %S is out of bounds for an array of dimension %d", name, index,
-                ndim);
-            Py_DECREF(index);
-            if (message != NULL) {
-                PyErr_SetObject(ufg_reduce_axis_error, message);
-                Py_DECREF(message);
+        if (status != 0) {
+            if (status > 0) {
+                PyErr_Format(PyExc_TypeError,
+                             "%s.reduce: axis must be None, an int or a tuple of ints", name);
             }
             return -1;
         }
-        Py_DECREF(index);
+        if (!PyTuple_Check(axis) && ndim == 0 && (value == 0 || value == -1)) {
+            return 0;               /* NumPy lets axis 0 or -1 through for 0-d arrays */
+        }
+        if (value < -ndim || value >= ndim) {
+            PyErr_Format(ufg_reduce_axis_error,
+                         "%s.reduce: axis %d is out of bounds for an array of dimension %d",
+                         name, value, ndim);
+            return -1;
+        }
         if (value < 0) {
             value += ndim;
         }
@@ -442,31 +433,43 @@ ufg_reduce_cache_add(const ufg_reduce_resolution *entry)
     return slot;
 }
 
-/* ufunc.resolve_dtypes((first, array, None), reduction=True) → entry->loop_index, acc. */
+/* NumPy's reduction resolution: ufunc.resolve_dtypes((out, array, None), reduction=True,
+ * casting='unsafe'[, signature=(dtype, None, None)]) → entry->loop_index, acc.  dtype= fixes
+ * the loop's DType, not an operand's dtype (so a byte-swapped one is NumPy's TypeError), and
+ * out= of another kind is cast into unsafely, as NumPy's reduce does. */
 static int
 ufg_reduce_resolve_dtypes(const char *name, const ufg_function_descriptor *fn, PyObject *ufunc,
-                          PyArray_Descr *first, ufg_dtype_code array_code,
-                          ufg_reduce_resolution *entry)
+                          PyArray_Descr *dtype, PyArray_Descr *out_descr,
+                          ufg_dtype_code array_code, ufg_reduce_resolution *entry)
 {
     PyArray_Descr *array_descr = ufg_call_descr(array_code);
-    PyObject *dtypes, *resolved, *callargs[3];
+    PyObject *dtypes, *signature = NULL, *resolved, *callargs[5];
     int codes[3];
     const int nops = fn->nin + fn->nout;
 
     if (array_descr == NULL) {
         return -1;
     }
-    dtypes = PyTuple_Pack(3, first != NULL ? (PyObject *)first : Py_None,
+    dtypes = PyTuple_Pack(3, out_descr != NULL ? (PyObject *)out_descr : Py_None,
                           (PyObject *)array_descr, Py_None);
     if (dtypes == NULL) {
+        return -1;
+    }
+    if (dtype != NULL && (signature = PyTuple_Pack(3, (PyObject *)dtype, Py_None,
+                                                   Py_None)) == NULL) {
+        Py_DECREF(dtypes);
         return -1;
     }
     callargs[0] = ufunc;
     callargs[1] = dtypes;
     callargs[2] = Py_True;
+    callargs[3] = ufg_reduce_unsafe;
+    callargs[4] = signature;
     resolved = PyObject_VectorcallMethod(ufg_reduce_resolve_name, callargs, 2,
-                                         ufg_reduce_resolve_kwnames);
+                                         signature != NULL ? ufg_reduce_resolve_kwnames_dtype
+                                                           : ufg_reduce_resolve_kwnames);
     Py_DECREF(dtypes);
+    Py_XDECREF(signature);
     if (resolved == NULL) {
         if (PyErr_ExceptionMatches(PyExc_TypeError)) {
             char prefix[160];
@@ -515,7 +518,7 @@ ufg_reduce_resolve(const char *name, const ufg_function_descriptor *fn, PyObject
     const int out_code = out != NULL ? (int)out->code : -1;
     const int cacheable = dtype == NULL || dtype_code >= 0;
     ufg_reduce_resolution *known;
-    PyArray_Descr *first;
+    PyArray_Descr *out_descr = NULL;
 
     if (cacheable) {
         known = ufg_reduce_cache_find(fn, (int)array->code, dtype_code, out_code);
@@ -523,9 +526,7 @@ ufg_reduce_resolve(const char *name, const ufg_function_descriptor *fn, PyObject
             return known;
         }
     }
-    /* The accumulator is dtype=, else out='s dtype, else found from the input. */
-    first = dtype != NULL ? dtype : out != NULL ? ufg_call_descr(out->code) : NULL;
-    if (out != NULL && dtype == NULL && first == NULL) {
+    if (out != NULL && (out_descr = ufg_call_descr(out->code)) == NULL) {
         return NULL;
     }
     memset(scratch, 0, sizeof(*scratch));
@@ -533,7 +534,8 @@ ufg_reduce_resolve(const char *name, const ufg_function_descriptor *fn, PyObject
     scratch->array_code = (signed char)array->code;
     scratch->dtype_code = (signed char)dtype_code;
     scratch->out_code = (signed char)out_code;
-    if (ufg_reduce_resolve_dtypes(name, fn, ufunc, first, array->code, scratch) < 0) {
+    if (ufg_reduce_resolve_dtypes(name, fn, ufunc, dtype, out_descr, array->code,
+                                  scratch) < 0) {
         return NULL;
     }
     return cacheable ? ufg_reduce_cache_add(scratch) : scratch;
@@ -689,6 +691,40 @@ ufg_reduce_check_cast(int ndim, const int64_t *shape, const int64_t *src_strides
     return ufg_reduce_collapse(ndim, merged_shape, 2, strides) < 0 ? -1 : 0;
 }
 
+/* where=False selects no element: every result is the initial value, as a reduction over
+ * empty axes gives.  The reduced axes become empty; with none (axis=(), a 0-d array) an
+ * empty reduced axis is put first, and keepdims, which keeps no axis then, is dropped. */
+static int
+ufg_reduce_select_nothing(const char *name, ufg_operand *array, ufg_reduce_plan *plan)
+{
+    int any = 0;
+
+    for (int d = 0; d < array->ndim; d++) {
+        if (plan->reduced[d]) {
+            array->shape[d] = 0;
+            any = 1;
+        }
+    }
+    if (any) {
+        return 0;
+    }
+    if (array->ndim == UFG_CALL_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "%s.reduce: where=False over no axis of a %d-d array "
+                     "is not supported on the device", name, array->ndim);
+        return -1;
+    }
+    memmove(array->shape + 1, array->shape, sizeof(int64_t) * (size_t)array->ndim);
+    memmove(array->strides + 1, array->strides, sizeof(int64_t) * (size_t)array->ndim);
+    memmove(plan->reduced + 1, plan->reduced, (size_t)array->ndim);
+    array->shape[0] = 0;
+    array->strides[0] = 0;
+    plan->reduced[0] = 1;
+    array->ndim++;
+    plan->ndim = array->ndim;
+    plan->keepdims = 0;
+    return 0;
+}
+
 /* The launches for a source with `in_strides` (over the array's axes) and a target with
  * `out_keep_strides` (over the kept axes): collapsed, checked against the dimension limit,
  * split into chunks where the function allows, with their launch configuration. */
@@ -833,10 +869,9 @@ ufg_reduce_out_object(const char *name, PyObject *value, PyObject **out_obj)
 
 /* The caller's out= against the result: kind, writability, shape, device. */
 static int
-ufg_reduce_check_out(const char *name, PyObject *out_obj, const char *what,
-                     const ufg_operand *array, const ufg_reduce_plan *plan, ufg_operand *out)
+ufg_reduce_out_operand(const char *name, PyObject *out_obj, const char *what,
+                       const ufg_operand *array, ufg_operand *out)
 {
-    char got[24 * UFG_CALL_MAX_NDIM + 4], want[24 * UFG_CALL_MAX_NDIM + 4];
     PyObject *type_name;
     int is_device = ufg_is_device_object(out_obj);
 
@@ -853,9 +888,17 @@ ufg_reduce_check_out(const char *name, PyObject *out_obj, const char *what,
         }
         return -1;
     }
-    if (ufg_operand_from_buffer(out_obj, what, out) < 0) {
-        return -1;
-    }
+    return ufg_operand_from_buffer(out_obj, what, out);
+}
+
+/* out= must be writable and have the result's shape (checked after the type resolution, as
+ * NumPy does). */
+static int
+ufg_reduce_check_out_fits(const char *name, const ufg_operand *array,
+                          const ufg_reduce_plan *plan, const ufg_operand *out)
+{
+    char got[24 * UFG_CALL_MAX_NDIM + 4], want[24 * UFG_CALL_MAX_NDIM + 4];
+
     if (out->readonly) {
         PyErr_Format(PyExc_ValueError, "%s.reduce: out= is read-only", name);
         return -1;
@@ -962,8 +1005,8 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     ufg_reduce_resolution scratch, *resolution;
     ufg_reduce_plan plan;
     ufg_operand array, out;
-    int have_array = 0, have_out = 0, is_device;
-    char what[200], out_what[200];
+    int have_array = 0, have_out = 0, is_device, where_given, where_value = 1;
+    char what[200], out_what[200], prefix[160];
     int64_t in_strides[UFG_CALL_MAX_NDIM], result_strides[UFG_CALL_MAX_NDIM];
     int64_t out_keep[UFG_CALL_MAX_NDIM];
     uintptr_t stream = 0;
@@ -992,7 +1035,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
         return NULL;
     }
     if (ufg_reduce_parse(name, args, nargs, kwnames, values) < 0 ||
-        ufg_reduce_check_where(name, values[UFG_R_WHERE]) < 0 ||
+        ufg_reduce_where(name, values[UFG_R_WHERE], &where_given, &where_value) < 0 ||
         (values[UFG_R_STREAM] != NULL &&
          ufg_stream_from_object(values[UFG_R_STREAM], &stream) < 0) ||
         ufg_reduce_init_globals() < 0 ||
@@ -1021,11 +1064,28 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     }
     have_array = 1;
 
+    /* dtype=, which NumPy reads before the axes: a DType, so without a byte order. */
+    PyOS_snprintf(prefix, sizeof(prefix), "%s.reduce", name);
+    if (ufg_dtype_keyword(prefix, values[UFG_R_DTYPE], &dtype) < 0) {
+        goto done;
+    }
+
+    /* out=, whose kind NumPy checks before the axes. */
+    if (ufg_reduce_out_object(name, values[UFG_R_OUT], &out_obj) < 0) {
+        goto done;
+    }
+    if (out_obj != NULL) {
+        have_out = 1;
+        if (ufg_reduce_out_operand(name, out_obj, out_what, &array, &out) < 0) {
+            goto done;
+        }
+    }
+
     /* axis=, keepdims= and the result's shape. */
     memset(&plan, 0, sizeof(plan));
     plan.ndim = array.ndim;
-    if (ufg_reduce_axes(name, values[UFG_R_AXIS], array.ndim, plan.reduced) < 0 ||
-        ufg_reduce_keepdims(values[UFG_R_KEEPDIMS], &plan.keepdims) < 0) {
+    if (ufg_reduce_keepdims(values[UFG_R_KEEPDIMS], &plan.keepdims) < 0 ||   /* NumPy's order */
+        ufg_reduce_axes(name, values[UFG_R_AXIS], array.ndim, plan.reduced) < 0) {
         goto done;
     }
     for (int d = 0; d < array.ndim; d++) {
@@ -1038,26 +1098,11 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     }
     plan.n_out = ufg_reduce_product(plan.out_ndim, plan.out_shape);
 
-    /* out=. */
-    if (ufg_reduce_out_object(name, values[UFG_R_OUT], &out_obj) < 0) {
-        goto done;
-    }
-    if (out_obj != NULL) {
-        have_out = 1;
-        if (ufg_reduce_check_out(name, out_obj, out_what, &array, &plan, &out) < 0) {
-            goto done;
-        }
-    }
-
-    /* NumPy's reduction resolution: (accumulator, input, None); the accumulator is dtype=,
-     * else out='s dtype, else found from the input. */
-    if (values[UFG_R_DTYPE] != NULL && values[UFG_R_DTYPE] != Py_None &&
-        PyArray_DescrConverter(values[UFG_R_DTYPE], &dtype) != NPY_SUCCEED) {
-        goto done;
-    }
+    /* NumPy's reduction resolution (see ufg_reduce_resolve_dtypes). */
     resolution = ufg_reduce_resolve(name, fn, ufunc, dtype, &array, have_out ? &out : NULL,
                                     &scratch);
-    if (resolution == NULL) {
+    if (resolution == NULL ||
+        (have_out && ufg_reduce_check_out_fits(name, &array, &plan, &out) < 0)) {
         goto done;
     }
     if (resolution->loop_index < 0) {
@@ -1078,6 +1123,15 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     initial = values[UFG_R_INITIAL];
     if (initial == ufg_reduce_no_value) {
         initial = NULL;
+    }
+    if (where_given && initial == Py_None) {
+        PyErr_Format(PyExc_ValueError, "%s.reduce: reduction operation '%s' does not have an "
+                     "identity, so to use a where mask one has to specify 'initial'", name,
+                     name);
+        goto done;
+    }
+    if (!where_value && ufg_reduce_select_nothing(name, &array, &plan) < 0) {
+        goto done;
     }
     if (initial == Py_None && plan.n_out != 0) {
         for (int d = 0; d < array.ndim; d++) {

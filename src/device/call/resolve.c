@@ -84,6 +84,26 @@ ufg_key_hash(const ufg_function_descriptor *fn, const unsigned char *key)
     return (unsigned)(h >> 40) % UFG_RESOLVE_SLOTS;
 }
 
+/* Whether operand k is a Python int past int64 in a call whose inputs are all scalars: NumPy
+ * then types it as np.asarray does (uint64 or object), not as a weak int, so such a call
+ * finds no loop (lucas(2**70, out=...)), where a weak int would be out of range. */
+static int
+ufg_is_big_int_among_scalars(const ufg_call *c, int k)
+{
+    int overflow = 0;
+
+    if (c->ops[k].weak != 'i' || k >= c->nin) {
+        return 0;
+    }
+    for (int i = 0; i < c->nin; i++) {
+        if (c->ops[i].kind == UFG_OPERAND_BUFFER) {
+            return 0;
+        }
+    }
+    (void)PyLong_AsLongLongAndOverflow(c->ops[k].obj, &overflow);
+    return overflow != 0;
+}
+
 static PyObject *
 ufg_resolution_dtypes(ufg_call *c)
 {
@@ -94,6 +114,17 @@ ufg_resolution_dtypes(ufg_call *c)
         PyObject *item;
         if (op->kind == UFG_OPERAND_ABSENT) {
             item = Py_None;
+        }
+        else if (ufg_is_big_int_among_scalars(c, k)) {
+            PyArrayObject *array = (PyArrayObject *)PyArray_FromAny(op->obj, NULL, 0, 0, 0,
+                                                                    NULL);
+            if (array == NULL) {
+                Py_DECREF(dtypes);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(dtypes, k, Py_NewRef((PyObject *)PyArray_DESCR(array)));
+            Py_DECREF(array);
+            continue;
         }
         else if (op->weak) {
             item = (PyObject *)(op->weak == 'i' ? &PyLong_Type : &PyFloat_Type);
@@ -120,13 +151,13 @@ ufg_casting_name(NPY_CASTING casting)
 
 /* ufunc.resolve_dtypes(dtypes, casting=..., signature=(None,)*nin + (dtype,)*nout). */
 static PyObject *
-ufg_ask_numpy(ufg_call *c)
+ufg_ask_numpy(ufg_call *c, NPY_CASTING casting)
 {
     PyObject *dtypes = ufg_resolution_dtypes(c), *kwargs = NULL, *method = NULL;
     PyObject *args = NULL, *signature = NULL, *resolved = NULL;
 
     if (dtypes == NULL || (kwargs = Py_BuildValue("{s:s}", "casting",
-                                                  ufg_casting_name(c->casting))) == NULL) {
+                                                  ufg_casting_name(casting))) == NULL) {
         goto done;
     }
     if (c->dtype != NULL) {
@@ -160,7 +191,8 @@ done:
     return resolved;
 }
 
-/* The buffers' dtypes must cast to the loop's, and the loop's outputs to out='s. */
+/* The buffers' and NumPy scalars' dtypes must cast to the loop's, and the loop's outputs to
+ * out='s. */
 static int
 ufg_check_casts(ufg_call *c, PyObject *resolved)
 {
@@ -171,7 +203,7 @@ ufg_check_casts(ufg_call *c, PyObject *resolved)
         PyArray_Descr *loop = (PyArray_Descr *)PyTuple_GET_ITEM(resolved, k);
         PyArray_Descr *mine;
         int ok;
-        if (op->kind != UFG_OPERAND_BUFFER) {
+        if (op->kind == UFG_OPERAND_ABSENT || op->weak) {
             continue;
         }
         mine = ufg_call_descr(op->code);
@@ -228,12 +260,110 @@ ufg_find_loop(ufg_call *c, PyObject *resolved, unsigned char *codes)
     return -1;
 }
 
+/* NumPy converts Python ints to the loop's types while it resolves, before it checks any
+ * cast and whatever where= says: one that does not fit is its OverflowError, first. */
+static int
+ufg_check_ints_fit(ufg_call *c, const unsigned char *codes)
+{
+    unsigned char bytes[16];
+    char what[160];
+
+    for (int k = 0; k < c->nin; k++) {
+        if (c->ops[k].weak == 'i' &&
+            PyArray_Pack(ufg_call_descr((ufg_dtype_code)codes[k]), bytes, c->ops[k].obj) < 0) {
+            if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+                ufg_prefix_error(ufg_call_what(c, k, what, sizeof what));
+            }
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* casting='equiv' and a Python scalar: NumPy takes a Python int only into an int64 loop and a
+ * Python float only into a float64 one (their default types); casting='no' takes both. */
+static int
+ufg_check_weak_scalars_equiv(ufg_call *c, const unsigned char *codes)
+{
+    if (c->casting != NPY_EQUIV_CASTING) {
+        return 0;
+    }
+    for (int k = 0; k < c->nin; k++) {
+        const int weak = c->ops[k].weak;
+        if (weak && codes[k] != (weak == 'i' ? UFG_DT_INT64 : UFG_DT_FLOAT64)) {
+            PyErr_Format(PyExc_TypeError, "%s: cannot cast Python %s to %S under the casting "
+                         "rule 'equiv'", c->fn->name, weak == 'i' ? "int" : "float",
+                         (PyObject *)ufg_call_descr((ufg_dtype_code)codes[k]));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int
+ufg_has_weak_scalar(const ufg_call *c)
+{
+    for (int k = 0; k < c->nin; k++) {
+        if (c->ops[k].weak) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* NumPy's resolution of this call, checked as NumPy checks it: a Python int that does not fit
+ * the loop is an OverflowError before any refused cast (the loop NumPy would settle on under
+ * casting='unsafe' decides), then Python scalars under 'equiv', then the casts.  Under 'no'
+ * and 'equiv' a Python scalar is resolved under 'unsafe' and checked here: NumPy 2.4's
+ * resolve_dtypes crashes refusing one. */
+static int
+ufg_resolve_with_numpy(ufg_call *c, unsigned char *codes)
+{
+    const int weak = ufg_has_weak_scalar(c);
+    const int strict = weak && c->casting <= NPY_EQUIV_CASTING;
+    PyObject *resolved = ufg_ask_numpy(c, strict ? NPY_UNSAFE_CASTING : c->casting);
+    int index;
+
+    if (resolved == NULL && weak && c->casting != NPY_UNSAFE_CASTING &&
+        PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyObject *type, *value, *traceback, *loose;
+        PyErr_Fetch(&type, &value, &traceback);
+        loose = ufg_ask_numpy(c, NPY_UNSAFE_CASTING);
+        int fits = 0;
+        if (loose != NULL) {
+            index = ufg_find_loop(c, loose, codes);
+            fits = index >= 0 && ufg_check_ints_fit(c, codes) == 0;
+            Py_DECREF(loose);
+        }
+        if (loose == NULL || fits || !PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_Restore(type, value, traceback);
+        }
+        else {
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(traceback);
+        }
+        return -1;
+    }
+    if (resolved == NULL) {
+        return -1;
+    }
+    index = ufg_find_loop(c, resolved, codes);
+    if (index >= 0 && (ufg_check_ints_fit(c, codes) < 0 ||
+                       ufg_check_weak_scalars_equiv(c, codes) < 0 ||
+                       ufg_check_casts(c, resolved) < 0)) {
+        index = -1;
+    }
+    Py_DECREF(resolved);
+    return index;
+}
+
 int
 ufg_call_resolve_types(ufg_call *c)
 {
     unsigned char key[UFG_RESOLVE_KEY_SIZE], codes[UFG_CALL_MAX_OPERANDS];
     ufg_resolution *slot;
-    PyObject *resolved;
     int other_dtype, index;
 
     memset(key, UFG_KEY_ABSENT, sizeof key);
@@ -247,20 +377,18 @@ ufg_call_resolve_types(ufg_call *c)
         return -1;
     }
     key[UFG_CALL_MAX_OPERANDS + 1] = (unsigned char)c->casting;
+    for (int k = 0; k < c->nin && !other_dtype; k++) {
+        other_dtype = ufg_is_big_int_among_scalars(c, k);
+    }
     slot = &ufg_resolutions[ufg_key_hash(c->fn, key)];
     if (!other_dtype && slot->fn == c->fn && memcmp(slot->key, key, sizeof key) == 0) {
         c->loop_index = slot->loop_index;
         for (int k = 0; k < c->nargs; k++) {
             c->loop_codes[k] = (ufg_dtype_code)slot->codes[k];
         }
-        return 0;
+        return ufg_check_ints_fit(c, slot->codes);
     }
-    resolved = ufg_ask_numpy(c);
-    if (resolved == NULL) {
-        return -1;
-    }
-    index = ufg_check_casts(c, resolved) < 0 ? -1 : ufg_find_loop(c, resolved, codes);
-    Py_DECREF(resolved);
+    index = ufg_resolve_with_numpy(c, codes);
     if (index < 0) {
         return -1;
     }

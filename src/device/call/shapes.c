@@ -1,10 +1,11 @@
 /*
  * Elementwise shapes: the operands broadcast together (NumPy's rule), an out= may be larger
  * than the inputs' broadcast shape as long as they broadcast to it, and every out= has the
- * result's shape.
+ * result's shape.  And how NumPy reads one axis (an axis=, axes= entry or reduce's axis=).
  */
 #include "call.h"
 
+#include <limits.h>
 #include <string.h>
 
 /* A shape as Python writes it, "(3,)", for messages (a new reference). */
@@ -150,5 +151,31 @@ ufg_call_broadcast(ufg_call *c)
             c->out_axes[j][d] = d;
         }
     }
+    return 0;
+}
+
+int
+ufg_axis_from_object(PyObject *obj, int *value)
+{
+    PyObject *index;
+    long wide;
+
+    if (PyBool_Check(obj) || PyArray_IsScalar(obj, Bool) || !PyIndex_Check(obj)) {
+        return 1;
+    }
+    index = PyNumber_Index(obj);
+    if (index == NULL) {
+        return -1;
+    }
+    wide = PyLong_AsLong(index);        /* OverflowError past a C long, NumPy's message */
+    Py_DECREF(index);
+    if (wide == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (wide > INT_MAX || wide < INT_MIN) {
+        PyErr_SetString(PyExc_ValueError, "integer won't fit into a C int");
+        return -1;
+    }
+    *value = (int)wide;
     return 0;
 }

@@ -4,7 +4,7 @@
  */
 #include "call.h"
 
-#include "../runtime.h"
+#include "runtime.h"
 
 /* CAI v3 spells the legacy default stream 1 (0 is disallowed); our handle for it is 0. */
 #define UFG_CAI_LEGACY_DEFAULT_STREAM 1

@@ -1,0 +1,513 @@
+"""Differential property test: every seed function, called with random operands and keyword
+values, gives the same outcome on NumPy arrays (the host path, NumPy's ufunc machinery) and on
+device arrays (the simulator under UFUNCGEN_DEVICE=sim, or a GPU).
+
+Each example builds one call: the function (elementwise, multi-output, gufunc, or `.reduce` of
+a function with an identity), operand shapes (broadcastable or not), memory layouts
+(contiguous, transposed, strided, flipped, zero-stride), dtypes (the function's own and others
+that cast or fail to), Python and NumPy scalars (2**70, np.int64, np.bool_), and keyword values
+of every odd type NumPy meets (np.int64 axes, axis=True or 1.0, keepdims=1 or None,
+where=None or 'x', byte-swapped and bogus dtype=, tuples and lists for out=/axes=/axis=).
+The very same call runs once on host arrays and once on their device twins (the same bytes,
+the same strides), and the outcomes must match:
+
+* both give results: same shapes, dtypes and values (bitwise for integers and bools; floats
+  within the conformance suite's tolerance, NaN where NaN), and out= buffers hold the same
+  bytes-worth of values afterwards;
+* both raise: the same exception type.  NumPy's private subclasses of TypeError
+  (`numpy._core._exceptions._UFuncInputCastingError` ...) count as TypeError; public classes
+  (`numpy.exceptions.AxisError`) must match exactly;
+* a refused device call leaves every device out= buffer as it was.
+
+Documented differences, where the device must raise exactly this and NumPy may compute:
+
+* an operand of a dtype no device array holds (byte-swapped '>f8', float16): TypeError;
+* where= given as a host sequence (a list or tuple is a host array; device calls never copy
+  host data behind the caller's back): TypeError.
+
+This test uses only the public API (generated functions, ufuncgen.device, DeviceArray,
+__cuda_array_interface__), so any implementation of the device call must pass it.
+Examples per run: DIFFERENTIAL_EXAMPLES per property, three properties (elementwise,
+gufunc, reduce); the totals are printed in pytest's summary ("differential: ...").
+"""
+from __future__ import annotations
+
+import collections
+import os
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+
+import ufuncgen.examples as ex
+from ufuncgen import device
+
+pytestmark = pytest.mark.skipif(not device.is_available(),
+                                reason=str(device.unavailable_reason()))
+
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+DIFFERENTIAL_EXAMPLES = {"ci": 300, "thorough": 3000}.get(PROFILE, 300)
+SETTINGS = settings(max_examples=DIFFERENTIAL_EXAMPLES, derandomize=PROFILE != "thorough",
+                    deadline=None, print_blob=True, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.filter_too_much])
+
+FUNCTIONS = {n: getattr(ex, n) for n in dir(ex) if hasattr(getattr(ex, n), "ufunc")}
+ELEMENTWISE = sorted(n for n, f in FUNCTIONS.items() if not f.signature)
+GUFUNCS = sorted(n for n, f in FUNCTIONS.items() if f.signature)
+REDUCIBLE = sorted(n for n in ELEMENTWISE if FUNCTIONS[n].identity is not None
+                   and FUNCTIONS[n].nin == 2 and FUNCTIONS[n].nout == 1)
+
+# Dtypes device arrays hold; anything else is made on the device as a CAI view (TypeError).
+DEVICE_DTYPES = frozenset(np.dtype(n) for n in (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float32", "float64"))
+EXTRA_DTYPES = [np.dtype(n) for n in ("int32", "int8", "uint8", "bool", "float32", "float64",
+                                      "int64", ">f8")]
+OUT_DTYPES = [np.dtype(n) for n in ("float64", "float32", "int64", "int32", "bool", ">f8")]
+ODD_SCALARS = [2.5, -1, 0, True, 2**70, -2**70, 2**63, np.int64(3), np.bool_(True),
+               np.float32(1.5), 1e300]
+DTYPE_VALUES = [None, "f4", "float64", np.int64, "i8", "i4", ">f8", "bogus", 3, bool]
+CASTING_VALUES = ["no", "equiv", "safe", "same_kind", "unsafe", "bogus", None, 1]
+WHERE_SCALARS = [True, False, None, np.bool_(True), np.bool_(False), 0, 1.5, "x", "",
+                 np.int64(0), 2**70]
+KEEPDIMS_VALUES = [True, False, 1, 0, np.True_, None, "yes", 1.0, (1,), np.int64(1)]
+AXIS_ODD = [True, np.bool_(True), 1.0, None, (0,), [0], 2**70, 2**40, np.int64(0),
+            np.int64(-1), "0"]
+
+STATS = collections.Counter()
+
+
+# --------------------------------------------------------------------------- memory layouts
+
+class Foreign:
+    """A CUDA array known only by __cuda_array_interface__ (how a byte-swapped device array
+    reaches a call: no DeviceArray can hold one)."""
+
+    def __init__(self, ptr, shape, strides, dtype, owner):
+        self._cai = {"shape": shape, "strides": strides, "typestr": dtype.str,
+                     "data": (ptr, False), "version": 3}
+        self._owner = owner
+
+    @property
+    def __cuda_array_interface__(self):
+        return dict(self._cai)
+
+
+class Twin:
+    """One operand laid out identically in host memory and in device memory."""
+
+    def __init__(self, values, dtype, layout):
+        dtype = np.dtype(dtype)
+        shape = values.shape
+        ndim = len(shape)
+        order, steps, flips, zeros = layout
+        zeros = tuple(z and shape[a] > 1 for a, z in enumerate(zeros))
+        mem_shape = [1 if zeros[a] else max(shape[a], 1) * steps[a] for a in order]
+        mem_strides, step = [0] * ndim, dtype.itemsize
+        for i in reversed(range(ndim)):
+            mem_strides[i] = step
+            step *= mem_shape[i]
+        strides, offset = [0] * ndim, dtype.itemsize      # never at byte 0
+        for i, a in enumerate(order):
+            s = 0 if zeros[a] else mem_strides[i] * steps[a]
+            if flips[a] and s and shape[a]:
+                offset += (shape[a] - 1) * s
+                s = -s
+            strides[a] = s
+        nbytes = step + 2 * dtype.itemsize
+        self.dtype, self.shape, self.strides, self.offset = dtype, shape, tuple(strides), offset
+        self.host_base = np.zeros(nbytes, np.uint8)
+        self.host = self._view(self.host_base)
+        if values.size:
+            # zero-stride axes repeat the last written values; host and device share the bytes
+            self.host[...] = values.astype(dtype) if values.dtype != dtype else values
+        self.device_base = device.to_device(self.host_base)
+        ptr = self.device_base.ptr + offset
+        if dtype in DEVICE_DTYPES:
+            from ufuncgen import _device
+            self.device = _device.from_pointer(ptr, shape, dtype, self.strides,
+                                               self.device_base.device, self.device_base,
+                                               False, 0)
+        else:
+            self.device = Foreign(ptr, shape, self.strides, dtype, self.device_base)
+
+    def __repr__(self):
+        values = np.array2string(self.host, threshold=12, separator=",").replace("\n", "")
+        return (f"Twin({self.dtype.str}, shape={self.shape}, strides={self.strides}, "
+                f"values={values})")
+
+    def _view(self, base):
+        return np.ndarray(self.shape, self.dtype, buffer=base, offset=self.offset,
+                          strides=self.strides)
+
+    def device_contents(self):
+        """What the device view holds now, as a host array of the same layout."""
+        return self._view(self.device_base.copy_to_host())
+
+    @property
+    def on_device(self) -> bool:
+        return self.dtype in DEVICE_DTYPES
+
+
+@st.composite
+def layouts(draw, ndim, allow_zero=True):
+    order = tuple(draw(st.permutations(range(ndim)))) if draw(st.booleans()) else tuple(range(ndim))
+    steps = tuple(draw(st.sampled_from([1, 1, 1, 2])) for _ in range(ndim))
+    flips = tuple(draw(st.booleans()) and draw(st.booleans()) for _ in range(ndim))
+    zeros = tuple(allow_zero and draw(st.integers(0, 5)) == 0 for _ in range(ndim))
+    return order, steps, flips, zeros
+
+
+@st.composite
+def values_of(draw, shape, dtype, special=True):
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64))
+    if dtype.kind in "iub":
+        low = 0 if dtype.kind in "ub" else -60
+        high = 2 if dtype.kind == "b" else 60
+        return rng.integers(low, high, size=shape).astype(dtype.newbyteorder("="))
+    v = rng.normal(0, 3, size=n)
+    if special and n and draw(st.integers(0, 3)) == 0:
+        idx = rng.integers(0, n, size=min(n, 3))
+        v[idx] = rng.choice([np.nan, np.inf, -np.inf, 0.0, -0.0], size=len(idx))
+    return v.reshape(shape).astype(dtype.newbyteorder("="))
+
+
+@st.composite
+def twins(draw, shape, dtype, allow_zero=True, special=True):
+    values = draw(values_of(shape, dtype, special))
+    return Twin(values, dtype, draw(layouts(len(shape), allow_zero)))
+
+
+@st.composite
+def small_shapes(draw, min_dims=0, max_dims=3):
+    return tuple(draw(st.lists(st.sampled_from([1, 1, 2, 3, 4, 0]), min_size=min_dims,
+                               max_size=max_dims)))
+
+
+def broadcast_to_shape(draw, shape):
+    drop = draw(st.integers(0, len(shape)))
+    return tuple(1 if draw(st.integers(0, 3)) == 0 else n for n in shape[drop:])
+
+
+# --------------------------------------------------------------------------- one call, twice
+
+def _outcome(fn, args, kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return "ok", fn(*args, **kwargs)
+        except Exception as error:      # compared by the caller
+            return "error", error
+
+
+def _family(error: BaseException) -> type:
+    """The exception type compared: NumPy's private TypeError subclasses count as TypeError."""
+    for cls in type(error).__mro__:
+        module = cls.__module__
+        if module == "builtins" or not module.split(".")[-1].startswith("_"):
+            return cls
+    return type(error)
+
+
+def _as_host(x):
+    if isinstance(x, tuple):
+        return tuple(_as_host(e) for e in x)
+    if isinstance(x, device.DeviceArray):
+        return x.copy_to_host()
+    return np.asarray(x)
+
+
+def _assert_close(got, want, what, mask=None):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
+    if mask is not None:
+        mask = np.broadcast_to(mask, want.shape)
+        got, want = got[mask], want[mask]
+    if want.dtype.kind == "f":
+        rtol = 1e-5 if want.dtype.itemsize == 4 else 1e-12
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol, err_msg=what)
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+def compare(fn, inputs, kwargs, outs=(), where=True, documented=None):
+    """Runs fn on host twins and on device twins; asserts the outcomes match.
+
+    `inputs`: Twin or scalar per positional argument; `kwargs`: keyword values, in which the
+    placeholders OUT (out= built from `outs`) and WHERE (a Twin mask) are replaced per side;
+    `documented`: the exception type the device must raise (a documented difference)."""
+    def side(name):
+        pick = (lambda t: t.host) if name == "host" else (lambda t: t.device)
+        args = [pick(i) if isinstance(i, Twin) else i for i in inputs]
+        kw = {}
+        for k, v in kwargs.items():
+            if v is OUT:
+                v = outs_value(pick)
+            elif isinstance(v, Twin):
+                v = pick(v)
+            kw[k] = v
+        return args, kw
+
+    def outs_value(pick):
+        form, entries = outs
+        picked = [pick(o) if isinstance(o, Twin) else o for o in entries]
+        return picked[0] if form == "bare" else (tuple(picked) if form == "tuple" else picked)
+
+    out_twins = [o for o in (outs[1] if outs else ()) if isinstance(o, Twin)]
+    note(f"call: {getattr(fn, '__qualname__', fn)}(*{inputs!r}, **{kwargs!r}) out={outs!r}")
+    before = [o.device_contents().copy() for o in out_twins if o.on_device]
+    host_status, host = _outcome(fn, *side("host"))
+    dev_status, dev = _outcome(fn, *side("device"))
+    STATS[f"host {host_status}, device {dev_status}"] += 1
+    if documented is not None:
+        # the device must refuse: with the documented type, or with NumPy's own refusal
+        assert dev_status == "error" and _family(dev) in (
+            documented, _family(host) if host_status == "error" else documented), (
+            f"expected the documented device {documented.__name__}, got {dev!r} (NumPy: {host!r})")
+        host_status, host = "error", dev            # for the out= check below
+    elif host_status == "error":
+        assert dev_status == "error", f"NumPy raised {host!r}, the device gave a result"
+        assert _family(dev) is _family(host), f"device raised {dev!r}, NumPy {host!r}"
+    elif dev_status == "error":
+        raise AssertionError(f"NumPy gave a result, the device raised {dev!r}") from dev
+    if dev_status == "error":
+        after = [o.device_contents() for o in out_twins if o.on_device]
+        for k, (b, a) in enumerate(zip(before, after)):
+            np.testing.assert_array_equal(a, b, err_msg=f"refused call wrote out[{k}]")
+        return
+    mask = None
+    if isinstance(where, Twin):
+        mask = where.host
+    elif where is not True:
+        mask = np.asarray(where, dtype=bool)        # NumPy's reading of a host where=
+    host_r, dev_r = _as_host(host), _as_host(dev)
+    host_t = host_r if isinstance(host_r, tuple) else (host_r,)
+    dev_t = dev_r if isinstance(dev_r, tuple) else (dev_r,)
+    assert len(host_t) == len(dev_t)
+    entries = list(outs[1]) if outs else []
+    for k, (g, w) in enumerate(zip(dev_t, host_t)):
+        # a new result under a mask has unselected elements uninitialised: compare selected
+        given = k < len(entries) and isinstance(entries[k], Twin)
+        _assert_close(g, w, f"result[{k}]", None if given else mask)
+    for k, o in enumerate(out_twins):
+        _assert_close(o.device_contents(), o.host, f"out[{k}] contents")
+
+
+OUT = object()      # placeholder for the out= value in compare()'s kwargs
+
+
+def _out_twins(draw, result_shapes, base_dtypes, nout):
+    """out= as drawn: absent, None, or arrays (bare, tuple or list) of the result's shape
+    (sometimes another), dtype (sometimes another) and layout (zero strides included)."""
+    if draw(st.integers(0, 2)) == 0:
+        return None
+    entries = []
+    for j in range(nout):
+        if nout > 1 and draw(st.integers(0, 4)) == 0:
+            entries.append(None)
+            continue
+        shape = result_shapes[j] if result_shapes and draw(st.integers(0, 6)) else draw(small_shapes())
+        dtype = base_dtypes[j] if draw(st.booleans()) else draw(st.sampled_from(OUT_DTYPES))
+        entries.append(draw(twins(shape, dtype, special=False)))
+    form = draw(st.sampled_from(["bare", "tuple", "tuple", "list"] if nout == 1 else
+                                ["tuple", "tuple", "list"]))
+    if form == "bare" and all(e is None for e in entries):
+        form = "tuple"
+    return form, entries
+
+
+def _host_shapes(fn, inputs, kwargs):
+    """The shapes of NumPy's results for this call without out=/where= (None: it fails)."""
+    status, r = _outcome(fn, [i.host if isinstance(i, Twin) else i for i in inputs],
+                         {k: v for k, v in kwargs.items() if k not in ("out", "where")})
+    if status != "ok":
+        return None
+    r = r if isinstance(r, tuple) else (r,)
+    return [np.shape(x) for x in r]
+
+
+def _documented(inputs, extra=()):
+    """TypeError when an operand's dtype cannot live on the device (a documented difference)."""
+    twins_ = [i for i in list(inputs) + list(extra) if isinstance(i, Twin)]
+    return TypeError if any(not t.on_device for t in twins_) else None
+
+
+# --------------------------------------------------------------------------- properties
+
+def _draw_function(draw, names):
+    """A seed function by name, and the dtypes of its loops' first operand."""
+    name = draw(st.sampled_from(names), label="function")
+    fn = FUNCTIONS[name]
+    return name, fn, [np.dtype(t[0]) for t in fn.types]
+
+
+@SETTINGS
+@given(st.data())
+def test_elementwise_calls_agree_with_numpy(data):
+    draw = data.draw
+    name, fn, loop_dtypes = _draw_function(draw, ELEMENTWISE)
+    full = draw(small_shapes(max_dims=3), label="shape")
+    broadcastable = draw(st.integers(0, 7)) > 0
+    inputs = []
+    for k in range(fn.nin):
+        if k and draw(st.integers(0, 4)) == 0:
+            inputs.append(draw(st.sampled_from(ODD_SCALARS)))
+            continue
+        shape = broadcast_to_shape(draw, full) if broadcastable else draw(small_shapes())
+        dtype = draw(st.sampled_from(loop_dtypes)) if draw(st.booleans()) else draw(
+            st.sampled_from(EXTRA_DTYPES))
+        inputs.append(draw(twins(shape, dtype)))
+    if not any(isinstance(i, Twin) for i in inputs) and draw(st.booleans()):
+        inputs[0] = draw(twins(full, loop_dtypes[0]))
+    kwargs = {}
+    if draw(st.integers(0, 3)) == 0:
+        kwargs["dtype"] = draw(st.sampled_from(DTYPE_VALUES))
+    if draw(st.integers(0, 3)) == 0:
+        kwargs["casting"] = draw(st.sampled_from(CASTING_VALUES))
+    where = True
+    if draw(st.integers(0, 2)) == 0:
+        kind = draw(st.integers(0, 4))
+        if kind == 0:
+            where = draw(twins(broadcast_to_shape(draw, full), np.bool_))
+        elif kind == 1:
+            where = draw(st.sampled_from([[True], (True, False), [[False]]]))
+        else:
+            where = draw(st.sampled_from(WHERE_SCALARS))
+        kwargs["where"] = where
+    shapes = _host_shapes(fn, inputs, kwargs)
+    out = _out_twins(draw, shapes, [draw(st.sampled_from(loop_dtypes))] * fn.nout, fn.nout)
+    if out is not None:
+        kwargs["out"] = OUT
+    if out is None and not any(isinstance(i, Twin) for i in inputs):
+        # no device operand at all: nothing runs on the device; give it one
+        out = ("bare" if fn.nout == 1 else "tuple",
+               [draw(twins(tuple(s), loop_dtypes[0], special=False)) for s in (shapes or [full] * fn.nout)])
+        kwargs["out"] = OUT
+    documented = _documented(inputs, [] if out is None else out[1])
+    if documented is None and isinstance(where, (list, tuple)):
+        documented = TypeError
+    if documented is None and isinstance(where, Twin) and not where.on_device:
+        documented = TypeError
+    STATS[f"elementwise {name}"] += 1
+    compare(fn, inputs, kwargs, out or (), where, documented)
+
+
+def _gufunc_core_dims(fn):
+    ins, outs = fn.signature.replace(" ", "").split("->")
+    import re
+    groups = re.findall(r"\(([^)]*)\)", ins + "," + outs)
+    return [tuple(d for d in g.split(",") if d) for g in groups]
+
+
+@SETTINGS
+@given(st.data())
+def test_gufunc_calls_agree_with_numpy(data):
+    draw = data.draw
+    name, fn, loop_dtypes = _draw_function(draw, GUFUNCS)
+    core = _gufunc_core_dims(fn)
+    sizes = {d: (int(d) if d.isdigit() else draw(st.integers(0, 4))) for g in core for d in g}
+    loop = draw(small_shapes(max_dims=2), label="loop shape")
+    inputs = []
+    for k in range(fn.nin):
+        if draw(st.integers(0, 9)) == 0:
+            inputs.append(draw(st.sampled_from(ODD_SCALARS)))
+            continue
+        shape = broadcast_to_shape(draw, loop) + tuple(sizes[d] for d in core[k])
+        if draw(st.integers(0, 9)) == 0 and shape:
+            shape = shape[:-1] + (draw(st.integers(0, 5)),)       # a core size mismatch
+        dtype = draw(st.sampled_from(loop_dtypes)) if draw(st.booleans()) else draw(
+            st.sampled_from(EXTRA_DTYPES))
+        inputs.append(draw(twins(shape, dtype)))
+    if not any(isinstance(i, Twin) for i in inputs):
+        inputs[0] = draw(twins(loop + tuple(sizes[d] for d in core[0]), loop_dtypes[0]))
+    kwargs = {}
+    ndim = max(i.host.ndim for i in inputs if isinstance(i, Twin))
+    choice = draw(st.integers(0, 5))
+    if choice == 0:
+        kwargs["axis"] = draw(st.one_of(st.integers(-ndim - 1, ndim), st.sampled_from(AXIS_ODD)))
+    elif choice == 1:
+        nargs = fn.nin + fn.nout
+        n = nargs if draw(st.booleans()) else fn.nin
+        entries = []
+        for k in range(n):
+            nc = len(core[k])
+            entry = tuple(draw(st.integers(-ndim - 1, ndim)) for _ in range(nc))
+            odd = draw(st.integers(0, 6))
+            if odd == 0 and nc == 1:
+                entry = entry[0]                                   # an int entry
+            elif odd == 1 and nc == 1:
+                entry = np.int64(entry[0])
+            elif odd == 2:
+                entry = tuple(np.int64(a) for a in entry)
+            elif odd == 3:
+                entry = draw(st.sampled_from([[0], True, 1.0, (True,), (1.0,), None]))
+            entries.append(entry)
+        form = draw(st.sampled_from(["list", "list", "list", "tuple", "none"]))
+        kwargs["axes"] = entries if form == "list" else (tuple(entries) if form == "tuple" else None)
+    if draw(st.integers(0, 3)) == 0:
+        kwargs["keepdims"] = draw(st.sampled_from(KEEPDIMS_VALUES))
+    if draw(st.integers(0, 5)) == 0:
+        kwargs["dtype"] = draw(st.sampled_from(DTYPE_VALUES))
+    if draw(st.integers(0, 5)) == 0:
+        kwargs["casting"] = draw(st.sampled_from(CASTING_VALUES))
+    shapes = _host_shapes(fn, inputs, kwargs)
+    out = _out_twins(draw, shapes, [draw(st.sampled_from(loop_dtypes))] * fn.nout, fn.nout)
+    if out is not None:
+        kwargs["out"] = OUT
+    STATS[f"gufunc {name}"] += 1
+    compare(fn, inputs, kwargs, out or (), True,
+            _documented(inputs, [] if out is None else out[1]))
+
+
+@SETTINGS
+@given(st.data())
+def test_reduce_calls_agree_with_numpy(data):
+    draw = data.draw
+    name, fn, loop_dtypes = _draw_function(draw, REDUCIBLE)
+    shape = draw(small_shapes(max_dims=3), label="shape")
+    dtype = draw(st.sampled_from(loop_dtypes)) if draw(st.booleans()) else draw(
+        st.sampled_from(EXTRA_DTYPES))
+    array = draw(twins(shape, dtype))
+    kwargs = {}
+    if draw(st.booleans()):
+        ndim = len(shape)
+        kwargs["axis"] = draw(st.one_of(
+            st.integers(-ndim - 1, ndim),
+            st.lists(st.integers(-ndim - 1, ndim), max_size=3).map(tuple),
+            st.lists(st.integers(-ndim, max(ndim - 1, 0)), max_size=2).map(
+                lambda a: tuple(np.int64(x) for x in a)),
+            st.sampled_from(AXIS_ODD + [(True,), (1.0,), ()])))
+    if draw(st.integers(0, 2)) == 0:
+        kwargs["keepdims"] = draw(st.sampled_from(KEEPDIMS_VALUES))
+    if draw(st.integers(0, 3)) == 0:
+        kwargs["dtype"] = draw(st.sampled_from(DTYPE_VALUES))
+    if draw(st.integers(0, 3)) == 0:
+        kwargs["initial"] = draw(st.sampled_from([None, 0, 5.0, 2**70, -3, "a"]))
+    where = True
+    if draw(st.integers(0, 3)) == 0:
+        where = kwargs["where"] = draw(st.sampled_from(WHERE_SCALARS))
+    shapes = _host_shapes(fn.reduce, [array], kwargs)
+    out = None
+    if draw(st.integers(0, 2)) == 0:
+        out_shape = shapes[0] if shapes and draw(st.integers(0, 5)) else draw(small_shapes())
+        out_dtype = draw(st.sampled_from(OUT_DTYPES))
+        out = (draw(st.sampled_from(["bare", "tuple", "list"])),
+               [draw(twins(out_shape, out_dtype, allow_zero=False, special=False))])
+        kwargs["out"] = OUT
+    STATS[f"reduce {name}"] += 1
+    # where= scalars on a reduction: the mask is the same everywhere
+    compare(fn.reduce, [array], kwargs, out or (),
+            where,
+            _documented([array], [] if out is None else out[1]))
+
+
+def test_the_properties_cover_every_seed_function():
+    assert set(ELEMENTWISE) >= {"add", "sincos", "lucas", "gaussian_pdf"}
+    assert set(GUFUNCS) >= {"matmul", "condensed_distances", "l2_norm"}
+    assert REDUCIBLE == ["add"]
