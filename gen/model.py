@@ -433,17 +433,26 @@ class _Validator:
 
     # -- identity ----------------------------------------------------------------
 
+    def _is_binary_ufunc(self, raw: RawFunction, tok, what: str, why: str) -> bool:
+        """Whether `raw` is a ufunc of two inputs and one output, the only kind `what` (a
+        reduction setting, at `tok`) means anything for; an error there when not."""
+        if raw.layout is None and len(raw.args) == 2 and len(raw.outputs) == 1:
+            return True
+        name = raw.name.text
+        actual = ("is a gufunc" if raw.layout is not None else
+                  f"has {_count(len(raw.args), 'input')} and {_count(len(raw.outputs), 'output')}")
+        self.error(tok, f"{what} is only meaningful for a ufunc of two inputs and one output "
+                        f"({why}); '{name}' {actual}")
+        return False
+
     def _identity(self, raw: RawFunction, signatures) -> Identity | None | bool:
         """The identity, None when absent, False when it is in error."""
         tok = raw.identity
         if tok is None:
             return None
         name = raw.name.text
-        if raw.layout is not None or len(raw.args) != 2 or len(raw.outputs) != 1:
-            actual = ("is a gufunc" if raw.layout is not None else
-                      f"has {_count(len(raw.args), 'input')} and {_count(len(raw.outputs), 'output')}")
-            self.error(tok, f"identity is only meaningful for a ufunc of two inputs and one output "
-                            f"(it is what '{name}.reduce' starts from); '{name}' {actual}")
+        if not self._is_binary_ufunc(raw, tok, "identity",
+                                     f"it is what '{name}.reduce' starts from"):
             return False
         text = tok.text.lower()
         if text == "none":
@@ -477,11 +486,8 @@ class _Validator:
         if not value:
             return value
         tok, name = raw.associative, raw.name.text
-        if raw.layout is not None or len(raw.args) != 2 or len(raw.outputs) != 1:
-            actual = ("is a gufunc" if raw.layout is not None else
-                      f"has {_count(len(raw.args), 'input')} and {_count(len(raw.outputs), 'output')}")
-            self.error(tok, f"associative is only meaningful for a ufunc of two inputs and one "
-                            f"output (it lets '{name}.reduce' reorder its work); '{name}' {actual}")
+        if not self._is_binary_ufunc(raw, tok, "associative",
+                                     f"it lets '{name}.reduce' reorder its work"):
             return None
         for sig in signatures:
             if len(set(sig.all_types)) != 1:

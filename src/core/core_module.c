@@ -5,16 +5,8 @@
  * define NO_IMPORT_ARRAY / NO_IMPORT_UFUNC and reach them through the same
  * unique symbols), so it is the only place that imports them.
  */
-#define NPY_NO_DEPRECATED_API NPY_2_1_API_VERSION
-#define NPY_TARGET_VERSION NPY_2_1_API_VERSION
-#define PY_ARRAY_UNIQUE_SYMBOL ufg_core_ARRAY_API
-#define PY_UFUNC_UNIQUE_SYMBOL ufg_core_UFUNC_API
-
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-
-#include <numpy/arrayobject.h>
-#include <numpy/ufuncobject.h>
+#define UFG_CORE_IMPORTS_NUMPY
+#include "numpy_api.h"
 
 #include "function_object.h"
 #include "threads.h"

@@ -8,14 +8,9 @@
  * NumPy scalars) are recognised by type identity before any attribute is
  * looked up; only unusual objects pay for a protocol probe.
  */
-#define NPY_NO_DEPRECATED_API NPY_2_1_API_VERSION
-#define NPY_TARGET_VERSION NPY_2_1_API_VERSION
-#define PY_ARRAY_UNIQUE_SYMBOL ufg_core_ARRAY_API
-#define NO_IMPORT_ARRAY
+#include "numpy_api.h"
 
 #include "dispatch.h"
-
-#include <numpy/arrayobject.h>
 
 /* DLPack DLDeviceType values whose memory a host ufunc loop cannot read.
  * kDLCUDAHost (3) is pinned host memory and is deliberately left out. */

@@ -13,20 +13,12 @@
  * Host gufunc calls that pass outputs copy the inputs those overlap first
  * (overlap.h).
  */
-#define NPY_NO_DEPRECATED_API NPY_2_1_API_VERSION
-#define NPY_TARGET_VERSION NPY_2_1_API_VERSION
-#define PY_ARRAY_UNIQUE_SYMBOL ufg_core_ARRAY_API
-#define PY_UFUNC_UNIQUE_SYMBOL ufg_core_UFUNC_API
-#define NO_IMPORT_ARRAY
-#define NO_IMPORT_UFUNC
+#include "numpy_api.h"
 
 #include "function_object.h"
 
 #include <stddef.h>
 #include <string.h>
-
-#include <numpy/arrayobject.h>
-#include <numpy/ufuncobject.h>
 
 #include "dispatch.h"
 #include "overlap.h"

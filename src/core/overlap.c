@@ -7,19 +7,11 @@
  * nothing; a call whose outputs are apart from its inputs pays one bounds
  * test per (input, output) pair.
  */
-#define NPY_NO_DEPRECATED_API NPY_2_1_API_VERSION
-#define NPY_TARGET_VERSION NPY_2_1_API_VERSION
-#define PY_ARRAY_UNIQUE_SYMBOL ufg_core_ARRAY_API
-#define PY_UFUNC_UNIQUE_SYMBOL ufg_core_UFUNC_API
-#define NO_IMPORT_ARRAY
-#define NO_IMPORT_UFUNC
+#include "numpy_api.h"
 
 #include "overlap.h"
 
 #include <string.h>
-
-#include <numpy/arrayobject.h>
-#include <numpy/ufuncobject.h>
 
 /* The effort numpy.may_share_memory may spend proving two overlapping
  * spans share no element (x[::2] and x[1::2]) before it answers "maybe":

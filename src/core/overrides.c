@@ -6,19 +6,11 @@
  * Only calls with an argument that is not a plain host value get here
  * (ufg_dispatch_is_plain_host_call), so none of this is on the fast path.
  */
-#define NPY_NO_DEPRECATED_API NPY_2_1_API_VERSION
-#define NPY_TARGET_VERSION NPY_2_1_API_VERSION
-#define PY_ARRAY_UNIQUE_SYMBOL ufg_core_ARRAY_API
-#define PY_UFUNC_UNIQUE_SYMBOL ufg_core_UFUNC_API
-#define NO_IMPORT_ARRAY
-#define NO_IMPORT_UFUNC
+#include "numpy_api.h"
 
 #include "overrides.h"
 
 #include <string.h>
-
-#include <numpy/arrayobject.h>
-#include <numpy/ufuncobject.h>
 
 #include "dispatch.h"
 

@@ -54,6 +54,7 @@ ufg_call_release(ufg_call *c)
         Py_DECREF(c->owned[i]);
     }
     c->nowned = 0;
+    Py_CLEAR(c->dtype);
 }
 
 /* The fields every stage may read before it fills its own (ops[] are filled by operands.c). */
@@ -65,7 +66,8 @@ ufg_call_init(ufg_call *c, const ufg_function_descriptor *fn, PyObject *ufunc)
     c->nin = fn->nin;
     c->nout = fn->nout;
     c->nargs = fn->nin + fn->nout;
-    c->dtype = c->axes = c->axis = c->where = NULL;
+    c->dtype = NULL;
+    c->axes = c->axis = c->where = NULL;
     c->keepdims_given = c->keepdims_set = 0;
     c->casting = NPY_SAME_KIND_CASTING;
     c->fortran_results = 0;

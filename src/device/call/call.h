@@ -70,8 +70,9 @@ typedef struct {
     const ufg_backend *backend;
     int nin, nout, nargs;           /* nargs = nin + nout */
 
-    /* keywords.c: borrowed values, NULL where the keyword was not given. */
-    PyObject *dtype;
+    /* keywords.c: borrowed values, NULL where the keyword was not given; dtype= converted
+     * (a new reference, native byte order: ufg_dtype_keyword). */
+    PyArray_Descr *dtype;
     PyObject *axes, *axis;          /* Py_None when given as None (NumPy refuses that) */
     int keepdims_given;             /* keepdims= given at all, even False */
     int keepdims_set;               /* keepdims given and true */
@@ -88,9 +89,10 @@ typedef struct {
     int device;
     int anchor;                     /* the first operand that is a buffer */
 
-    /* resolve.c */
+    /* resolve.c; int_values[k]: input k, a Python int, packed into its loop type */
     int loop_index;
     ufg_dtype_code loop_codes[UFG_CALL_MAX_OPERANDS];
+    ufg_value int_values[UFG_CALL_MAX_OPERANDS];
 
     /* shapes.c / core_dims.c: the kernel's view of the call.  Buffers in ops[] are rewritten
      * in kernel layout (a gufunc's core axes moved last, in layout order).  For every output,
@@ -188,6 +190,13 @@ int ufg_axis_from_object(PyObject *obj, int *value);
 PyObject *ufg_wrap_like(PyObject *anchor, PyObject *array);
 
 /* The size in bytes of an element of a code. */
+/* Operand k's core dimensions: 0 for an elementwise function, which has no table of them. */
+static inline int
+ufg_core_ndims(const ufg_call *c, int k)
+{
+    return c->fn->signature != NULL ? c->fn->core_ndims[k] : 0;
+}
+
 static inline int64_t
 ufg_dtype_itemsize(ufg_dtype_code code)
 {

@@ -118,6 +118,14 @@ ufg_reraise_named(const ufg_call *c)
 
 /* ------------------------------------------------------------------ operand dimensions */
 
+/* Operand k's core dimensions as NumPy counts them for its dimension checks and axes=: with
+ * keepdims an output keeps the inputs' core axes (as size 1), so it counts theirs. */
+static int
+ufg_counted_core_ndims(const ufg_call *c, int k)
+{
+    return c->keepdims_set && k >= c->nin ? c->fn->core_ndims[0] : c->fn->core_ndims[k];
+}
+
 /* Every operand has at least its core dimensions (a scalar has none: it can only be an
  * operand without core dimensions).  Inputs first, then outputs: before axes=, whose default
  * would not fit either. */
@@ -126,9 +134,7 @@ ufg_check_enough_dims(const ufg_call *c)
 {
     for (int k = 0; k < c->nargs; k++) {
         const ufg_operand *op = &c->ops[k];
-        /* With keepdims an output keeps the inputs' core axes, which it must have. */
-        const int need = c->keepdims_set && k >= c->nin ? c->fn->core_ndims[0]
-                                                        : c->fn->core_ndims[k];
+        const int need = ufg_counted_core_ndims(c, k);
         const int has = op->kind == UFG_OPERAND_BUFFER ? op->ndim : 0;
         char what[160];
         if (op->kind == UFG_OPERAND_ABSENT || has >= need) {
@@ -380,8 +386,7 @@ ufg_layout_init(const ufg_call *c, int loop_ndim, ufg_core_layout *layout)
 {
     for (int k = 0; k < c->nargs; k++) {
         const ufg_operand *op = &c->ops[k];
-        const int ncore = c->keepdims_set && k >= c->nin ? c->fn->core_ndims[0]
-                                                         : c->fn->core_ndims[k];
+        const int ncore = ufg_counted_core_ndims(c, k);
         char what[160];
         layout->ncore[k] = ncore;
         layout->ndim[k] = op->kind == UFG_OPERAND_BUFFER ? op->ndim

@@ -251,8 +251,7 @@ ufg_parse_one_keyword(ufg_call *c, ufg_keyword kw, PyObject *value, int *where_g
     int flag;
 
     switch (kw) {
-    case UFG_KW_DTYPE:
-        c->dtype = value == Py_None ? NULL : value;
+    case UFG_KW_DTYPE:          /* read first, by ufg_call_parse_keywords */
         return 0;
     case UFG_KW_CASTING:
         return PyArray_CastingConverter(value, &c->casting) ? 0 : -1;
@@ -286,6 +285,7 @@ ufg_call_parse_keywords(ufg_call *c, PyObject *const *args, Py_ssize_t nargs,
     const int is_gufunc = c->fn->signature != NULL;
     const Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
     int where_given = 0, out_keyword = 0;
+    PyObject *dtype_value = NULL;
 
     if (ufg_parse_positional(c, nargs, args, outs) < 0) {
         return -1;
@@ -303,6 +303,9 @@ ufg_call_parse_keywords(ufg_call *c, PyObject *const *args, Py_ssize_t nargs,
                          is_gufunc ? ufg_gufunc_supported : ufg_ufunc_supported);
             return -1;
         }
+        if (kw == UFG_KW_DTYPE) {
+            dtype_value = args[nargs + i];
+        }
         if (kw == UFG_KW_OUT) {
             out_keyword = 1;
             if (ufg_parse_out(c, args[nargs + i], nargs > c->nin, outs) < 0) {
@@ -313,14 +316,8 @@ ufg_call_parse_keywords(ufg_call *c, PyObject *const *args, Py_ssize_t nargs,
     if (ufg_check_out_entries(c, outs) < 0) {
         return -1;
     }
-    for (Py_ssize_t i = 0; i < nkw; i++) {     /* dtype= next, as NumPy */
-        PyArray_Descr *descr;
-        if (ufg_keyword_index(PyTuple_GET_ITEM(kwnames, i)) == UFG_KW_DTYPE) {
-            if (ufg_dtype_keyword(c->fn->name, args[nargs + i], &descr) < 0) {
-                return -1;
-            }
-            Py_XDECREF(descr);
-        }
+    if (dtype_value != NULL && ufg_dtype_keyword(c->fn->name, dtype_value, &c->dtype) < 0) {
+        return -1;             /* dtype= next, as NumPy */
     }
     for (Py_ssize_t i = 0; i < nkw; i++) {
         int kw = ufg_keyword_index(PyTuple_GET_ITEM(kwnames, i));

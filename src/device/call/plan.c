@@ -194,9 +194,9 @@ ufg_plan_outputs(ufg_call *c, ufg_operand *targets, PyObject **results, int *cas
 
 /* ------------------------------------------------------------------ inputs */
 
-/* A scalar's bytes in the loop's type.  Python floats and ints that fit take a direct
- * conversion; everything else (and every error) goes through NumPy, as np.asarray(x, dtype)
- * would. */
+/* A scalar's bytes in the loop's type.  Python ints were packed by the type resolution,
+ * Python floats take a direct conversion; everything else (and every error) goes through
+ * NumPy, as np.asarray(x, dtype) would. */
 static int
 ufg_scalar_bytes(ufg_call *c, int k, unsigned char *bytes)
 {
@@ -206,6 +206,10 @@ ufg_scalar_bytes(ufg_call *c, int k, unsigned char *bytes)
     char what[160];
 
     memset(bytes, 0, 8);
+    if (op->weak == 'i') {
+        memcpy(bytes, c->int_values[k].bytes, sizeof c->int_values[k].bytes);
+        return 0;
+    }
     if (PyFloat_CheckExact(op->obj) && (code == UFG_DT_FLOAT64 || code == UFG_DT_FLOAT32)) {
         const double value = PyFloat_AS_DOUBLE(op->obj);
         if (code == UFG_DT_FLOAT64) {
@@ -312,7 +316,7 @@ static int
 ufg_kernel_argument(ufg_call *c, int k, const ufg_operand *op, ufg_kernel_params *p,
                     int64_t (*strides)[UFG_CALL_MAX_NDIM], int *ncore_strides)
 {
-    const int ncore = k < c->nargs && c->fn->signature != NULL ? c->fn->core_ndims[k] : 0;
+    const int ncore = k < c->nargs ? ufg_core_ndims(c, k) : 0;
 
     if (op->kind == UFG_OPERAND_SCALAR) {
         p->by_value |= 1u << k;
@@ -433,10 +437,7 @@ ufg_numpy_runs_backwards(const ufg_call *c, int d)
         if (op->kind != UFG_OPERAND_BUFFER) {
             continue;
         }
-        /* kernel layout: the loop axes first, then (a gufunc's) core axes */
-        ufg_loop_strides(op, k < c->nin ? (c->fn->core_ndims != NULL ? c->fn->core_ndims[k] : 0)
-                                        : op->ndim - c->loop_ndim,
-                         c->loop_ndim, strides);
+        ufg_loop_strides(op, ufg_core_ndims(c, k), c->loop_ndim, strides);
         if (strides[d] > 0) {
             return 0;
         }

@@ -44,33 +44,17 @@ ufg_call_descr(ufg_dtype_code code)
 
 /* dtype= as a key byte: a supported code, or UFG_KEY_ABSENT with *other set for anything
  * else NumPy may still understand (it then decides, uncached). */
-static int
-ufg_dtype_key(ufg_call *c, unsigned char *byte, int *other)
+static void
+ufg_dtype_key(const ufg_call *c, unsigned char *byte, int *other)
 {
-    PyArray_Descr *descr = NULL;
-
     *byte = UFG_KEY_ABSENT;
-    *other = 0;
-    if (c->dtype == NULL) {
-        return 0;
-    }
-    if (!PyArray_DescrConverter2(c->dtype, &descr)) {
-        return -1;
-    }
-    if (descr == NULL) {
-        return 0;
-    }
-    *other = 1;
-    for (int code = 0; code < UFG_DT_COUNT; code++) {
-        if (PyArray_EquivTypes(descr, ufg_call_descr((ufg_dtype_code)code)) &&
-            PyArray_ISNBO(descr->byteorder)) {
+    *other = c->dtype != NULL;
+    for (int code = 0; *other && code < UFG_DT_COUNT; code++) {
+        if (PyArray_EquivTypes(c->dtype, ufg_call_descr((ufg_dtype_code)code))) {
             *byte = (unsigned char)code;
             *other = 0;
-            break;
         }
     }
-    Py_DECREF(descr);
-    return 0;
 }
 
 static unsigned
@@ -161,15 +145,11 @@ ufg_ask_numpy(ufg_call *c, NPY_CASTING casting)
         goto done;
     }
     if (c->dtype != NULL) {
-        PyArray_Descr *descr = NULL;
-        if (!PyArray_DescrConverter(c->dtype, &descr)) {
-            goto done;
-        }
         signature = PyTuple_New(c->nargs);
         for (int k = 0; signature != NULL && k < c->nargs; k++) {
-            PyTuple_SET_ITEM(signature, k, Py_NewRef(k < c->nin ? Py_None : (PyObject *)descr));
+            PyTuple_SET_ITEM(signature, k,
+                             Py_NewRef(k < c->nin ? Py_None : (PyObject *)c->dtype));
         }
-        Py_DECREF(descr);
         if (signature == NULL || PyDict_SetItemString(kwargs, "signature", signature) < 0) {
             goto done;
         }
@@ -261,16 +241,20 @@ ufg_find_loop(ufg_call *c, PyObject *resolved, unsigned char *codes)
 }
 
 /* NumPy converts Python ints to the loop's types while it resolves, before it checks any
- * cast and whatever where= says: one that does not fit is its OverflowError, first. */
+ * cast and whatever where= says: one that does not fit is its OverflowError, first.  The
+ * packed values are the ones the kernel gets (c->int_values). */
 static int
-ufg_check_ints_fit(ufg_call *c, const unsigned char *codes)
+ufg_pack_ints(ufg_call *c, const unsigned char *codes)
 {
-    unsigned char bytes[16];
     char what[160];
 
     for (int k = 0; k < c->nin; k++) {
-        if (c->ops[k].weak == 'i' &&
-            PyArray_Pack(ufg_call_descr((ufg_dtype_code)codes[k]), bytes, c->ops[k].obj) < 0) {
+        if (c->ops[k].weak != 'i') {
+            continue;
+        }
+        memset(&c->int_values[k], 0, sizeof c->int_values[k]);
+        if (PyArray_Pack(ufg_call_descr((ufg_dtype_code)codes[k]), c->int_values[k].bytes,
+                         c->ops[k].obj) < 0) {
             if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
                 ufg_prefix_error(ufg_call_what(c, k, what, sizeof what));
             }
@@ -332,7 +316,7 @@ ufg_resolve_with_numpy(ufg_call *c, unsigned char *codes)
         int fits = 0;
         if (loose != NULL) {
             index = ufg_find_loop(c, loose, codes);
-            fits = index >= 0 && ufg_check_ints_fit(c, codes) == 0;
+            fits = index >= 0 && ufg_pack_ints(c, codes) == 0;
             Py_DECREF(loose);
         }
         if (loose == NULL || fits || !PyErr_ExceptionMatches(PyExc_OverflowError)) {
@@ -350,7 +334,7 @@ ufg_resolve_with_numpy(ufg_call *c, unsigned char *codes)
         return -1;
     }
     index = ufg_find_loop(c, resolved, codes);
-    if (index >= 0 && (ufg_check_ints_fit(c, codes) < 0 ||
+    if (index >= 0 && (ufg_pack_ints(c, codes) < 0 ||
                        ufg_check_weak_scalars_equiv(c, codes) < 0 ||
                        ufg_check_casts(c, resolved) < 0)) {
         index = -1;
@@ -373,9 +357,7 @@ ufg_call_resolve_types(ufg_call *c)
                : op->weak == 'i' ? UFG_KEY_WEAK_INT
                : op->weak == 'f' ? UFG_KEY_WEAK_FLOAT : (unsigned char)op->code;
     }
-    if (ufg_dtype_key(c, &key[UFG_CALL_MAX_OPERANDS], &other_dtype) < 0) {
-        return -1;
-    }
+    ufg_dtype_key(c, &key[UFG_CALL_MAX_OPERANDS], &other_dtype);
     key[UFG_CALL_MAX_OPERANDS + 1] = (unsigned char)c->casting;
     for (int k = 0; k < c->nin && !other_dtype; k++) {
         other_dtype = ufg_is_big_int_among_scalars(c, k);
@@ -386,7 +368,7 @@ ufg_call_resolve_types(ufg_call *c)
         for (int k = 0; k < c->nargs; k++) {
             c->loop_codes[k] = (ufg_dtype_code)slot->codes[k];
         }
-        return ufg_check_ints_fit(c, slot->codes);
+        return ufg_pack_ints(c, slot->codes);
     }
     index = ufg_resolve_with_numpy(c, codes);
     if (index < 0) {
