@@ -12,16 +12,23 @@ and the launch record) and only the simulated kernel is left out, so what is mea
 the dispatch, whatever code implements it.  On a GPU, benchmarks/device.py compares whole
 calls with CuPy and Numba.
 
+The simulator runs synchronously here (UFUNCGEN_SIM_SYNC=1 unless set otherwise): what is
+measured is the calling thread's work, and the asynchronous simulator's executor thread,
+which stands in for the GPU and has nothing to do with dispatch, would share the CPU with it
+(with kernels skipped it still runs every stream-ordered free).
+
 Each time is the best of REPEATS runs of CALLS calls (timeit's min-of-N), in µs per call.
 """
 import os
 import sys
 import timeit
 
-import numpy as np
+os.environ.setdefault("UFUNCGEN_SIM_SYNC", "1")
 
-import ufuncgen.examples as ex
-from ufuncgen import _device, device
+import numpy as np  # noqa: E402 (after the simulator setting above)
+
+import ufuncgen.examples as ex  # noqa: E402
+from ufuncgen import _device, device  # noqa: E402
 
 SIZE = 1000
 CALLS = 5_000

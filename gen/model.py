@@ -215,9 +215,10 @@ class Function:
 
     @property
     def reduce_signatures(self) -> tuple[TypeSignature, ...]:
-        """The loops `.reduce` can run on the device: a binary ufunc with an identity, whose
-        loop takes and gives one type (the accumulator is fed back as the first input)."""
-        if self.is_gufunc or self.identity is None or len(self.inputs) != 2 or len(self.outputs) != 1:
+        """The loops `.reduce` can run on the device: a binary ufunc whose loop takes and gives
+        one type (the accumulator is fed back as the first input).  Without an identity a
+        reduction starts from its first element, as NumPy's does."""
+        if self.is_gufunc or len(self.inputs) != 2 or len(self.outputs) != 1:
             return ()
         return tuple(s for s in self.signatures if len(set(s.all_types)) == 1)
 

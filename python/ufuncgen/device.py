@@ -20,6 +20,9 @@ path with it.  Device calls never copy between host and device behind your back.
 """
 from __future__ import annotations
 
+import contextvars
+from typing import Any, Callable
+
 import numpy as np
 
 from . import _device
@@ -27,8 +30,13 @@ from . import _device
 DeviceArray = _device.DeviceArray
 DeviceError = _device.DeviceError
 
-__all__ = ["DeviceArray", "DeviceError", "Stream", "backend", "device_array", "device_count",
-           "from_dlpack", "is_available", "synchronize", "to_device", "unavailable_reason"]
+__all__ = ["DeviceArray", "DeviceError", "Stream", "backend", "current_stream", "device_array",
+           "device_count", "from_dlpack", "is_available", "register_stream_source",
+           "synchronize", "to_device", "unavailable_reason"]
+
+# The stream of `with Stream(...):` blocks, per thread and task; read by the device call.
+_current_stream: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "ufuncgen.device.current_stream", default=None)
 
 
 def backend() -> str:
@@ -54,12 +62,24 @@ class Stream:
     """A CUDA stream that this process creates and owns (``stream=`` takes it, or any CuPy,
     PyTorch or Numba stream, or a raw ``cudaStream_t`` int)."""
 
-    def __init__(self, device: int | None = None):
+    def __init__(self, device: int | None = None, *, non_blocking: bool = False):
+        """A blocking stream orders with the legacy default stream, as cudaStreamCreate's
+        do; ``non_blocking=True`` makes one that does not (like PyTorch's side streams)."""
         self.device = _device.current_device() if device is None else int(device)
-        self.handle = _device.stream_create(self.device)
+        self.handle = _device.stream_create(self.device, bool(non_blocking))
 
     def synchronize(self) -> None:
         _device.synchronize(self.handle)
+
+    def __enter__(self) -> "Stream":
+        """Calls in the block that get no ``stream=`` (and no array of a library with a
+        current stream of its own) run on this stream."""
+        self._tokens = getattr(self, "_tokens", [])
+        self._tokens.append(_current_stream.set(self))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _current_stream.reset(self._tokens.pop())
 
     def __cuda_stream__(self) -> tuple[int, int]:
         return (0, self.handle)
@@ -76,6 +96,48 @@ class Stream:
         return f"<ufuncgen.device.Stream {self.handle:#x} on device {self.device}>"
 
 
+def current_stream():
+    """The stream of the innermost ``with Stream(...):`` block, or None (the default stream)."""
+    return _current_stream.get()
+
+
+# type -> callable(array) returning the current stream of the array's library (an object
+# stream= takes, or None).  The device call asks once per type (see _stream_source).
+_stream_sources: dict[type, Callable[[Any], Any] | None] = {}
+
+
+def register_stream_source(array_type: type, current_stream: Callable[[Any], Any]) -> None:
+    """Tell ufuncgen where arrays of `array_type` expect their work queued: a call that gets
+    such an array and no ``stream=`` runs on ``current_stream(array)``.  CuPy's and PyTorch's
+    arrays are known already; this is for other libraries (and for tests)."""
+    if not isinstance(array_type, type) or not callable(current_stream):
+        raise TypeError("register_stream_source(array_type, current_stream): a type and a "
+                        "callable")
+    _stream_sources[array_type] = current_stream
+    _device._forget_stream_sources()
+
+
+def _torch_current_stream(tensor):
+    import torch
+    return torch.cuda.current_stream(tensor.device)
+
+
+def _cupy_current_stream(array):
+    import cupy
+    with array.device:
+        return cupy.cuda.get_current_stream()
+
+
+def _stream_source(array_type: type):
+    """The current-stream source of a type, or None (the call then uses ufuncgen's current
+    stream, else the legacy default stream, which is also Numba's default)."""
+    for base in array_type.__mro__:
+        if base in _stream_sources:
+            return _stream_sources[base]
+    library = (getattr(array_type, "__module__", "") or "").partition(".")[0]
+    return {"torch": _torch_current_stream, "cupy": _cupy_current_stream}.get(library)
+
+
 def synchronize(stream=None) -> None:
     """Wait for the work queued on `stream`, or on the whole device when None."""
     _device.synchronize(None if stream is None else _device.stream_handle(stream))
@@ -84,7 +146,7 @@ def synchronize(stream=None) -> None:
 def device_array(shape, dtype=np.float64, *, stream=None, device: int | None = None) -> DeviceArray:
     """An uninitialised C-contiguous DeviceArray, allocated in stream order."""
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return _device.empty(shape, np.dtype(dtype), _device_of(device), _device.stream_handle(stream))
+    return _device.empty(shape, np.dtype(dtype), _device_of(device), _stream_arg(stream))
 
 
 def to_device(array, *, stream=None, device: int | None = None) -> DeviceArray:
@@ -93,7 +155,7 @@ def to_device(array, *, stream=None, device: int | None = None) -> DeviceArray:
         raise TypeError("to_device() takes a host array; this one is already on the device")
     host = np.asarray(array, order="C")
     handle = _device.stream_handle(stream)
-    result = _device.empty(host.shape, host.dtype, _device_of(device), handle)
+    result = _device.empty(host.shape, host.dtype, _device_of(device), _stream_arg(stream))
     if host.nbytes:
         _device.memcpy_htod(result.ptr, host, host.nbytes, result.device, handle)
     return result
@@ -114,6 +176,11 @@ def from_dlpack(obj, *, stream=None) -> DeviceArray:
 def as_device_array(obj) -> DeviceArray:
     """A DeviceArray viewing any CUDA array (``__cuda_array_interface__`` or DLPack), no copy."""
     return _device.as_device_array(obj, "as_device_array(obj)")
+
+
+def _stream_arg(stream):
+    """What _device.empty takes: the stream object itself (the array keeps it alive), or 0."""
+    return 0 if stream is None else stream
 
 
 def _device_of(device: int | None) -> int:

@@ -71,9 +71,10 @@ ufg_load_device_api(void)
  * Kept out of line so the host fast path in ufg_function_vectorcall stays a small frame
  * that saves no extra registers. */
 static Py_NO_INLINE PyObject *
-ufg_function_call_device(int reduce, ufg_FunctionObject *self, PyObject *const *args,
-                         Py_ssize_t nargs, PyObject *kwnames)
+ufg_function_call_device(ufg_ufunc_method method, ufg_FunctionObject *self,
+                         PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
+    ufg_device_entry entry;
     const ufg_device_call_api *api;
 
     if (self->descriptor == NULL) {
@@ -86,8 +87,10 @@ ufg_function_call_device(int reduce, ufg_FunctionObject *self, PyObject *const *
     if (api == NULL) {
         return NULL;
     }
-    return (reduce ? api->reduce : api->call)((PyObject *)self, self->descriptor,
-                                              self->ufunc, args, nargs, kwnames);
+    entry = method == UFG_METHOD_REDUCE ? api->reduce
+          : method == UFG_METHOD_OUTER  ? api->outer
+                                        : api->call;
+    return entry((PyObject *)self, self->descriptor, self->ufunc, args, nargs, kwnames);
 }
 
 /* ------------------------------------------------------------------ */
@@ -147,7 +150,7 @@ ufg_function_call_unusual(PyObject *callable, PyObject *const *args,
     if (device_index == UFG_DISPATCH_ERROR) {
         return NULL;
     }
-    return ufg_function_call_device(0, self, args, nargs, kwnames);
+    return ufg_function_call_device(UFG_METHOD_CALL, self, args, nargs, kwnames);
 }
 
 static PyObject *
@@ -507,15 +510,14 @@ ufg_function_host_method_unless_overridden(PyObject *op, ufg_ufunc_method which,
                                     nargs, kwnames);
 }
 
-/* ufunc.reduce, except that device arrays go to the device runtime. */
+/* A method that device arrays take to the device runtime (reduce, outer). */
 static PyObject *
-ufg_function_reduce_method(PyObject *op, PyObject *const *args,
+ufg_function_device_method(PyObject *op, ufg_ufunc_method which, PyObject *const *args,
                            Py_ssize_t nargs, PyObject *kwnames)
 {
     Py_ssize_t device_index;
     int done;
-    PyObject *result = ufg_function_method_override(op, UFG_METHOD_REDUCE, args,
-                                                    nargs, kwnames, &done);
+    PyObject *result = ufg_function_method_override(op, which, args, nargs, kwnames, &done);
 
     if (done) {
         return result;
@@ -525,10 +527,23 @@ ufg_function_reduce_method(PyObject *op, PyObject *const *args,
         return NULL;
     }
     if (device_index != UFG_DISPATCH_HOST) {
-        return ufg_function_call_device(1, (ufg_FunctionObject *)op, args, nargs, kwnames);
+        return ufg_function_call_device(which, (ufg_FunctionObject *)op, args, nargs, kwnames);
     }
-    return ufg_function_host_method((ufg_FunctionObject *)op, UFG_METHOD_REDUCE,
-                                    args, nargs, kwnames);
+    return ufg_function_host_method((ufg_FunctionObject *)op, which, args, nargs, kwnames);
+}
+
+static PyObject *
+ufg_function_reduce_method(PyObject *op, PyObject *const *args,
+                           Py_ssize_t nargs, PyObject *kwnames)
+{
+    return ufg_function_device_method(op, UFG_METHOD_REDUCE, args, nargs, kwnames);
+}
+
+static PyObject *
+ufg_function_outer_method(PyObject *op, PyObject *const *args,
+                          Py_ssize_t nargs, PyObject *kwnames)
+{
+    return ufg_function_device_method(op, UFG_METHOD_OUTER, args, nargs, kwnames);
 }
 
 #define UFG_HOST_METHOD(name, which)                                          \
@@ -541,7 +556,6 @@ ufg_function_reduce_method(PyObject *op, PyObject *const *args,
     }
 UFG_HOST_METHOD(accumulate, UFG_METHOD_ACCUMULATE)
 UFG_HOST_METHOD(reduceat, UFG_METHOD_REDUCEAT)
-UFG_HOST_METHOD(outer, UFG_METHOD_OUTER)
 UFG_HOST_METHOD(at, UFG_METHOD_AT)
 #undef UFG_HOST_METHOD
 
@@ -563,7 +577,7 @@ static PyMethodDef ufg_function_methods[] = {
     {"outer", (PyCFunction)(void (*)(void))ufg_function_outer_method,
      METH_FASTCALL | METH_KEYWORDS,
      "outer(A, B, /, **kwargs)\n--\n\n"
-     "numpy.ufunc.outer of the wrapped ufunc."},
+     "numpy.ufunc.outer of the wrapped ufunc; device arrays are combined on the device."},
     {"at", (PyCFunction)(void (*)(void))ufg_function_at_method,
      METH_FASTCALL | METH_KEYWORDS,
      "at(a, indices, b=None, /)\n--\n\n"

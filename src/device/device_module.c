@@ -15,6 +15,7 @@
 #include "device_array.h"
 #include "dlpack_import.h"
 #include "dtypes.h"
+#include "keepalive.h"
 #include "hooks_module.h"
 #include "launch_module.h"
 #include "runtime.h"
@@ -137,6 +138,7 @@ ufg_synchronize_all(const ufg_backend *backend)
     if (error) {
         return ufg_device_error(backend, error, "synchronizing the device");
     }
+    ufg_release_done(backend);
     Py_RETURN_NONE;
 }
 
@@ -169,25 +171,26 @@ ufg_synchronize(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
         return ufg_device_error(backend, error, stream_obj == Py_None
                                 ? "synchronizing the device" : "synchronizing a stream");
     }
+    ufg_release_done(backend);
     Py_RETURN_NONE;
 }
 
 static PyObject *
 ufg_stream_create(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
 {
-    static char *keywords[] = {"device", NULL};
+    static char *keywords[] = {"device", "non_blocking", NULL};
     PyObject *device_obj = Py_None;
     const ufg_backend *backend;
     void *stream = NULL;
-    int device, error;
+    int device, error, non_blocking = 0;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:stream_create", keywords,
-                                     &device_obj) ||
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|Op:stream_create", keywords,
+                                     &device_obj, &non_blocking) ||
         (backend = ufg_runtime_backend()) == NULL ||
         ufg_device_or_current(backend, device_obj, &device) < 0) {
         return NULL;
     }
-    error = backend->stream_create(device, &stream);
+    error = backend->stream_create(device, non_blocking, &stream);
     if (error) {
         return ufg_device_error(backend, error, "creating a stream");
     }
@@ -274,7 +277,10 @@ ufg_empty(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|OO:empty", keywords, &shape_obj,
                                      &dtype_obj, &device_obj, &stream_obj) ||
         ufg_arg_shape(shape_obj, "shape", UFG_DEVICE_ARRAY_MAX_DIMS, shape, &ndim) < 0 ||
-        (stream_obj != NULL && ufg_arg_uintptr(stream_obj, "stream", &stream) < 0) ||
+        (stream_obj != NULL && PyLong_Check(stream_obj) &&
+         ufg_arg_uintptr(stream_obj, "stream", &stream) < 0) ||
+        (stream_obj != NULL && !PyLong_Check(stream_obj) &&
+         ufg_stream_from_object(stream_obj, &stream) < 0) ||
         (backend = ufg_runtime_backend()) == NULL) {
         return NULL;
     }
@@ -291,6 +297,11 @@ ufg_empty(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
     }
     result = (PyObject *)ufg_device_array_empty(ndim, shape, descr, device, stream);
     Py_DECREF(descr);
+    if (result != NULL && stream_obj != NULL && !PyLong_Check(stream_obj) &&
+        stream_obj != Py_None) {
+        /* A stream object (ufuncgen's, CuPy's, ...) lives as long as the array may use it. */
+        ufg_device_array_used_on((ufg_DeviceArrayObject *)result, stream, stream_obj);
+    }
     return result;
 }
 
@@ -490,6 +501,13 @@ ufg_memcpy_dtod(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
 #define UFG_KW METH_VARARGS | METH_KEYWORDS
 #define UFG_FN(f) (PyCFunction)(void (*)(void))(f)
 
+/* _kept_count(): foreign arrays kept alive for queued work (keepalive.h). */
+static PyObject *
+ufg_kept_count_function(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
+{
+    return PyLong_FromSsize_t(ufg_kept_count());
+}
+
 /* _sim_stream_waits(): the (consumer, producer) waits the simulator saw since the last call. */
 static PyObject *
 ufg_sim_stream_waits(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
@@ -528,7 +546,8 @@ static PyMethodDef ufg_device_methods[] = {
      "Wait for the stream's work (on `device`, default current, for the default streams); "
      "with neither given, for all work on every device."},
     {"stream_create", UFG_FN(ufg_stream_create), UFG_KW,
-     "stream_create(device=None)\n--\n\nA new stream's handle."},
+     "stream_create(device=None, non_blocking=False)\n--\n\nA new stream's handle "
+     "(non_blocking: not ordered with the legacy default stream)."},
     {"stream_destroy", ufg_stream_destroy, METH_O,
      "stream_destroy(handle, /)\n--\n\nDestroy a stream made by stream_create."},
     {"stream_wait", UFG_FN(ufg_stream_wait), UFG_KW,
@@ -586,6 +605,19 @@ static PyMethodDef ufg_device_methods[] = {
      "Simulator only: whether launches skip running their kernels from now on (everything "
      "else about a launch still happens), to measure dispatch cost; returns the previous "
      "setting.  UFUNCGEN_SIM_SKIP_KERNELS=1 sets it at startup."},
+    {"_kept_count", ufg_kept_count_function, METH_NOARGS,
+     "_kept_count()\n--\n\n"
+     "How many foreign arrays are kept alive until the streams they were used on pass."},
+    {"_forget_stream_sources", ufg_forget_stream_sources, METH_NOARGS,
+     "_forget_stream_sources()\n--\n\n"
+     "Forget the stream sources asked so far (ufuncgen.device.register_stream_source)."},
+    {"sim_stall", UFG_FN(ufg_sim_stall_function), UFG_KW,
+     "sim_stall(stream, seconds, device=None)\n--\n\n"
+     "Simulator only: work queued on `stream` after this starts no earlier than `seconds` "
+     "from now, as behind a long GPU kernel (a late producer, for stream-ordering tests)."},
+    {"sim_is_async", ufg_sim_is_async_function, METH_NOARGS,
+     "sim_is_async()\n--\n\n"
+     "Simulator only: whether streams run asynchronously (False under UFUNCGEN_SIM_SYNC=1)."},
     {"_sim_inject_error", ufg_sim_inject_error_function, METH_O,
      "_sim_inject_error(name, /)\n--\n\n"
      "Test hook (simulator only): the next launch fails with the named CUDA error."},

@@ -97,3 +97,47 @@ ufg_sim_inject_error_function(PyObject *Py_UNUSED(module), PyObject *name_obj)
     }
     Py_RETURN_NONE;
 }
+
+PyObject *
+ufg_sim_stall_function(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"stream", "seconds", "device", NULL};
+    PyObject *stream_obj, *device_obj = Py_None;
+    const ufg_backend *backend;
+    uintptr_t stream;
+    double seconds;
+    int device, error;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Od|O:sim_stall", keywords, &stream_obj,
+                                     &seconds, &device_obj) ||
+        (backend = ufg_sim_backend_for("sim_stall", "stalling a stream")) == NULL ||
+        ufg_arg_uintptr(stream_obj, "stream", &stream) < 0) {
+        return NULL;
+    }
+    if (!(seconds >= 0.0 && seconds <= 60.0)) {
+        PyErr_Format(PyExc_ValueError, "seconds: expected 0 to 60, got %g", seconds);
+        return NULL;
+    }
+    if (device_obj == Py_None) {
+        error = backend->current_device(&device);
+    }
+    else if (ufg_arg_device(backend, device_obj, "device", &device) < 0) {
+        return NULL;
+    }
+    else {
+        error = 0;
+    }
+    if (error == 0) {
+        error = ufg_sim_stall((void *)stream, device, seconds);
+    }
+    return error ? ufg_device_error(backend, error, "stalling a stream") : Py_NewRef(Py_None);
+}
+
+PyObject *
+ufg_sim_is_async_function(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
+{
+    if (ufg_sim_backend_for("sim_is_async", "the simulator's mode") == NULL) {
+        return NULL;
+    }
+    return PyBool_FromLong(ufg_sim_is_async());
+}

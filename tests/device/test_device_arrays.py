@@ -104,6 +104,9 @@ def test_stream_accepts_the_stream_objects_of_cuda_libraries(make, rng):
     assert result.stream == s.handle
     device.synchronize(s)
     np.testing.assert_array_equal(host(result), x + 1)
+    # The array is freed on its stream: with a bare handle (or a wrapper that does not own
+    # the stream) the caller keeps the stream alive until then, as with any CUDA library.
+    del result
 
 
 def test_a_bad_stream_object_is_a_type_error():

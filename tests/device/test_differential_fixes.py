@@ -227,3 +227,26 @@ def test_a_zero_stride_output_keeps_the_value_numpy_writes_last_when_its_loop_ru
     source, base = to_dev(values), to_dev(np.zeros(2, np.int64))
     ex.lucas(view(source, (2, 1), (-8, 8), offset=8), out=view(base, (2, 1), (0, 8), offset=8))
     np.testing.assert_array_equal(host(base), want)
+
+
+@pytest.mark.parametrize("shape, out_shape, kwargs", [
+    ((1, 1), (), {"axis": 0}),          # found by HYPOTHESIS_PROFILE=thorough
+    ((1, 3), (), {}),
+    ((1, 1, 3), (1,), {}),
+    ((1, 2, 3), (2,), {}),
+    ((2, 3), (), {}),                   # not size 1: refused, by both
+    ((1, 3), (1, 1), {}),               # more dimensions than the loop: refused, by both
+])
+def test_a_gufunc_out_may_leave_out_leading_loop_dimensions_of_size_one(shape, out_shape, kwargs):
+    x = np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape)
+
+    def call(m):
+        out = m(np.zeros(out_shape))
+        ex.l2_norm(m(x), out=out, **kwargs)
+        return out
+
+    want, got = _outcome(call, np.asarray), _outcome(call, to_dev)
+    if isinstance(want, type):
+        assert got is want
+    else:
+        np.testing.assert_allclose(got, want)

@@ -26,6 +26,46 @@ def test_long_reductions_split_into_chunks_give_exact_integer_sums(n, rng):
     assert int(host(ex.add.reduce(to_dev(x)))) == int(x.sum())
 
 
+@pytest.mark.parametrize("n", [1, 4095, 4096, 10_000, 100_003])
+@pytest.mark.parametrize("initial", [5, -7, 0])
+@pytest.mark.parametrize("shape", ["1-d", "rows", "columns"])
+def test_initial_counts_once_however_the_reduction_is_split(n, initial, shape, rng):
+    # issue 12: a split reduction applied initial= in every chunk and again when combining
+    x = rng.integers(-2**40, 2**40, n)
+    x, axis = {"1-d": (x, 0), "rows": (np.stack([x, -x, x]), 1),
+               "columns": (np.stack([x, -x, x], axis=1), 0)}[shape]
+    got = host(ex.add.reduce(to_dev(x), axis=axis, initial=initial))
+    np.testing.assert_array_equal(got, np.add.reduce(x, axis=axis, initial=initial))
+
+
+@pytest.mark.skipif(device.backend() != "sim", reason="sets the simulator's multiprocessor count")
+def test_an_h100s_chunking_of_long_reductions_gives_numpys_sums():
+    # issue 12: the simulator's 2 SMs never produced the chunk counts a 132-SM H100 uses
+    from .test_runtime import run_python
+    probe = ("import numpy as np, ufuncgen.examples as ex, ufuncgen._device as d\n"
+             "from ufuncgen import device\n"
+             "x = np.random.default_rng(7).integers(-2**40, 2**40, (3, 2_000_003))\n"
+             "got = ex.add.reduce(device.to_device(x), axis=1, initial=11).copy_to_host()\n"
+             "f = np.random.default_rng(8).standard_normal(3_000_001).astype(np.float32)\n"
+             "s = float(ex.add.reduce(device.to_device(f)).copy_to_host())\n"
+             "ex.add(device.to_device(f), 1.0)\n"
+             "print(d.multiprocessor_count(0), d.last_launch()['grid'],\n"
+             "      (got == x.sum(axis=1) + 11).all(),\n"
+             "      abs(s - f.astype(np.float64).sum()) <= 1e-4 * np.abs(f).sum())\n")
+    result = run_python(probe, UFUNCGEN_DEVICE="sim", UFUNCGEN_SIM_MULTIPROCESSORS="132")
+    sms, grid, exact, close = result.stdout.split()
+    assert (sms, exact, close) == ("132", "True", "True"), result.stderr
+    assert int(grid) == 132 * 32    # grids (and chunk counts) sized for 132 SMs, not for 2
+
+
+def test_a_bad_multiprocessor_count_is_refused_naming_the_variable():
+    from .test_runtime import run_python
+    result = run_python("import ufuncgen._device as d\ntry:\n    d.multiprocessor_count(0)\n"
+                        "except ValueError as e:\n    print(e)\n",
+                        UFUNCGEN_DEVICE="sim", UFUNCGEN_SIM_MULTIPROCESSORS="many")
+    assert result.stdout.startswith("UFUNCGEN_SIM_MULTIPROCESSORS must be a whole number")
+
+
 def test_reduce_over_a_strided_view_and_a_reversed_view(rng):
     x = rng.standard_normal((30, 40))
     np.testing.assert_allclose(host(ex.add.reduce(to_dev(x, "strided"), axis=1)), x.sum(1))

@@ -41,6 +41,10 @@ ufg_device_array_cai(ufg_DeviceArrayObject *self, void *Py_UNUSED(closure))
                            "version", 3,
                            "strides", strides,
                            "stream", (unsigned long long)stream);
+    if (result != NULL && self->exports_no_stream &&
+        PyDict_SetItemString(result, "stream", Py_None) < 0) {
+        Py_CLEAR(result);
+    }
 done:
     Py_XDECREF(shape);
     Py_XDECREF(strides);

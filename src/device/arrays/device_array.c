@@ -105,6 +105,7 @@ ufg_device_array_new(char *ptr, int ndim, const int64_t *shape, const int64_t *s
         self->ndim = 0;
         self->dtype = NULL;
         self->owner = NULL;
+        self->stream_keeper = NULL;
         self->dlpack = NULL;
         self->owns_allocation = 0;
         self->weakreflist = NULL;
@@ -128,6 +129,8 @@ ufg_device_array_new(char *ptr, int ndim, const int64_t *shape, const int64_t *s
     self->readonly = readonly != 0;
     self->owns_allocation = 0;
     self->stream = stream;
+    self->stream_keeper = NULL;
+    self->exports_no_stream = 0;
     self->owner = Py_XNewRef(owner);
     self->dlpack = NULL;
     self->dlpack_versioned = 0;
@@ -198,6 +201,7 @@ static int
 ufg_device_array_traverse(ufg_DeviceArrayObject *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->owner);
+    Py_VISIT(self->stream_keeper);
     Py_VISIT(self->dtype);
     return 0;
 }
@@ -206,6 +210,7 @@ static int
 ufg_device_array_clear(ufg_DeviceArrayObject *self)
 {
     Py_CLEAR(self->owner);
+    Py_CLEAR(self->stream_keeper);
     return 0;
 }
 
@@ -223,6 +228,7 @@ ufg_device_array_dealloc(ufg_DeviceArrayObject *self)
         ufg_dlpack_release(self->dlpack, self->dlpack_versioned);
     }
     Py_CLEAR(self->owner);
+    Py_CLEAR(self->stream_keeper);
     Py_CLEAR(self->dtype);
     PyMem_Free(self->shape);
     PyObject_GC_Del(self);
@@ -335,6 +341,7 @@ ufg_device_array_set_stream(ufg_DeviceArrayObject *self, PyObject *value,
         return -1;
     }
     self->stream = stream;
+    Py_CLEAR(self->stream_keeper);      /* a bare handle: its owner is the caller's concern */
     return 0;
 }
 

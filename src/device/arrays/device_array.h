@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 
+#include "backend.h"
 #include "cast.h"
 #include "dlpack.h"
 
@@ -29,7 +30,14 @@ typedef struct {
     int device;
     int readonly;
     int owns_allocation;            /* ptr came from malloc_async: free it at dealloc */
-    uintptr_t stream;               /* where it was last written; 0 = the default stream */
+    uintptr_t stream;               /* where it was last used; 0 = the default stream */
+    PyObject *stream_keeper;        /* the stream object that owns `stream` (ufuncgen's, CuPy's,
+                                     * PyTorch's, Numba's), kept alive while the array may still
+                                     * queue work on it (its free); NULL for a bare handle */
+    int exports_no_stream;          /* a result handed to a library: its work is ordered on the
+                                     * library's current stream already, so the CUDA array
+                                     * interface names no stream, and the library does not
+                                     * block the host synchronising one */
     PyObject *owner;                /* kept alive for the view's lifetime, or NULL */
     void *dlpack;                   /* a consumed DLManagedTensor(Versioned), or NULL */
     int dlpack_versioned;
@@ -53,6 +61,22 @@ ufg_DeviceArrayObject *ufg_device_array_new(char *ptr, int ndim, const int64_t *
                                             const int64_t *strides, PyArray_Descr *descr,
                                             int device, int readonly, uintptr_t stream,
                                             PyObject *owner);
+
+/*
+ * Streams (device_array_streams.c).  An array remembers the stream of its last use, read or
+ * write, and the allocation it views does too when that is another DeviceArray's: work on
+ * another stream waits for that stream first, and the allocation is freed on it, so a free
+ * never overtakes a use and a write never overtakes an earlier read or write.
+ *
+ * ufg_device_array_wait_for: work queued on `stream` from now on comes after the array's last
+ * use (a stream wait when the streams differ).  -1 with DeviceError.
+ * ufg_device_array_used_on: the array was just used by work queued on `stream`, which
+ * `keeper` owns (NULL for a bare handle; a new reference is taken).
+ */
+int ufg_device_array_wait_for(const ufg_backend *backend, ufg_DeviceArrayObject *array,
+                              uintptr_t stream);
+void ufg_device_array_used_on(ufg_DeviceArrayObject *array, uintptr_t stream,
+                              PyObject *keeper);
 
 /* A new C-contiguous array with its own allocation (stream-ordered on `stream`). */
 ufg_DeviceArrayObject *ufg_device_array_empty(int ndim, const int64_t *shape,

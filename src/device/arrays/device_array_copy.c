@@ -8,20 +8,6 @@
 #include "launch.h"
 #include "runtime.h"
 
-/* Orders work on `consumer` after what the array's stream has queued, when they differ. */
-static int
-ufg_device_array_wait_for(const ufg_backend *backend, ufg_DeviceArrayObject *self,
-                          uintptr_t consumer)
-{
-    int error;
-
-    if (consumer == self->stream) {
-        return 0;
-    }
-    error = backend->stream_wait((void *)consumer, (void *)self->stream, self->device);
-    return error ? ufg_device_error_int(backend, error, "ordering streams") : 0;
-}
-
 ufg_DeviceArrayObject *
 ufg_device_array_contiguous_copy(ufg_DeviceArrayObject *self, uintptr_t stream)
 {
@@ -41,6 +27,7 @@ ufg_device_array_contiguous_copy(ufg_DeviceArrayObject *self, uintptr_t stream)
         Py_DECREF(copy);
         return NULL;
     }
+    ufg_device_array_used_on(self, stream, NULL);
     return copy;
 }
 

@@ -6,6 +6,8 @@
  */
 #include "call.h"
 
+#include "keepalive.h"
+
 #include <string.h>
 
 #include "runtime.h"
@@ -73,7 +75,10 @@ ufg_call_init(ufg_call *c, const ufg_function_descriptor *fn, PyObject *ufunc)
     c->fortran_results = 0;
     c->where_kind = UFG_WHERE_ALL;
     c->where_without_out = 0;
+    c->outer = 0;
     c->stream = 0;
+    c->stream_given = 0;
+    c->stream_keeper = NULL;
     c->nowned = 0;
     c->mask.kind = UFG_OPERAND_ABSENT;
     c->mask.owner = NULL;
@@ -102,7 +107,7 @@ ufg_call_classify_mask(ufg_call *c)
         }
         return -1;
     }
-    if (ufg_operand_from_buffer(c->where, "where=", &c->mask) < 0) {
+    if (ufg_operand_from_buffer(c->where, "where=", &c->mask, c->stream) < 0) {
         return -1;
     }
     if (c->mask.code != UFG_DT_BOOL) {
@@ -132,24 +137,98 @@ ufg_call_check_alignments(ufg_call *c)
     return 0;
 }
 
+/* The DeviceArray an operand is, or NULL (a foreign array, a scalar, absent). */
+static ufg_DeviceArrayObject *
+ufg_operand_device_array(const ufg_operand *op)
+{
+    return op->kind == UFG_OPERAND_BUFFER && ufg_DeviceArray_Check(op->obj)
+        ? (ufg_DeviceArrayObject *)op->obj : NULL;
+}
+
+int
+ufg_call_wait_for_operand(ufg_call *c, const ufg_operand *op)
+{
+    ufg_DeviceArrayObject *array = ufg_operand_device_array(op);
+
+    return array != NULL ? ufg_device_array_wait_for(c->backend, array, c->stream)
+                         : ufg_wait_for_producer(c->backend, op, c->stream);
+}
+
+int
+ufg_call_note_use(ufg_call *c, const ufg_operand *op)
+{
+    ufg_DeviceArrayObject *array = ufg_operand_device_array(op);
+
+    if (array != NULL) {
+        ufg_device_array_used_on(array, c->stream, c->stream_keeper);
+        return 0;
+    }
+    /* A foreign array on a stream its library does not know about (stream= given) stays
+     * alive until the work has passed; on the library's own stream, its allocator's reuse
+     * is ordered after the work already. */
+    if (op->kind == UFG_OPERAND_BUFFER && c->stream_given) {
+        return ufg_keep_until_done(c->backend, op->obj, c->stream, c->device);
+    }
+    return 0;
+}
+
 static int
 ufg_call_wait_for_producers(ufg_call *c)
 {
     for (int k = 0; k < c->nargs; k++) {
-        if (ufg_wait_for_producer(c->backend, &c->ops[k], c->stream) < 0) {
+        if (ufg_call_wait_for_operand(c, &c->ops[k]) < 0) {
             return -1;
         }
     }
-    return c->where_kind == UFG_WHERE_MASK
-        ? ufg_wait_for_producer(c->backend, &c->mask, c->stream) : 0;
+    return c->where_kind == UFG_WHERE_MASK ? ufg_call_wait_for_operand(c, &c->mask) : 0;
+}
+
+static int
+ufg_call_note_uses(ufg_call *c)
+{
+    for (int k = 0; k < c->nargs; k++) {
+        if (ufg_call_note_use(c, &c->ops[k]) < 0) {
+            return -1;
+        }
+    }
+    return c->where_kind == UFG_WHERE_MASK ? ufg_call_note_use(c, &c->mask) : 0;
+}
+
+int
+ufg_call_default_stream(ufg_call *c, PyObject *const *objs, int n)
+{
+    PyObject *keeper;
+
+    if (c->stream_given) {
+        return 0;
+    }
+    if (ufg_default_stream(objs, n, &c->stream, &keeper) < 0) {
+        return -1;
+    }
+    if (keeper != NULL) {
+        if (c->nowned >= (int)(sizeof c->owned / sizeof c->owned[0])) {
+            Py_DECREF(keeper);
+            PyErr_SetString(PyExc_RuntimeError, "ufuncgen: too many temporaries in one call");
+            return -1;
+        }
+        c->owned[c->nowned++] = keeper;
+        c->stream_keeper = keeper;
+    }
+    return 0;
 }
 
 static int
 ufg_call_check(ufg_call *c, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    PyObject *outs[UFG_CALL_MAX_OPERANDS];
+    PyObject *outs[UFG_CALL_MAX_OPERANDS], *objs[2 * UFG_CALL_MAX_OPERANDS];
 
-    if (ufg_call_parse_keywords(c, args, nargs, kwnames, outs) < 0 ||
+    if (ufg_call_parse_keywords(c, args, nargs, kwnames, outs) < 0) {
+        return -1;
+    }
+    for (int k = 0; k < c->nargs; k++) {
+        objs[k] = k < c->nin ? args[k] : outs[k - c->nin];
+    }
+    if (ufg_call_default_stream(c, objs, c->nargs) < 0 ||
         ufg_call_classify_operands(c, args, outs) < 0 ||
         ufg_call_classify_mask(c) < 0 ||
         ufg_call_resolve_types(c) < 0) {
@@ -167,29 +246,71 @@ ufg_call_check(ufg_call *c, PyObject *const *args, Py_ssize_t nargs, PyObject *k
     return ufg_call_check_alignments(c);
 }
 
-PyObject *
-ufg_device_call(PyObject *function, const ufg_function_descriptor *fn, PyObject *ufunc,
-                PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+/* A call, or with `outer` the outer product: input 0 gets one size-1 axis per axis of input
+ * 1 after its own (ufg_call_broadcast), as NumPy's ufunc.outer computes
+ * ufunc(A[(..., None, ...)], B). */
+static PyObject *
+ufg_device_call_run(const ufg_function_descriptor *fn, PyObject *ufunc, int outer,
+                    PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     ufg_call c;
     PyObject *result = NULL;
 
-    (void)function;     /* the descriptor says all the call needs to know of it */
     if (ufg_call_init(&c, fn, ufunc) < 0) {
         return NULL;
     }
+    c.outer = outer;
+    ufg_release_done(c.backend);
     /* Everything is checked before anything is queued: from the producers' wait on, the
      * call runs. */
     if (ufg_call_check(&c, args, nargs, kwnames) == 0 && ufg_call_wait_for_producers(&c) == 0) {
         result = ufg_call_run(&c);
+        /* After a device error the stream or the context is broken and nothing more runs;
+         * after any other (an allocation that failed), work already queued may still use
+         * the arrays. */
+        if ((result != NULL || !PyErr_ExceptionMatches(ufg_DeviceError)) &&
+            ufg_call_note_uses(&c) < 0) {
+            Py_CLEAR(result);
+        }
     }
     ufg_call_release(&c);
     return result;
 }
 
+PyObject *
+ufg_device_call(PyObject *function, const ufg_function_descriptor *fn, PyObject *ufunc,
+                PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    (void)function;     /* the descriptor says all the call needs to know of it */
+    return ufg_device_call_run(fn, ufunc, 0, args, nargs, kwnames);
+}
+
+/* NumPy's refusals, in its order, then the call. */
+static PyObject *
+ufg_device_outer(PyObject *function, const ufg_function_descriptor *fn, PyObject *ufunc,
+                 PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    (void)function;
+    if (fn->signature != NULL) {
+        PyErr_Format(PyExc_TypeError, "%s.outer: method outer is not allowed in ufunc with "
+                     "non-trivial signature", fn->name);
+        return NULL;
+    }
+    if (fn->nin != 2) {
+        PyErr_Format(PyExc_ValueError, "%s.outer: outer product only supported for binary "
+                     "functions", fn->name);
+        return NULL;
+    }
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "%s.outer: exactly two arguments expected", fn->name);
+        return NULL;
+    }
+    return ufg_device_call_run(fn, ufunc, 1, args, nargs, kwnames);
+}
+
 /* The table ufuncgen._core reaches the device call through (ufuncgen/device_call.h). */
 static const ufg_device_call_api ufg_call_api = {
-    UFG_DEVICE_CALL_VERSION, ufg_device_call, ufg_device_reduce,
+    UFG_DEVICE_CALL_VERSION, ufg_device_call, ufg_device_reduce, ufg_device_outer,
 };
 
 int

@@ -69,6 +69,7 @@ typedef struct {
     PyObject *ufunc;                /* borrowed: its np.ufunc, asked on a resolution miss */
     const ufg_backend *backend;
     int nin, nout, nargs;           /* nargs = nin + nout */
+    int outer;                      /* ufunc.outer: input 0's axes come before input 1's */
 
     /* keywords.c: borrowed values, NULL where the keyword was not given; dtype= converted
      * (a new reference, native byte order: ufg_dtype_keyword). */
@@ -82,6 +83,9 @@ typedef struct {
     PyObject *where;                /* the mask object for UFG_WHERE_MASK */
     int where_without_out;          /* NumPy's warning: where= without out= */
     uintptr_t stream;
+    int stream_given;               /* stream= given, and not None */
+    PyObject *stream_keeper;        /* the stream object owning `stream`, or NULL: borrowed
+                                     * from stream=, or the default's, held in owned[] */
 
     /* operands.c: inputs, then outputs (ABSENT: allocate); the mask. */
     ufg_operand ops[UFG_CALL_MAX_OPERANDS];
@@ -135,6 +139,15 @@ void ufg_call_release(ufg_call *c);
 
 /* ------------------------------------------------------------------ shared pieces */
 
+/* call.c: the call's stream waits for what op's memory was last used by (a DeviceArray's
+ * last use, read or write, or a foreign producer's CAI v3 stream); -1 with an exception.
+ * Once work using it is queued, ufg_call_note_use records the call's stream on a DeviceArray
+ * (and on the allocation it views), so its next user and its free come after; a foreign
+ * array used on a stream= of the caller's is kept alive until the stream has passed the
+ * work (keepalive.h).  -1 with an exception. */
+int ufg_call_wait_for_operand(ufg_call *c, const ufg_operand *op);
+int ufg_call_note_use(ufg_call *c, const ufg_operand *op);
+
 /* Re-raises the exception being raised as the same type, its message after "prefix: ". */
 void ufg_prefix_error(const char *prefix);
 
@@ -142,10 +155,12 @@ void ufg_prefix_error(const char *prefix);
 const char *ufg_call_what(const ufg_call *c, int k, char *buffer, size_t size);
 
 /* operands.c: anything with CUDA memory (DeviceArray, __cuda_array_interface__, DLPack on a
- * CUDA device) → a buffer operand; `what` names it in errors.  1 if obj is such an object,
+ * CUDA device) → a buffer operand; `what` names it in errors, `consumer` is the stream that
+ * will use it (a DLPack producer is asked to order its work before it).  1 if obj is such an object,
  * 0 if not (nothing set), -1 with an exception. */
 int ufg_is_device_object(PyObject *obj);
-int ufg_operand_from_buffer(PyObject *obj, const char *what, ufg_operand *op);
+int ufg_operand_from_buffer(PyObject *obj, const char *what, ufg_operand *op,
+                            uintptr_t consumer);
 int ufg_operand_check_alignment(const ufg_operand *op, const char *what);
 void ufg_operand_release(ufg_operand *op);
 int64_t ufg_operand_size(const ufg_operand *op);
@@ -155,6 +170,14 @@ void ufg_operand_from_array(ufg_DeviceArrayObject *array, ufg_operand *op);
 /* streams.c: a stream= value (None, an int handle, CuPy/PyTorch/Numba/ufuncgen streams,
  * __cuda_stream__) as a cudaStream_t; queued work on `consumer` waits for op's producer. */
 int ufg_stream_from_object(PyObject *obj, uintptr_t *stream);
+/* streams.c: the stream a call without stream= runs on, from its array arguments objs[0..n)
+ * (NULL entries skipped): the current stream of the first one's library that has a stream
+ * source, else ufuncgen's current stream, else 0.  *keeper: a new reference or NULL. */
+int ufg_default_stream(PyObject *const *objs, int n, uintptr_t *stream, PyObject **keeper);
+/* _device._forget_stream_sources(): ufuncgen.device registered a source; ask again. */
+PyObject *ufg_forget_stream_sources(PyObject *module, PyObject *unused);
+/* call.c: applies ufg_default_stream to the call when stream= was not given. */
+int ufg_call_default_stream(ufg_call *c, PyObject *const *objs, int n);
 int ufg_wait_for_producer(const ufg_backend *backend, const ufg_operand *op,
                           uintptr_t consumer);
 

@@ -727,11 +727,42 @@ ufg_out_shape_error(const ufg_call *c, int j, const ufg_caller_shape *given)
     return -1;
 }
 
+/* NumPy lets a gufunc's given output leave out leading loop dimensions of size 1 (its
+ * iterator broadcasts a gufunc's outputs there, unlike a ufunc's): output j gets them back,
+ * with stride 0, so that the kernel sees the loop's shape.  1 if it was such an output. */
+static int
+ufg_pad_output(ufg_call *c, int j, ufg_caller_shape *given)
+{
+    ufg_operand *op = &c->ops[c->nin + j];
+    const int ndim = c->out_ndim[j], missing = ndim - given->ndim;
+
+    if (missing <= 0 || op->ndim + missing != c->out_kernel_ndim[j] ||
+        memcmp(given->shape, c->out_shape[j] + missing,
+               sizeof(int64_t) * (size_t)given->ndim) != 0) {
+        return 0;
+    }
+    for (int a = 0; a < missing; a++) {
+        if (c->out_shape[j][a] != 1) {
+            return 0;
+        }
+    }
+    memmove(op->shape + missing, op->shape, sizeof(int64_t) * (size_t)op->ndim);
+    memmove(op->strides + missing, op->strides, sizeof(int64_t) * (size_t)op->ndim);
+    memmove(given->shape + missing, given->shape, sizeof(int64_t) * (size_t)given->ndim);
+    for (int a = 0; a < missing; a++) {
+        op->shape[a] = given->shape[a] = 1;
+        op->strides[a] = 0;
+    }
+    op->ndim += missing;
+    given->ndim = ndim;
+    return 1;
+}
+
 /* Output j: its kernel shape (the loop, then its core sizes), its caller shape and axes (with
  * keepdims: size-1 kept axes the kernel does not see); a given output must have that shape. */
 static int
 ufg_output_shape(ufg_call *c, int j, const ufg_core_layout *layout,
-                 const ufg_caller_shape *given)
+                 ufg_caller_shape *given)
 {
     const int k = c->nin + j, ncore = c->fn->core_ndims[k];
     const int kernel_ndim = c->loop_ndim + ncore, ndim = kernel_ndim + layout->nkept;
@@ -762,6 +793,9 @@ ufg_output_shape(ufg_call *c, int j, const ufg_core_layout *layout,
     c->out_kernel_ndim[j] = kernel_ndim;
     if (c->ops[k].kind != UFG_OPERAND_BUFFER) {
         return 0;
+    }
+    if (layout->nkept == 0) {
+        (void)ufg_pad_output(c, j, given);
     }
     if (given->ndim != ndim ||
         memcmp(given->shape, c->out_shape[j], sizeof(int64_t) * (size_t)ndim) != 0) {

@@ -423,12 +423,36 @@ ufg_operand_from_cai(PyObject *obj, const char *what, ufg_operand *op)
 
 /* ------------------------------------------------------------------ DLPack */
 
+/* The producer orders its work before the consumer's stream, as the DLPack protocol asks
+ * (stream=: 1 for the legacy default stream, which is our 0).  A producer whose __dlpack__
+ * predates the stream keyword is asked without it. */
+static PyObject *
+ufg_dlpack_capsule(PyObject *obj, uintptr_t consumer)
+{
+    PyObject *method = PyObject_GetAttr(obj, ufg_dlpack_name), *kwargs, *args, *capsule;
+
+    if (method == NULL) {
+        return NULL;
+    }
+    args = PyTuple_New(0);
+    kwargs = Py_BuildValue("{s:K}", "stream", (unsigned long long)(consumer ? consumer : 1));
+    capsule = args == NULL || kwargs == NULL ? NULL : PyObject_Call(method, args, kwargs);
+    if (capsule == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyErr_Clear();
+        capsule = PyObject_CallNoArgs(method);
+    }
+    Py_XDECREF(args);
+    Py_XDECREF(kwargs);
+    Py_DECREF(method);
+    return capsule;
+}
+
 static int
-ufg_operand_from_dlpack(PyObject *obj, const char *what, ufg_operand *op)
+ufg_operand_from_dlpack(PyObject *obj, const char *what, uintptr_t consumer, ufg_operand *op)
 {
     PyObject *capsule, *imported;
 
-    capsule = PyObject_CallMethodNoArgs(obj, ufg_dlpack_name);
+    capsule = ufg_dlpack_capsule(obj, consumer);
     imported = capsule == NULL ? NULL : ufg_from_dlpack_capsule(capsule);
     Py_XDECREF(capsule);
     if (imported == NULL) {
@@ -445,7 +469,7 @@ ufg_operand_from_dlpack(PyObject *obj, const char *what, ufg_operand *op)
 }
 
 int
-ufg_operand_from_buffer(PyObject *obj, const char *what, ufg_operand *op)
+ufg_operand_from_buffer(PyObject *obj, const char *what, ufg_operand *op, uintptr_t consumer)
 {
     if (ufg_DeviceArray_Check(obj)) {
         ufg_operand_from_array((ufg_DeviceArrayObject *)obj, op);
@@ -457,7 +481,7 @@ ufg_operand_from_buffer(PyObject *obj, const char *what, ufg_operand *op)
     if (_PyType_Lookup(Py_TYPE(obj), ufg_cai_name) != NULL) {
         return ufg_operand_from_cai(obj, what, op);
     }
-    return ufg_operand_from_dlpack(obj, what, op);
+    return ufg_operand_from_dlpack(obj, what, consumer, op);
 }
 
 int
@@ -537,7 +561,8 @@ ufg_refuse_host_object(PyObject *obj, const char *what, const char *hint)
 
 /* An input: a buffer or a scalar; hint says where the call's device data is. */
 static int
-ufg_classify(PyObject *obj, const char *what, const char *hint, ufg_operand *op)
+ufg_classify(PyObject *obj, const char *what, const char *hint, uintptr_t consumer,
+             ufg_operand *op)
 {
     int is_device;
 
@@ -571,7 +596,7 @@ ufg_classify(PyObject *obj, const char *what, const char *hint, ufg_operand *op)
         return -1;
     }
     if (is_device) {
-        return ufg_operand_from_buffer(obj, what, op);
+        return ufg_operand_from_buffer(obj, what, op, consumer);
     }
     return ufg_refuse_host_object(obj, what, hint);
 }
@@ -617,7 +642,7 @@ ufg_call_classify_operands(ufg_call *c, PyObject *const *inputs, PyObject *const
     }
     ufg_call_what(c, first, anchor_what, sizeof anchor_what);
     if (ufg_operand_from_buffer(first < c->nin ? inputs[first] : outs[first - c->nin],
-                                anchor_what, &c->ops[first]) < 0) {
+                                anchor_what, &c->ops[first], c->stream) < 0) {
         return -1;
     }
     c->anchor = first;
@@ -633,7 +658,7 @@ ufg_call_classify_operands(ufg_call *c, PyObject *const *inputs, PyObject *const
                 c->ops[k].kind = UFG_OPERAND_ABSENT;
                 continue;
             }
-            if (ufg_classify(obj, what, hint, &c->ops[k]) < 0) {
+            if (ufg_classify(obj, what, hint, c->stream, &c->ops[k]) < 0) {
                 return -1;
             }
         }

@@ -25,7 +25,7 @@ ufg_call_empty(ufg_call *c, int ndim, const int64_t *shape, ufg_dtype_code code)
     }
     array = ufg_device_array_empty(ndim, shape, ufg_call_descr(code), c->device, c->stream);
     if (array != NULL) {
-        array->stream = c->stream;
+        ufg_device_array_used_on(array, c->stream, c->stream_keeper);
         c->owned[c->nowned++] = (PyObject *)array;
     }
     return array;

@@ -46,7 +46,7 @@ ufg_public_as_device_array(PyObject *Py_UNUSED(module), PyObject *const *args,
         return Py_NewRef(args[0]);
     }
     op.owner = NULL;
-    if (ufg_operand_from_buffer(args[0], what, &op) < 0) {
+    if (ufg_operand_from_buffer(args[0], what, &op, 0) < 0) {
         return NULL;
     }
     view = ufg_device_array_new(op.ptr, op.ndim, op.shape, op.strides, ufg_call_descr(op.code),

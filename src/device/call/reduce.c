@@ -12,6 +12,8 @@
  */
 #include "call.h"
 
+#include "keepalive.h"
+
 #include <numpy/arrayscalars.h>
 
 #include <limits.h>
@@ -634,7 +636,12 @@ typedef struct {
     ufg_dtype_code acc;
     int loop_index;
     ufg_reduce_launcher launcher;
-    ufg_value identity;
+    ufg_value identity;             /* where each result starts: initial=, or the identity */
+    ufg_value chunk_start;          /* where the chunks of a two-step reduction start: the
+                                     * identity, so that initial= counts once, in step 2 */
+    int from_first;                 /* no initial= nor identity: results start from their
+                                     * first element (or first partial result) */
+    int chunks_from_first;          /* no identity: the chunks of step 1 start from theirs */
     int copy_input;                 /* the array is cast to acc first */
     int direct;                     /* the kernel writes into out= itself */
     int cast_result;                /* a temporary result is cast into out= */
@@ -834,7 +841,14 @@ ufg_reduce_launch(const ufg_backend *backend, const ufg_reduce_plan *plan,
     p.block = UFG_DEVICE_BLOCK;
     p.in = in;
     p.out = out;
-    p.identity = plan->identity;
+    if (plan->nsteps == 2 && step == &plan->steps[0]) {
+        p.identity = plan->chunk_start;
+        p.start_from_first = plan->chunks_from_first;
+    }
+    else {
+        p.identity = plan->identity;
+        p.start_from_first = plan->from_first;
+    }
     launch.reduce = plan->launcher;
     launch.reduce_params = &p;
     return ufg_launch_run(backend, &launch, device, stream, "a reduction kernel launch");
@@ -870,7 +884,7 @@ ufg_reduce_out_object(const char *name, PyObject *value, PyObject **out_obj)
 /* The caller's out= against the result: kind, writability, shape, device. */
 static int
 ufg_reduce_out_operand(const char *name, PyObject *out_obj, const char *what,
-                       const ufg_operand *array, ufg_operand *out)
+                       const ufg_operand *array, uintptr_t stream, ufg_operand *out)
 {
     PyObject *type_name;
     int is_device = ufg_is_device_object(out_obj);
@@ -888,7 +902,7 @@ ufg_reduce_out_operand(const char *name, PyObject *out_obj, const char *what,
         }
         return -1;
     }
-    return ufg_operand_from_buffer(out_obj, what, out);
+    return ufg_operand_from_buffer(out_obj, what, out, stream);
 }
 
 /* out= must be writable and have the result's shape (checked after the type resolution, as
@@ -920,6 +934,25 @@ ufg_reduce_check_out_fits(const char *name, const ufg_operand *array,
     return 0;
 }
 
+/* NumPy's rule: a function without an identity (and not declared reorderable without one)
+ * reduces over one axis at most, since its order matters. */
+static int
+ufg_reduce_check_reorderable(const char *name, const ufg_function_descriptor *fn, int ndim,
+                             const char *reduced)
+{
+    int n = 0;
+
+    for (int d = 0; d < ndim; d++) {
+        n += reduced[d] != 0;
+    }
+    if (n > 1 && fn->identity == PyUFunc_None) {
+        PyErr_Format(PyExc_ValueError, "%s.reduce: reduction operation '%s' is not "
+                     "reorderable, so at most one axis may be specified", name, name);
+        return -1;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------ running */
 
 /* Everything is checked: queues the casts and launches, and returns the result. */
@@ -932,8 +965,12 @@ ufg_reduce_run(ufg_call *c, const ufg_reduce_plan *plan, PyObject *array_obj,
     const char *in;
     char *target;
 
-    if (ufg_wait_for_producer(c->backend, array, c->stream) < 0 ||
-        (out_obj != NULL && ufg_wait_for_producer(c->backend, out, c->stream) < 0)) {
+    if (ufg_call_wait_for_operand(c, array) < 0 ||
+        (out_obj != NULL && ufg_call_wait_for_operand(c, out) < 0)) {
+        return NULL;
+    }
+    /* Whatever happens from here, work on them may be queued. */
+    if (ufg_call_note_use(c, array) < 0 || (out_obj != NULL && ufg_call_note_use(c, out) < 0)) {
         return NULL;
     }
     in = array->ptr;
@@ -987,7 +1024,6 @@ ufg_reduce_run(ufg_call *c, const ufg_reduce_plan *plan, PyObject *array_obj,
     if (out_obj != NULL) {
         return Py_NewRef(out_obj);
     }
-    result->stream = c->stream;
     return ufg_wrap_like(array_obj, (PyObject *)result);
 }
 
@@ -1010,6 +1046,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     int64_t in_strides[UFG_CALL_MAX_NDIM], result_strides[UFG_CALL_MAX_NDIM];
     int64_t out_keep[UFG_CALL_MAX_NDIM];
     uintptr_t stream = 0;
+    PyObject *default_keeper = NULL;    /* the default stream's owner, when not stream= */
     ufg_call *c = NULL;
 
     if (fn->signature != NULL) {        /* NumPy's exception types for these two */
@@ -1020,14 +1057,6 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     if (fn->nin != 2 || fn->nout != 1) {
         PyErr_Format(PyExc_ValueError, "%s.reduce: reduce only supported for binary functions",
                      name);
-        return NULL;
-    }
-    if (!ufg_reduce_has_identity(fn)) {
-        /* Documented device rule: only functions with an identity get a device reduction
-         * kernel (ufuncgen.gen.model.Function.reduce_signatures), initial= or not. */
-        PyErr_Format(PyExc_TypeError,
-                     "%s.reduce: %s has no identity, so it has no device reduction; reduce a "
-                     "host copy, or give the function an identity", name, name);
         return NULL;
     }
     if (fn->device_loops == NULL) {
@@ -1043,6 +1072,8 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
         return NULL;
     }
 
+    ufg_release_done(backend);
+
     /* The array. */
     PyOS_snprintf(what, sizeof(what), "%s.reduce: argument 'array'", name);
     PyOS_snprintf(out_what, sizeof(out_what), "%s.reduce: out=", name);
@@ -1057,9 +1088,14 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
         }
         return NULL;
     }
+    if ((values[UFG_R_STREAM] == NULL || values[UFG_R_STREAM] == Py_None) &&
+        ufg_default_stream(&array_obj, 1, &stream, &default_keeper) < 0) {
+        return NULL;
+    }
     memset(&array, 0, sizeof(array));
     memset(&out, 0, sizeof(out));
-    if (ufg_operand_from_buffer(array_obj, what, &array) < 0) {
+    if (ufg_operand_from_buffer(array_obj, what, &array, stream) < 0) {
+        Py_XDECREF(default_keeper);
         return NULL;
     }
     have_array = 1;
@@ -1076,7 +1112,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     }
     if (out_obj != NULL) {
         have_out = 1;
-        if (ufg_reduce_out_operand(name, out_obj, out_what, &array, &out) < 0) {
+        if (ufg_reduce_out_operand(name, out_obj, out_what, &array, stream, &out) < 0) {
             goto done;
         }
     }
@@ -1085,7 +1121,8 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     memset(&plan, 0, sizeof(plan));
     plan.ndim = array.ndim;
     if (ufg_reduce_keepdims(values[UFG_R_KEEPDIMS], &plan.keepdims) < 0 ||   /* NumPy's order */
-        ufg_reduce_axes(name, values[UFG_R_AXIS], array.ndim, plan.reduced) < 0) {
+        ufg_reduce_axes(name, values[UFG_R_AXIS], array.ndim, plan.reduced) < 0 ||
+        ufg_reduce_check_reorderable(name, fn, array.ndim, plan.reduced) < 0) {
         goto done;
     }
     for (int d = 0; d < array.ndim; d++) {
@@ -1118,13 +1155,15 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
         goto done;
     }
 
-    /* initial=: the function's identity unless given; None asks for none, as in NumPy, which
-     * an empty reduction into a non-empty result cannot do without. */
+    /* initial=: the function's identity unless given; None asks for none, as in NumPy.  With
+     * no start value a reduction starts from its first element, which a where mask and an
+     * empty reduced axis cannot do without. */
     initial = values[UFG_R_INITIAL];
     if (initial == ufg_reduce_no_value) {
         initial = NULL;
     }
-    if (where_given && initial == Py_None) {
+    plan.from_first = initial == Py_None || (initial == NULL && !ufg_reduce_has_identity(fn));
+    if (where_given && plan.from_first) {
         PyErr_Format(PyExc_ValueError, "%s.reduce: reduction operation '%s' does not have an "
                      "identity, so to use a where mask one has to specify 'initial'", name,
                      name);
@@ -1133,7 +1172,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     if (!where_value && ufg_reduce_select_nothing(name, &array, &plan) < 0) {
         goto done;
     }
-    if (initial == Py_None && plan.n_out != 0) {
+    if (plan.from_first) {          /* NumPy: any empty reduced axis, whatever the result */
         for (int d = 0; d < array.ndim; d++) {
             if (plan.reduced[d] && array.shape[d] == 0) {
                 PyErr_Format(PyExc_ValueError,
@@ -1143,9 +1182,15 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
             }
         }
     }
-    if ((initial == NULL || initial == Py_None)
-            ? ufg_reduce_identity(fn, plan.acc, resolution, &plan.identity) < 0
-            : ufg_reduce_pack(initial, plan.acc, &plan.identity) < 0) {
+    /* Chunks start from the identity, or from their first elements without one. */
+    plan.chunks_from_first = !ufg_reduce_has_identity(fn);
+    if (!plan.chunks_from_first &&
+        ufg_reduce_identity(fn, plan.acc, resolution, &plan.chunk_start) < 0) {
+        goto done;
+    }
+    plan.identity = plan.chunk_start;
+    if (initial != NULL && initial != Py_None &&
+        ufg_reduce_pack(initial, plan.acc, &plan.identity) < 0) {
         goto done;
     }
 
@@ -1202,6 +1247,10 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     c->casting = NPY_SAME_KIND_CASTING;
     c->where_kind = UFG_WHERE_ALL;
     c->stream = stream;
+    c->stream_given = values[UFG_R_STREAM] != NULL && values[UFG_R_STREAM] != Py_None;
+    c->stream_keeper = values[UFG_R_STREAM] == NULL || values[UFG_R_STREAM] == Py_None
+        ? default_keeper
+        : PyLong_Check(values[UFG_R_STREAM]) ? NULL : values[UFG_R_STREAM];
     c->device = array.device;
     c->loop_index = plan.loop_index;
     result = ufg_reduce_run(c, &plan, array_obj, &array, out_obj, &out);
@@ -1212,6 +1261,7 @@ done:
         PyMem_Free(c);
     }
     Py_XDECREF(dtype);
+    Py_XDECREF(default_keeper);
     if (have_out) {
         ufg_operand_release(&out);
     }

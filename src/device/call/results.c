@@ -2,10 +2,17 @@
  * Results as the caller's library's arrays: a call on CuPy arrays returns a CuPy array, on
  * PyTorch tensors a tensor, on Numba device arrays a Numba device array, each a view of the
  * DeviceArray's memory (no copy).  The converter is looked up once per library.
+ *
+ * The library gets the result ordered on its current stream already (a stream wait when the
+ * call ran on another one), through a view whose __cuda_array_interface__ names no stream:
+ * CuPy and Numba would otherwise synchronise the named stream, blocking the host on every
+ * call until the kernel had run.
  */
 #include "call.h"
 
 #include <string.h>
+
+#include "runtime.h"
 
 typedef enum { UFG_LIBRARY_NONE, UFG_LIBRARY_CUPY, UFG_LIBRARY_TORCH, UFG_LIBRARY_NUMBA } ufg_library;
 
@@ -67,19 +74,12 @@ ufg_converter(ufg_library library)
     return converters[library];
 }
 
-PyObject *
-ufg_wrap_like(PyObject *anchor, PyObject *array)
+/* The converter called on the view (PyTorch's with the device, which as_tensor needs). */
+static PyObject *
+ufg_wrap_view(ufg_library library, PyObject *converter, PyObject *array)
 {
-    const ufg_library library = ufg_library_of(Py_TYPE(anchor));
-    PyObject *converter, *device, *kwargs, *args, *result;
+    PyObject *device, *kwargs, *args, *result;
 
-    if (library == UFG_LIBRARY_NONE) {
-        return Py_NewRef(array);
-    }
-    converter = ufg_converter(library);
-    if (converter == NULL) {
-        return NULL;
-    }
     if (library != UFG_LIBRARY_TORCH) {
         return PyObject_CallOneArg(converter, array);
     }
@@ -92,3 +92,57 @@ ufg_wrap_like(PyObject *anchor, PyObject *array)
     Py_XDECREF(args);
     return result;
 }
+
+/* A view of `array` for the library of `anchor`, ordered on that library's current stream. */
+static PyObject *
+ufg_export_view(PyObject *anchor, ufg_DeviceArrayObject *array)
+{
+    const ufg_backend *backend = ufg_runtime_backend();
+    ufg_DeviceArrayObject *view;
+    PyObject *keeper;
+    uintptr_t current;
+    int error;
+
+    if (backend == NULL || ufg_default_stream(&anchor, 1, &current, &keeper) < 0) {
+        return NULL;
+    }
+    if (current != array->stream) {
+        error = backend->stream_wait((void *)current, (void *)array->stream, array->device);
+        if (error) {
+            Py_XDECREF(keeper);
+            return ufg_device_error(backend, error, "ordering a result on its library's stream");
+        }
+    }
+    view = ufg_device_array_new(array->ptr, array->ndim, array->shape, array->strides,
+                                array->dtype, array->device, array->readonly, current,
+                                (PyObject *)array);
+    if (view != NULL) {
+        view->exports_no_stream = 1;
+        ufg_device_array_used_on(view, current, keeper);
+    }
+    Py_XDECREF(keeper);
+    return (PyObject *)view;
+}
+
+PyObject *
+ufg_wrap_like(PyObject *anchor, PyObject *array)
+{
+    const ufg_library library = ufg_library_of(Py_TYPE(anchor));
+    PyObject *converter, *result, *view;
+
+    if (library == UFG_LIBRARY_NONE) {
+        return Py_NewRef(array);
+    }
+    converter = ufg_converter(library);
+    if (converter == NULL) {
+        return NULL;
+    }
+    view = ufg_export_view(anchor, (ufg_DeviceArrayObject *)array);
+    if (view == NULL) {
+        return NULL;
+    }
+    result = ufg_wrap_view(library, converter, view);
+    Py_DECREF(view);
+    return result;
+}
+

@@ -55,6 +55,29 @@ ufg_broadcast_into(int *ndim, int64_t *result, int op_ndim, const int64_t *shape
     return 1;
 }
 
+/* outer: input 0 gets a size-1 axis (stride 0) for every axis of input 1, after its own. */
+static int
+ufg_outer_axes(ufg_call *c)
+{
+    ufg_operand *a = &c->ops[0];
+    const int more = c->ops[1].kind == UFG_OPERAND_BUFFER ? c->ops[1].ndim : 0;
+
+    if (a->kind != UFG_OPERAND_BUFFER || more == 0) {
+        return 0;       /* a scalar broadcasts as it is */
+    }
+    if (a->ndim + more > UFG_CALL_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "%s.outer: the result would have %d dimensions; arrays "
+                     "have at most %d", c->fn->name, a->ndim + more, UFG_CALL_MAX_NDIM);
+        return -1;
+    }
+    for (int d = 0; d < more; d++) {
+        a->shape[a->ndim + d] = 1;
+        a->strides[a->ndim + d] = 0;
+    }
+    a->ndim += more;
+    return 0;
+}
+
 static int
 ufg_broadcast_error(ufg_call *c)
 {
@@ -111,6 +134,9 @@ ufg_call_broadcast(ufg_call *c)
 {
     int ok = 1;
 
+    if (c->outer && ufg_outer_axes(c) < 0) {
+        return -1;
+    }
     c->loop_ndim = 0;
     for (int k = 0; k < c->nin; k++) {
         if (c->ops[k].kind == UFG_OPERAND_BUFFER) {

@@ -1,6 +1,7 @@
 /*
- * Streams: the stream= value of a call as a raw cudaStream_t, and the CUDA array interface's
- * rule that a consumer waits for the work its producer queued (v3 'stream').
+ * Streams: the stream= value of a call as a raw cudaStream_t, the CUDA array interface's
+ * rule that a consumer waits for the work its producer queued (v3 'stream'), and the stream
+ * a call runs on when it gets no stream= (the library's current stream; README, "Streams").
  */
 #include "call.h"
 
@@ -118,4 +119,116 @@ ufg_wait_for_producer(const ufg_backend *backend, const ufg_operand *op, uintptr
     }
     error = backend->stream_wait((void *)consumer, (void *)producer, op->device);
     return error ? ufg_device_error_int(backend, error, "ordering streams") : 0;
+}
+
+/* ------------------------------------------------------------------ the default stream */
+
+/*
+ * Without stream=, a call runs where its caller's library queues work: the current stream of
+ * the library whose array comes first (PyTorch's, CuPy's; ufuncgen.device asks each library
+ * through a "stream source", looked up once per type), else ufuncgen's own current stream (a
+ * `with ufuncgen.device.Stream():` block), else the legacy default stream.  Results then
+ * order with what the library does next on its own stream, with no wait on the host.
+ */
+static PyObject *ufg_stream_sources = NULL;    /* type -> callable, or None: no source */
+static PyObject *ufg_device_module = NULL;     /* ufuncgen.device, imported on first need */
+static PyObject *ufg_current_stream_var = NULL;/* its ContextVar of the current Stream */
+
+static int
+ufg_streams_import(void)
+{
+    if (ufg_device_module != NULL) {
+        return 0;
+    }
+    if (ufg_stream_sources == NULL && (ufg_stream_sources = PyDict_New()) == NULL) {
+        return -1;
+    }
+    ufg_device_module = PyImport_ImportModule("ufuncgen.device");
+    if (ufg_device_module == NULL) {
+        return -1;
+    }
+    ufg_current_stream_var = PyObject_GetAttrString(ufg_device_module, "_current_stream");
+    return ufg_current_stream_var == NULL ? -1 : 0;
+}
+
+/* The type's stream source (borrowed; Py_None when it has none), asked once per type. */
+static PyObject *
+ufg_stream_source(PyTypeObject *type)
+{
+    PyObject *source = PyDict_GetItemWithError(ufg_stream_sources, (PyObject *)type);
+
+    if (source != NULL || PyErr_Occurred()) {
+        return source;
+    }
+    source = PyObject_CallMethod(ufg_device_module, "_stream_source", "O", (PyObject *)type);
+    if (source == NULL) {
+        return NULL;
+    }
+    if (PyDict_SetItem(ufg_stream_sources, (PyObject *)type, source) < 0) {
+        Py_DECREF(source);
+        return NULL;
+    }
+    Py_DECREF(source);      /* the dict holds it */
+    return source;
+}
+
+/* Sets *stream and *keeper (a new reference, or NULL) from a stream object. */
+static int
+ufg_stream_take(PyObject *obj, uintptr_t *stream, PyObject **keeper)
+{
+    if (ufg_stream_from_object(obj, stream) < 0) {
+        return -1;
+    }
+    *keeper = PyLong_Check(obj) || obj == Py_None ? NULL : Py_NewRef(obj);
+    return 0;
+}
+
+int
+ufg_default_stream(PyObject *const *objs, int n, uintptr_t *stream, PyObject **keeper)
+{
+    PyObject *current;
+
+    *stream = 0;
+    *keeper = NULL;
+    for (int k = 0; k < n; k++) {
+        PyObject *source, *found;
+        int status;
+        if (objs[k] == NULL || ufg_DeviceArray_Check(objs[k]) || PyFloat_Check(objs[k]) ||
+            PyLong_Check(objs[k]) || PyArray_IsScalar(objs[k], Generic)) {
+            continue;
+        }
+        if (ufg_streams_import() < 0 || (source = ufg_stream_source(Py_TYPE(objs[k]))) == NULL) {
+            return -1;
+        }
+        if (source == Py_None) {
+            continue;
+        }
+        found = PyObject_CallOneArg(source, objs[k]);
+        if (found == NULL) {
+            return -1;
+        }
+        status = found == Py_None ? 1 : ufg_stream_take(found, stream, keeper);
+        Py_DECREF(found);
+        if (status <= 0) {
+            return status;
+        }
+    }
+    if (ufg_current_stream_var == NULL && ufg_streams_import() < 0) {
+        return -1;
+    }
+    if (PyContextVar_Get(ufg_current_stream_var, Py_None, &current) < 0) {
+        return -1;
+    }
+    int status = current == Py_None ? 0 : ufg_stream_take(current, stream, keeper);
+    Py_DECREF(current);
+    return status;
+}
+
+PyObject *
+ufg_forget_stream_sources(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
+{
+    if (ufg_stream_sources != NULL) {
+        PyDict_Clear(ufg_stream_sources);
+    }
+    Py_RETURN_NONE;
 }

@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ufuncgen/device_kernel.h"
+
 typedef enum {
     UFG_MEMCPY_HOST_TO_DEVICE,
     UFG_MEMCPY_DEVICE_TO_HOST,      /* waits for the copy: the host buffer is readable after */
@@ -55,12 +57,19 @@ typedef struct ufg_backend {
     int (*memcpy)(void *dst, const void *src, size_t nbytes, ufg_memcpy_kind kind, int device,
                   void *stream);
 
-    int (*stream_create)(int device, void **stream);
+    /* non_blocking: the stream does not order with the legacy default stream
+     * (cudaStreamNonBlocking), as PyTorch's and some CuPy streams do not. */
+    int (*stream_create)(int device, int non_blocking, void **stream);
     int (*stream_destroy)(void *stream);
     /* Work queued on `consumer` after this call waits for the work queued on `producer` so
      * far (an event recorded on producer; `device` is producer's device). */
     int (*stream_wait)(void *consumer, void *producer, int device);
     int (*synchronize_stream)(void *stream, int device);
+    /* An event marking the work queued on `stream` so far; event_done: 1 once that work has
+     * run, 0 while it has not, or minus a CUDA error code.  event_destroy takes any event. */
+    int (*event_record)(void *stream, int device, void **event);
+    int (*event_done)(void *event);
+    void (*event_destroy)(void *event);
     int (*synchronize_device)(int device);
 
     /* The ordinal of the device `ptr` points into, or -1 for host memory. */
@@ -77,6 +86,13 @@ typedef struct ufg_backend {
      * UFUNCGEN_SIM_SKIP_KERNELS, so that a device call's dispatch cost can be measured
      * without the time of the simulated kernel. */
     int (*skip_kernels)(void);
+
+    /* Optional (NULL: the launcher is called directly, and queues its own work, as CUDA's
+     * do).  The simulator's: the launch is queued on `stream` and its kernel runs later. */
+    int (*queue_elementwise)(ufg_elementwise_launcher launcher,
+                             const ufg_kernel_params *params, void *stream);
+    int (*queue_reduce)(ufg_reduce_launcher launcher, const ufg_reduce_params *params,
+                        void *stream);
 } ufg_backend;
 
 /* The implementations.  Each returns NULL and sets *error (a static string) when the
@@ -96,5 +112,12 @@ int ufg_sim_take_waits(uintptr_t (*waits)[2]);
 /* Simulator switch: whether launches skip their kernels from now on (UFUNCGEN_SIM_SKIP_KERNELS
  * sets it at backend init).  Returns the previous setting. */
 int ufg_sim_set_skip_kernels(int skip);
+
+/* Simulator test hook: nothing queued on `stream` after this starts before `seconds` from
+ * now (a GPU's long-running kernel, to make a producer late).  0 or a CUDA error code. */
+int ufg_sim_stall(void *stream, int device, double seconds);
+
+/* 1 when the simulator runs streams asynchronously (the default), 0 under UFUNCGEN_SIM_SYNC. */
+int ufg_sim_is_async(void);
 
 #endif /* UFG_DEVICE_BACKEND_H */

@@ -12,9 +12,21 @@
 
 #ifdef UFG_HAVE_CUDA
 
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <cuda_runtime.h>
+
+/* Devices this process has worked on (bit d: device d; devices from 64 on share bit 63), so
+ * that synchronising "every device" waits for those, not creates a context on each GPU. */
+static atomic_uint_fast64_t ufg_cuda_devices_used;
+
+static uint64_t
+ufg_cuda_device_bit(int device)
+{
+    return (uint64_t)1 << (device < 63 ? device : 63);
+}
 
 /*
  * A failed call also leaves its error as the runtime's "last error", which the next kernel
@@ -95,6 +107,10 @@ ufg_cuda_device_enter(int device, int *previous)
     if (error == 0 && *previous != device) {
         error = ufg_cuda_result(cudaSetDevice(device));
     }
+    if (error == 0) {
+        atomic_fetch_or_explicit(&ufg_cuda_devices_used, ufg_cuda_device_bit(device),
+                                 memory_order_relaxed);
+    }
     return error;
 }
 
@@ -108,6 +124,29 @@ ufg_cuda_device_leave(int previous)
     }
 }
 
+/*
+ * The device's default stream-ordered pool keeps what is freed (release threshold: all of
+ * it), as CuPy's and PyTorch's allocators do: with the default threshold of 0 every
+ * synchronisation would hand the pool's memory back to the driver and the next allocation
+ * would map it again.  Set once per device, before its first allocation.
+ */
+static void
+ufg_cuda_keep_pool(int device)
+{
+    static atomic_uint_fast64_t configured;
+    const uint64_t bit = ufg_cuda_device_bit(device);
+    cudaMemPool_t pool;
+    uint64_t threshold = UINT64_MAX;
+
+    if (atomic_fetch_or(&configured, bit) & bit) {
+        return;
+    }
+    if (ufg_cuda_result(cudaDeviceGetDefaultMemPool(&pool, device)) == 0) {
+        (void)ufg_cuda_result(
+            cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    }
+}
+
 static int
 ufg_cuda_malloc_async(void **ptr, size_t nbytes, int device, void *stream)
 {
@@ -117,6 +156,7 @@ ufg_cuda_malloc_async(void **ptr, size_t nbytes, int device, void *stream)
     if (error) {
         return error;
     }
+    ufg_cuda_keep_pool(device);
     /* A zero-byte request still gets an address: consumers expect non-null data pointers. */
     error = ufg_cuda_result(cudaMallocAsync(ptr, nbytes ? nbytes : 1, (cudaStream_t)stream));
     ufg_cuda_device_leave(previous);
@@ -181,7 +221,7 @@ ufg_cuda_memcpy(void *dst, const void *src, size_t nbytes, ufg_memcpy_kind kind,
 }
 
 static int
-ufg_cuda_stream_create(int device, void **stream)
+ufg_cuda_stream_create(int device, int non_blocking, void **stream)
 {
     int previous;
     int error = ufg_cuda_device_enter(device, &previous);
@@ -189,9 +229,10 @@ ufg_cuda_stream_create(int device, void **stream)
     if (error) {
         return error;
     }
-    /* Blocking (the default flags): work on the legacy default stream still orders with it,
-     * which is what CAI and DLPack consumers that name stream 1 expect. */
-    error = ufg_cuda_result(cudaStreamCreate((cudaStream_t *)stream));
+    /* Blocking by default: work on the legacy default stream still orders with it, which is
+     * what CAI and DLPack consumers that name stream 1 expect. */
+    error = ufg_cuda_result(cudaStreamCreateWithFlags(
+        (cudaStream_t *)stream, non_blocking ? cudaStreamNonBlocking : cudaStreamDefault));
     ufg_cuda_device_leave(previous);
     return error;
 }
@@ -239,10 +280,54 @@ ufg_cuda_synchronize_stream(void *stream, int device)
 }
 
 static int
-ufg_cuda_synchronize_device(int device)
+ufg_cuda_event_record(void *stream, int device, void **event)
 {
     int previous;
     int error = ufg_cuda_device_enter(device, &previous);
+
+    if (error) {
+        return error;
+    }
+    error = ufg_cuda_result(cudaEventCreateWithFlags((cudaEvent_t *)event,
+                                                     cudaEventDisableTiming));
+    if (error == 0) {
+        error = ufg_cuda_result(cudaEventRecord((cudaEvent_t)*event, (cudaStream_t)stream));
+        if (error) {
+            (void)cudaEventDestroy((cudaEvent_t)*event);
+        }
+    }
+    ufg_cuda_device_leave(previous);
+    return error;
+}
+
+static int
+ufg_cuda_event_done(void *event)
+{
+    const cudaError_t status = cudaEventQuery((cudaEvent_t)event);
+
+    if (status == cudaErrorNotReady) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return status == cudaSuccess ? 1 : -ufg_cuda_result(status);
+}
+
+static void
+ufg_cuda_event_destroy(void *event)
+{
+    (void)ufg_cuda_result(cudaEventDestroy((cudaEvent_t)event));
+}
+
+static int
+ufg_cuda_synchronize_device(int device)
+{
+    int previous, error;
+
+    /* Nothing was queued on a device this process never made current. */
+    if (!(atomic_load(&ufg_cuda_devices_used) & ufg_cuda_device_bit(device))) {
+        return 0;
+    }
+    error = ufg_cuda_device_enter(device, &previous);
 
     if (error == 0) {
         error = ufg_cuda_result(cudaDeviceSynchronize());
@@ -290,6 +375,9 @@ static const ufg_backend ufg_cuda_backend = {
     .stream_destroy = ufg_cuda_stream_destroy,
     .stream_wait = ufg_cuda_stream_wait,
     .synchronize_stream = ufg_cuda_synchronize_stream,
+    .event_record = ufg_cuda_event_record,
+    .event_done = ufg_cuda_event_done,
+    .event_destroy = ufg_cuda_event_destroy,
     .synchronize_device = ufg_cuda_synchronize_device,
     .pointer_device = ufg_cuda_pointer_device,
     .error_name = ufg_cuda_error_name,
@@ -344,9 +432,9 @@ ufg_nocuda_memcpy(void *dst, const void *src, size_t nbytes, ufg_memcpy_kind kin
     return ufg_nocuda_fail();
 }
 static int
-ufg_nocuda_stream_create(int device, void **stream)
+ufg_nocuda_stream_create(int device, int non_blocking, void **stream)
 {
-    (void)device; (void)stream;
+    (void)device; (void)non_blocking; (void)stream;
     return ufg_nocuda_fail();
 }
 static int ufg_nocuda_stream(void *stream) { (void)stream; return ufg_nocuda_fail(); }
@@ -376,6 +464,14 @@ ufg_nocuda_error_string(int code)
     return UFG_NO_CUDA_REASON;
 }
 static int ufg_nocuda_after_launch(int result, void *stream) { (void)stream; return result; }
+static int
+ufg_nocuda_event_record(void *stream, int device, void **event)
+{
+    (void)stream; (void)device; (void)event;
+    return ufg_nocuda_fail();
+}
+static int ufg_nocuda_event_done(void *event) { (void)event; return 1; }
+static void ufg_nocuda_event_destroy(void *event) { (void)event; }
 
 static const ufg_backend ufg_cuda_backend = {
     .name = "cuda",
@@ -393,6 +489,9 @@ static const ufg_backend ufg_cuda_backend = {
     .stream_destroy = ufg_nocuda_stream,
     .stream_wait = ufg_nocuda_stream_wait,
     .synchronize_stream = ufg_nocuda_sync_stream,
+    .event_record = ufg_nocuda_event_record,
+    .event_done = ufg_nocuda_event_done,
+    .event_destroy = ufg_nocuda_event_destroy,
     .synchronize_device = ufg_nocuda_sync_device,
     .pointer_device = ufg_nocuda_pointer_device,
     .error_name = ufg_nocuda_error_name,

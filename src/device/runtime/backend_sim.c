@@ -1,15 +1,16 @@
 /*
- * The simulator backend: "device" memory is host RAM, streams are plain integers and every
- * operation completes before it returns, so stream order holds trivially.  Kernels are the
- * generated ones compiled by the host compiler (see device_kernel.h); this file only provides
- * the runtime services they need.
+ * The simulator backend: "device" memory is host RAM and kernels are the generated ones
+ * compiled by the host compiler (see device_kernel.h).  The device itself, asynchronous
+ * streams and stream-ordered memory, is modelled in sim_streams.c and sim_memory.c (sim.h
+ * says how); this file is the backend interface over it, the error table and the test hooks.
  *
  * UFUNCGEN_SIM_DEVICES sets how many devices exist (default 2, so multi-device code paths are
- * exercised).  UFUNCGEN_SIM_SKIP_KERNELS=1 makes launches skip the kernel itself (everything
+ * exercised), UFUNCGEN_SIM_MULTIPROCESSORS how many multiprocessors each reports (default 2,
+ * so grid-stride loops loop; 132 for an H100's grids and reduction chunks).  UFUNCGEN_SIM_SKIP_KERNELS=1 makes launches skip the kernel itself (everything
  * else about a launch still happens), so that benchmarks/device_dispatch.py measures the
- * host-side cost of a device call alone; ufuncgen._device.sim_set_skip_kernels flips it.  Allocations are recorded with their device so pointer_device can answer for
- * any pointer into them; a pointer the simulator did not allocate (another library's "device"
- * array, which under the simulator is host memory) belongs to the current device.
+ * host-side cost of a device call alone; ufuncgen._device.sim_set_skip_kernels flips it.
+ * A pointer the simulator did not allocate (another library's "device" array, which under
+ * the simulator is host memory) belongs to the current device.
  */
 #include "backend.h"
 
@@ -19,16 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim.h"
 #include "ufuncgen/device_kernel.h"
 
 #define UFG_SIM_DEFAULT_DEVICES 2
 #define UFG_SIM_MAX_DEVICES 64
-/* cudaMalloc's alignment, which kernels and consumers may rely on. */
-#define UFG_SIM_ALIGNMENT 256
 /* Launch configuration is derived from this, so a small value makes grid-stride loops loop. */
 #define UFG_SIM_MULTIPROCESSORS 2
-/* Simulated stream handles start above CUDA's special handles 0, 1 and 2. */
-#define UFG_SIM_FIRST_STREAM 16
+#define UFG_SIM_MAX_MULTIPROCESSORS 1024
 
 /* ------------------------------------------------------------------ error table */
 
@@ -79,6 +78,9 @@ ufg_sim_find_error(int code)
 static const char *
 ufg_sim_error_name(int code)
 {
+    if (code == UFG_SIM_ERROR_ORDER) {
+        return "ufuncgenSimulatorOrderingError";
+    }
     const ufg_sim_error *error = ufg_sim_find_error(code);
     return error != NULL ? error->name : "cudaErrorUnknown";
 }
@@ -86,24 +88,29 @@ ufg_sim_error_name(int code)
 static const char *
 ufg_sim_error_string(int code)
 {
-    const ufg_sim_error *error = ufg_sim_find_error(code);
+    const ufg_sim_error *error;
+
+    if (code == UFG_SIM_ERROR_ORDER) {
+        return ufg_sim_async_message();
+    }
+    error = ufg_sim_find_error(code);
     return error != NULL ? error->string : "unknown error";
 }
 
 /* ------------------------------------------------------------------ configuration */
 
 static int ufg_sim_ndevices = UFG_SIM_DEFAULT_DEVICES;
+/* Launch grids and the chunking of reductions follow it: UFUNCGEN_SIM_MULTIPROCESSORS=132
+ * gives an H100's launch configurations and summation orders. */
+static int ufg_sim_multiprocessors = UFG_SIM_MULTIPROCESSORS;
 /* The device made current by device_enter, per host thread, as in CUDA. */
 static _Thread_local int ufg_sim_current = 0;
 /* The error the next launch reports (0: none); set from tests, read by launching threads. */
 static atomic_int ufg_sim_pending_error = 0;
-static atomic_uintptr_t ufg_sim_next_stream = UFG_SIM_FIRST_STREAM;
 /* 1: launches skip the kernel (UFUNCGEN_SIM_SKIP_KERNELS); flipped from any thread. */
 static atomic_int ufg_sim_skipping = 0;
 
-/* The whole number in environment variable `name` if it is set and within lo..hi; -1 if it
- * is set to anything else; `unset` if it is unset or empty. */
-static long
+long
 ufg_sim_env_number(const char *name, long lo, long hi, long unset)
 {
     const char *text = getenv(name);
@@ -125,12 +132,24 @@ ufg_sim_configure(void)
     const long devices = ufg_sim_env_number("UFUNCGEN_SIM_DEVICES", 1, UFG_SIM_MAX_DEVICES,
                                             UFG_SIM_DEFAULT_DEVICES);
     const long skip = ufg_sim_env_number("UFUNCGEN_SIM_SKIP_KERNELS", 0, 1, 0);
+    const long multiprocessors = ufg_sim_env_number("UFUNCGEN_SIM_MULTIPROCESSORS", 1,
+                                                    UFG_SIM_MAX_MULTIPROCESSORS,
+                                                    UFG_SIM_MULTIPROCESSORS);
+    const char *streams_error;
 
     if (devices < 0) {
         return "UFUNCGEN_SIM_DEVICES must be a whole number of simulated devices from 1 to 64";
     }
     if (skip < 0) {
         return "UFUNCGEN_SIM_SKIP_KERNELS must be 1 (launches skip their kernels) or 0";
+    }
+    if (multiprocessors < 0) {
+        return "UFUNCGEN_SIM_MULTIPROCESSORS must be a whole number of multiprocessors per "
+               "simulated device from 1 to 1024";
+    }
+    ufg_sim_multiprocessors = (int)multiprocessors;
+    if ((streams_error = ufg_sim_streams_configure()) != NULL) {
+        return streams_error;
     }
     ufg_sim_ndevices = (int)devices;
     atomic_store(&ufg_sim_skipping, (int)skip);
@@ -141,104 +160,6 @@ static int
 ufg_sim_check_device(int device)
 {
     return device >= 0 && device < ufg_sim_ndevices ? 0 : UFG_ERROR_INVALID_DEVICE;
-}
-
-/* ------------------------------------------------------------------ allocation registry */
-
-/* Live allocations sorted by base address, so an interior pointer is found by bisection.
- * Guarded by a mutex: allocations are freed from whichever thread drops the last reference. */
-typedef struct {
-    uintptr_t base;
-    size_t size;
-    int device;
-} ufg_sim_allocation;
-
-static pthread_mutex_t ufg_sim_lock = PTHREAD_MUTEX_INITIALIZER;
-static ufg_sim_allocation *ufg_sim_allocations = NULL;
-static size_t ufg_sim_nallocations = 0, ufg_sim_capacity = 0;
-
-/* Index of the first allocation whose base is > address.  Caller holds the lock. */
-static size_t
-ufg_sim_upper_bound(uintptr_t address)
-{
-    size_t lo = 0, hi = ufg_sim_nallocations;
-
-    while (lo < hi) {
-        const size_t mid = lo + (hi - lo) / 2;
-        if (ufg_sim_allocations[mid].base <= address) {
-            lo = mid + 1;
-        }
-        else {
-            hi = mid;
-        }
-    }
-    return lo;
-}
-
-static int
-ufg_sim_register(uintptr_t base, size_t size, int device)
-{
-    int result = 0;
-    size_t at;
-
-    pthread_mutex_lock(&ufg_sim_lock);
-    if (ufg_sim_nallocations == ufg_sim_capacity) {
-        const size_t capacity = ufg_sim_capacity ? 2 * ufg_sim_capacity : 64;
-        ufg_sim_allocation *grown =
-            realloc(ufg_sim_allocations, capacity * sizeof(*grown));
-        if (grown == NULL) {
-            result = UFG_ERROR_MEMORY_ALLOCATION;
-            goto done;
-        }
-        ufg_sim_allocations = grown;
-        ufg_sim_capacity = capacity;
-    }
-    at = ufg_sim_upper_bound(base);
-    memmove(&ufg_sim_allocations[at + 1], &ufg_sim_allocations[at],
-            (ufg_sim_nallocations - at) * sizeof(ufg_sim_allocation));
-    ufg_sim_allocations[at] = (ufg_sim_allocation){base, size, device};
-    ufg_sim_nallocations++;
-done:
-    pthread_mutex_unlock(&ufg_sim_lock);
-    return result;
-}
-
-/* Removes the allocation starting exactly at base; returns -1 if there is none. */
-static int
-ufg_sim_unregister(uintptr_t base)
-{
-    int result = -1;
-    size_t at;
-
-    pthread_mutex_lock(&ufg_sim_lock);
-    at = ufg_sim_upper_bound(base);
-    if (at > 0 && ufg_sim_allocations[at - 1].base == base) {
-        memmove(&ufg_sim_allocations[at - 1], &ufg_sim_allocations[at],
-                (ufg_sim_nallocations - at) * sizeof(ufg_sim_allocation));
-        ufg_sim_nallocations--;
-        result = 0;
-    }
-    pthread_mutex_unlock(&ufg_sim_lock);
-    return result;
-}
-
-/* The device of the allocation containing address, or -1 if the simulator did not make it. */
-static int
-ufg_sim_lookup(uintptr_t address)
-{
-    int device = -1;
-    size_t at;
-
-    pthread_mutex_lock(&ufg_sim_lock);
-    at = ufg_sim_upper_bound(address);
-    if (at > 0) {
-        const ufg_sim_allocation *a = &ufg_sim_allocations[at - 1];
-        if (address - a->base < a->size) {
-            device = a->device;
-        }
-    }
-    pthread_mutex_unlock(&ufg_sim_lock);
-    return device;
 }
 
 /* ------------------------------------------------------------------ the interface */
@@ -267,7 +188,7 @@ ufg_sim_current_device(int *device)
 static int
 ufg_sim_multiprocessor_count(int device, int *count)
 {
-    *count = UFG_SIM_MULTIPROCESSORS;
+    *count = ufg_sim_multiprocessors;
     return ufg_sim_check_device(device);
 }
 
@@ -293,81 +214,72 @@ ufg_sim_device_leave(int previous)
 static int
 ufg_sim_malloc_async(void **ptr, size_t nbytes, int device, void *stream)
 {
-    /* aligned_alloc wants a multiple of the alignment; zero bytes still get a unique,
-     * registered address, as consumers expect a non-null pointer for empty arrays. */
-    const size_t size = nbytes == 0 ? UFG_SIM_ALIGNMENT
-        : (nbytes + UFG_SIM_ALIGNMENT - 1) / UFG_SIM_ALIGNMENT * UFG_SIM_ALIGNMENT;
-    const int error = ufg_sim_check_device(device);
-    void *memory;
+    ufg_sim_block *block = NULL;
+    const void *queue;
+    int error = ufg_sim_check_device(device);
 
-    (void)stream;
     if (error) {
         return error;
     }
-    if (size < nbytes) {
-        return UFG_ERROR_MEMORY_ALLOCATION;     /* the rounding overflowed */
+    pthread_mutex_lock(&ufg_sim_mutex);
+    if ((error = ufg_sim_check_stream(stream, device, &queue)) == 0) {
+        error = ufg_sim_block_allocate(nbytes, device, queue, &block);
     }
-    memory = aligned_alloc(UFG_SIM_ALIGNMENT, size);
-    if (memory == NULL) {
-        return UFG_ERROR_MEMORY_ALLOCATION;
+    pthread_mutex_unlock(&ufg_sim_mutex);
+    if (error == 0) {
+        *ptr = (void *)block->base;
     }
-    if (ufg_sim_register((uintptr_t)memory, size, device) != 0) {
-        free(memory);
-        return UFG_ERROR_MEMORY_ALLOCATION;
-    }
-    *ptr = memory;
-    return 0;
+    return error;
 }
 
 static int
 ufg_sim_free_async(void *ptr, int device, void *stream)
 {
-    (void)device;
-    (void)stream;
+    ufg_sim_block *block;
+    const void *queue;
+    int error;
+
     if (ptr == NULL) {
         return 0;
     }
+    pthread_mutex_lock(&ufg_sim_mutex);
+    block = ufg_sim_block_find((uintptr_t)ptr);
     /* cudaFreeAsync rejects pointers it did not allocate; so do we, rather than corrupt. */
-    if (ufg_sim_unregister((uintptr_t)ptr) != 0) {
-        return UFG_ERROR_INVALID_VALUE;
+    if (block == NULL || block->base != (uintptr_t)ptr) {
+        error = UFG_ERROR_INVALID_VALUE;
     }
-    free(ptr);
-    return 0;
+    else if ((error = ufg_sim_check_stream(stream, device, &queue)) == 0 &&
+             (error = ufg_sim_block_queue_free(block, stream, queue)) == 0) {
+        error = ufg_sim_queue_free(block, device, stream);
+    }
+    pthread_mutex_unlock(&ufg_sim_mutex);
+    return error;
 }
 
 static int
 ufg_sim_memcpy(void *dst, const void *src, size_t nbytes, ufg_memcpy_kind kind, int device,
                void *stream)
 {
-    const int error = ufg_sim_check_device(device);
+    int error = ufg_sim_check_device(device);
 
-    (void)kind;
-    (void)stream;
-    if (error) {
+    if (error || nbytes == 0) {
         return error;
     }
-    if (nbytes > 0) {
-        memmove(dst, src, nbytes);
+    error = ufg_sim_queue_copy(dst, src, nbytes, kind == UFG_MEMCPY_HOST_TO_DEVICE, device,
+                               stream);
+    /* The host buffer is the caller's once we return: wait for the copy into it. */
+    if (error == 0 && kind == UFG_MEMCPY_DEVICE_TO_HOST) {
+        error = ufg_sim_wait_stream(stream, device);
     }
-    return 0;
+    return error;
 }
 
 static int
-ufg_sim_stream_create(int device, void **stream)
+ufg_sim_stream_create(int device, int non_blocking, void **stream)
 {
     const int error = ufg_sim_check_device(device);
 
-    if (error) {
-        return error;
-    }
-    *stream = (void *)atomic_fetch_add(&ufg_sim_next_stream, 1);
-    return 0;
-}
-
-static int
-ufg_sim_stream_destroy(void *stream)
-{
-    return (uintptr_t)stream < UFG_SIM_FIRST_STREAM ? UFG_ERROR_INVALID_RESOURCE_HANDLE : 0;
+    return error ? error : ufg_sim_stream_new(device, non_blocking, stream);
 }
 
 /* The last waits asked for, so tests can see that a consumer waits for its producer. */
@@ -377,12 +289,17 @@ static int ufg_sim_nwaits;
 static int
 ufg_sim_stream_wait(void *consumer, void *producer, int device)
 {
+    const int error = ufg_sim_check_device(device);
+
+    if (error) {
+        return error;
+    }
     if (ufg_sim_nwaits < UFG_SIM_MAX_WAITS) {
         ufg_sim_waits[ufg_sim_nwaits][0] = (uintptr_t)consumer;
         ufg_sim_waits[ufg_sim_nwaits][1] = (uintptr_t)producer;
         ufg_sim_nwaits++;
     }
-    return ufg_sim_check_device(device);
+    return ufg_sim_queue_wait(consumer, producer, device);
 }
 
 int
@@ -398,36 +315,61 @@ ufg_sim_take_waits(uintptr_t (*waits)[2])
 static int
 ufg_sim_synchronize_stream(void *stream, int device)
 {
-    (void)stream;
-    return ufg_sim_check_device(device);
+    const int error = ufg_sim_check_device(device);
+
+    return error ? error : ufg_sim_wait_stream(stream, device);
 }
 
 static int
 ufg_sim_synchronize_device(int device)
 {
-    return ufg_sim_check_device(device);
+    const int error = ufg_sim_check_device(device);
+
+    return error ? error : ufg_sim_wait_device(device);
 }
 
 static int
 ufg_sim_pointer_device(const void *ptr)
 {
+    const ufg_sim_block *block;
     int device;
 
     if (ptr == NULL) {
         return -1;
     }
-    device = ufg_sim_lookup((uintptr_t)ptr);
-    return device >= 0 ? device : ufg_sim_current;
+    pthread_mutex_lock(&ufg_sim_mutex);
+    block = ufg_sim_block_find((uintptr_t)ptr);
+    device = block != NULL ? block->device : ufg_sim_current;
+    pthread_mutex_unlock(&ufg_sim_mutex);
+    return device;
 }
 
-/* Launches ran to completion; an injected error replaces the result once. */
+static int
+ufg_sim_queue_elementwise(ufg_elementwise_launcher launcher, const ufg_kernel_params *params,
+                          void *stream)
+{
+    return ufg_sim_queue_kernel(launcher, params, ufg_sim_current, stream);
+}
+
+static int
+ufg_sim_queue_reduction(ufg_reduce_launcher launcher, const ufg_reduce_params *params,
+                        void *stream)
+{
+    return ufg_sim_queue_reduce(launcher, params, ufg_sim_current, stream);
+}
+
+/* An injected error replaces the result once; else an error a queued operation reported
+ * when it ran (CUDA reports those at the next call too). */
 static int
 ufg_sim_after_launch(int result, void *stream)
 {
     const int injected = atomic_exchange(&ufg_sim_pending_error, 0);
 
     (void)stream;
-    return injected ? injected : result;
+    if (injected) {
+        return injected;
+    }
+    return result ? result : ufg_sim_take_async_error();
 }
 
 static int
@@ -454,6 +396,14 @@ ufg_sim_inject_error(const char *name)
     return -1;
 }
 
+int
+ufg_sim_stall(void *stream, int device, double seconds)
+{
+    const int error = ufg_sim_check_device(device);
+
+    return error ? error : ufg_sim_queue_stall(stream, device, seconds);
+}
+
 static const ufg_backend ufg_sim_backend = {
     .name = "sim",
     .id = UFG_BACKEND_SIM,
@@ -467,15 +417,20 @@ static const ufg_backend ufg_sim_backend = {
     .free_async = ufg_sim_free_async,
     .memcpy = ufg_sim_memcpy,
     .stream_create = ufg_sim_stream_create,
-    .stream_destroy = ufg_sim_stream_destroy,
+    .stream_destroy = ufg_sim_stream_end,
     .stream_wait = ufg_sim_stream_wait,
     .synchronize_stream = ufg_sim_synchronize_stream,
     .synchronize_device = ufg_sim_synchronize_device,
+    .event_record = ufg_sim_event_record,
+    .event_done = ufg_sim_event_done,
+    .event_destroy = ufg_sim_event_destroy,
     .pointer_device = ufg_sim_pointer_device,
     .error_name = ufg_sim_error_name,
     .error_string = ufg_sim_error_string,
     .after_launch = ufg_sim_after_launch,
     .skip_kernels = ufg_sim_skip_kernels,
+    .queue_elementwise = ufg_sim_queue_elementwise,
+    .queue_reduce = ufg_sim_queue_reduction,
 };
 
 const ufg_backend *

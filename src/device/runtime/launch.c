@@ -78,6 +78,19 @@ ufg_launch_note(const ufg_backend *backend, const ufg_launch *launch, int device
 
 /* ------------------------------------------------------------------ launching */
 
+static int
+ufg_launch_call(const ufg_backend *backend, const ufg_launch *launch, void *stream)
+{
+    if (launch->elementwise != NULL) {
+        return backend->queue_elementwise != NULL
+            ? backend->queue_elementwise(launch->elementwise, launch->kernel_params, stream)
+            : launch->elementwise(launch->kernel_params, stream);
+    }
+    return backend->queue_reduce != NULL
+        ? backend->queue_reduce(launch->reduce, launch->reduce_params, stream)
+        : launch->reduce(launch->reduce_params, stream);
+}
+
 int
 ufg_launch_run(const ufg_backend *backend, const ufg_launch *launch, int device,
                uintptr_t stream, const char *what)
@@ -92,9 +105,7 @@ ufg_launch_run(const ufg_backend *backend, const ufg_launch *launch, int device,
         const int run = backend->skip_kernels == NULL || !backend->skip_kernels();
         ufg_launch_note(backend, launch, device, run);
         if (run) {
-            result = launch->elementwise != NULL
-                ? launch->elementwise(launch->kernel_params, (void *)stream)
-                : launch->reduce(launch->reduce_params, (void *)stream);
+            result = ufg_launch_call(backend, launch, (void *)stream);
         }
         error = backend->after_launch(result, (void *)stream);
         backend->device_leave(previous);

@@ -52,8 +52,10 @@ typedef struct {
 /*
  * A reduction with a binary elementwise body (out = f(acc, x)) over the `reduce` dimensions of
  * `in`, for each element of the `keep` dimensions.  Thread t reduces chunk t % n_chunks of
- * output t / n_chunks, starting from `identity`, in index order; with n_chunks > 1 the partial
- * results land `out_chunk_stride` bytes apart and the runtime reduces them in a second launch.
+ * output t / n_chunks, starting from `identity` (or, with start_from_first, from the chunk's
+ * first element: the function has no identity, and every chunk has one element at least), in
+ * index order; with n_chunks > 1 the partial results land `out_chunk_stride` bytes apart and
+ * the runtime reduces them in a second launch.
  */
 typedef struct {
     int64_t n_out;                  /* elements of the kept dimensions */
@@ -71,6 +73,7 @@ typedef struct {
     int64_t out_keep_strides[UFG_DEVICE_MAX_DIMS];
     int64_t out_chunk_stride;
     ufg_value identity;
+    int32_t start_from_first;
 } ufg_reduce_params;
 
 /* A generated launcher: 0, or the backend's error code (a cudaError_t under CUDA). */
