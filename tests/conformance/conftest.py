@@ -82,7 +82,8 @@ def pytest_terminal_summary(terminalreporter):
     """The differential test's examples per run, and how they ended (host vs device)."""
     from .test_differential import DIFFERENTIAL_EXAMPLES, STATS
     if STATS:
-        total = sum(v for k, v in STATS.items() if k.startswith(("elementwise", "gufunc", "reduce ")))
+        total = sum(v for k, v in STATS.items()
+                    if k.startswith(("elementwise", "gufunc", "reduce ", "outer ")))
         outcomes = ", ".join(f"{k}: {v}" for k, v in sorted(STATS.items()) if k.startswith("host"))
         terminalreporter.write_line(
             f"differential: {total} examples ({DIFFERENTIAL_EXAMPLES} per property); {outcomes}")

@@ -747,6 +747,16 @@ def _(F, D, H):
     return H(F.add.outer(D(R(2, 3)), 7))
 
 
+@case("outer/a-python-scalar-is-an-array-not-a-weak-scalar")
+def _(F, D, H):
+    return H(F.add.outer(D(R(3, dtype=np.float32)), 2.5))        # float64, as np.asarray(2.5)
+
+
+@case("outer/a-python-int-numpy-holds-as-object", TypeError, "not supported for the input types")
+def _(F, D, H):
+    return F.add.outer(D(R(3)), 2**70)
+
+
 @case("outer/mixed-int-float")
 def _(F, D, H):
     return H(F.add.outer(D(np.arange(3)), D(R(2))))

@@ -250,3 +250,14 @@ def test_a_gufunc_out_may_leave_out_leading_loop_dimensions_of_size_one(shape, o
         assert got is want
     else:
         np.testing.assert_allclose(got, want)
+
+
+@pytest.mark.parametrize("shape, axis", [
+    ((1,), (0, 0, 1)),          # found by HYPOTHESIS_PROFILE=thorough: bounds before duplicates
+    ((2, 2), (0, 5, 0)),
+    ((2, 2), (0, 0, "a")),      # and conversion before both
+    ((1,), (0, 0)),
+    ((3, 2), (1, -2)),
+])
+def test_reduce_checks_every_axis_before_duplicates_as_numpy_does(shape, axis):
+    _agree(ex.add.reduce, lambda m: [m(np.ones(shape))], axis=axis)

@@ -48,11 +48,13 @@ def test_a_helper_is_compiled_only_for_the_types_whose_bodies_call_it(examples):
     assert "__int64" not in helpers     # cos(int64) would not even compile on the device
 
 
-def test_only_binary_functions_with_an_identity_get_device_reduce_kernels(examples):
+def test_binary_functions_get_device_reduce_kernels_with_an_identity_or_without(examples):
     kernels = examples["ex_kernels.cu"]
     assert "UFG_LAUNCHER(reduce_add_float64)" in kernels
-    assert "UFG_LAUNCHER(reduce_hypot" not in kernels
-    assert "UFG_LAUNCHER(reduce_custom_op" not in kernels
+    assert "UFG_LAUNCHER(reduce_hypot_float32)" in kernels          # no identity
+    assert "UFG_LAUNCHER(reduce_custom_op_float64)" in kernels
+    assert "UFG_LAUNCHER(reduce_lucas" not in kernels               # one input
+    assert "UFG_LAUNCHER(reduce_inner1d" not in kernels             # a gufunc
 
 
 def test_only_associative_functions_get_host_reductions_and_pass_them_to_the_loop_driver(examples):

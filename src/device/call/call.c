@@ -285,11 +285,40 @@ ufg_device_call(PyObject *function, const ufg_function_descriptor *fn, PyObject 
     return ufg_device_call_run(fn, ufunc, 0, args, nargs, kwnames);
 }
 
+/* An outer argument as NumPy's outer takes it: through np.asarray, so a Python scalar is
+ * strongly typed (2.5 a float64, 3 an int64: a NumPy scalar, which the call passes by value),
+ * and one NumPy can only hold as an object is refused.  A new reference. */
+static PyObject *
+ufg_outer_argument(const ufg_function_descriptor *fn, PyObject *obj)
+{
+    PyObject *array, *scalar;
+
+    if (!PyLong_Check(obj) && !PyFloat_Check(obj) && !PyComplex_Check(obj)) {
+        return Py_NewRef(obj);      /* bool is an int; device arrays and NumPy scalars stay */
+    }
+    array = PyArray_FromAny(obj, NULL, 0, 0, 0, NULL);
+    if (array == NULL) {
+        return NULL;
+    }
+    if (PyArray_TYPE((PyArrayObject *)array) == NPY_OBJECT) {
+        Py_DECREF(array);
+        PyErr_Format(PyExc_TypeError, "%s.outer: ufunc '%s' not supported for the input types, "
+                     "and the inputs could not be safely coerced to any supported types "
+                     "according to the casting rule ''safe''", fn->name, fn->name);
+        return NULL;
+    }
+    scalar = PyArray_Return((PyArrayObject *)array);       /* steals the array */
+    return scalar;
+}
+
 /* NumPy's refusals, in its order, then the call. */
 static PyObject *
 ufg_device_outer(PyObject *function, const ufg_function_descriptor *fn, PyObject *ufunc,
                  PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
+    PyObject *small[16], **converted = small, *result = NULL;
+    const Py_ssize_t total = nargs + (kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0);
+
     (void)function;
     if (fn->signature != NULL) {
         PyErr_Format(PyExc_TypeError, "%s.outer: method outer is not allowed in ufunc with "
@@ -305,7 +334,21 @@ ufg_device_outer(PyObject *function, const ufg_function_descriptor *fn, PyObject
         PyErr_Format(PyExc_TypeError, "%s.outer: exactly two arguments expected", fn->name);
         return NULL;
     }
-    return ufg_device_call_run(fn, ufunc, 1, args, nargs, kwnames);
+    if (total > 16 && (converted = PyMem_Malloc(sizeof(PyObject *) * (size_t)total)) == NULL) {
+        return PyErr_NoMemory();
+    }
+    memcpy(converted, args, sizeof(PyObject *) * (size_t)total);
+    converted[0] = converted[1] = NULL;
+    if ((converted[0] = ufg_outer_argument(fn, args[0])) != NULL &&
+        (converted[1] = ufg_outer_argument(fn, args[1])) != NULL) {
+        result = ufg_device_call_run(fn, ufunc, 1, converted, nargs, kwnames);
+    }
+    Py_XDECREF(converted[0]);
+    Py_XDECREF(converted[1]);
+    if (converted != small) {
+        PyMem_Free(converted);
+    }
+    return result;
 }
 
 /* The table ufuncgen._core reaches the device call through (ufuncgen/device_call.h). */

@@ -328,12 +328,14 @@ ufg_reduce_keepdims(PyObject *obj, int *keepdims)
     return 0;
 }
 
-/* axis= as the reduced axes of an ndim-d array: reduced[d] set for each. */
+/* axis= as the reduced axes of an ndim-d array: reduced[d] set for each.  NumPy's order:
+ * every entry converted, then every entry checked against ndim, then duplicates. */
 static int
 ufg_reduce_axes(const char *name, PyObject *axis, int ndim, char *reduced)
 {
     PyObject *const *items;
     Py_ssize_t n;
+    int small[UFG_CALL_MAX_NDIM], *values = small, status = -1;
 
     memset(reduced, 0, UFG_CALL_MAX_NDIM);
     if (axis == NULL) {             /* the default: axis=0 */
@@ -354,36 +356,46 @@ ufg_reduce_axes(const char *name, PyObject *axis, int ndim, char *reduced)
         items = &axis;
         n = 1;
     }
+    if (n > UFG_CALL_MAX_NDIM && (values = PyMem_Malloc(sizeof(int) * (size_t)n)) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
-        int value;
-        const int status = ufg_axis_from_object(items[i], &value);
-
-        if (status != 0) {
-            if (status > 0) {
+        const int converted = ufg_axis_from_object(items[i], &values[i]);
+        if (converted != 0) {
+            if (converted > 0) {
                 PyErr_Format(PyExc_TypeError,
                              "%s.reduce: axis must be None, an int or a tuple of ints", name);
             }
-            return -1;
+            goto done;
         }
-        if (!PyTuple_Check(axis) && ndim == 0 && (value == 0 || value == -1)) {
-            return 0;               /* NumPy lets axis 0 or -1 through for 0-d arrays */
-        }
-        if (value < -ndim || value >= ndim) {
+    }
+    if (!PyTuple_Check(axis) && ndim == 0 && (values[0] == 0 || values[0] == -1)) {
+        status = 0;                 /* NumPy lets axis 0 or -1 through for 0-d arrays */
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (values[i] < -ndim || values[i] >= ndim) {
             PyErr_Format(ufg_reduce_axis_error,
                          "%s.reduce: axis %d is out of bounds for an array of dimension %d",
-                         name, value, ndim);
-            return -1;
+                         name, values[i], ndim);
+            goto done;
         }
-        if (value < 0) {
-            value += ndim;
-        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int value = values[i] < 0 ? values[i] + ndim : values[i];
         if (reduced[value]) {
             PyErr_Format(PyExc_ValueError, "%s.reduce: duplicate value in 'axis'", name);
-            return -1;
+            goto done;
         }
         reduced[value] = 1;
     }
-    return 0;
+    status = 0;
+done:
+    if (values != small) {
+        PyMem_Free(values);
+    }
+    return status;
 }
 
 /* ------------------------------------------------------------------ type resolution */
@@ -1121,8 +1133,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     memset(&plan, 0, sizeof(plan));
     plan.ndim = array.ndim;
     if (ufg_reduce_keepdims(values[UFG_R_KEEPDIMS], &plan.keepdims) < 0 ||   /* NumPy's order */
-        ufg_reduce_axes(name, values[UFG_R_AXIS], array.ndim, plan.reduced) < 0 ||
-        ufg_reduce_check_reorderable(name, fn, array.ndim, plan.reduced) < 0) {
+        ufg_reduce_axes(name, values[UFG_R_AXIS], array.ndim, plan.reduced) < 0) {
         goto done;
     }
     for (int d = 0; d < array.ndim; d++) {
@@ -1139,6 +1150,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     resolution = ufg_reduce_resolve(name, fn, ufunc, dtype, &array, have_out ? &out : NULL,
                                     &scratch);
     if (resolution == NULL ||
+        ufg_reduce_check_reorderable(name, fn, array.ndim, plan.reduced) < 0 ||   /* then */
         (have_out && ufg_reduce_check_out_fits(name, &array, &plan, &out) < 0)) {
         goto done;
     }
