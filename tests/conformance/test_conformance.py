@@ -12,7 +12,8 @@ the device path prefixes the function name, so whole messages are not compared).
 Where the device path deliberately differs from NumPy, the case names the documented device
 error (`device=`) and the test asserts exactly that error on the device kinds:
 
-* `.reduce(where=<mask array>)` is not supported on the device (TypeError).
+* `.reduce(where=<mask array>)` on the device needs a function with an identity (TypeError
+  otherwise): masked-out elements become the identity before the reduction.
 * `where=` is rejected by gufuncs everywhere (NumPy: TypeError), the device agrees.
 """
 from __future__ import annotations
@@ -715,9 +716,47 @@ def _(F, D, H):
     return F.hypot.reduce(D(R(3, 4)), axis=(0, 1))
 
 
-@case("reduce/where", device=(TypeError, "where= mask array is not supported on the device"))
+@case("reduce/where")
 def _(F, D, H):
     return H(F.add.reduce(D(R(3, 4)), axis=1, where=D(np.array([True, False, True, True]))))
+
+
+@case("reduce/where-2d-all-axes-initial")
+def _(F, D, H):
+    mask = np.array([[True, False, True, True], [False, False, True, False], [True] * 4])
+    return H(F.add.reduce(D(R(3, 4)), axis=None, where=D(mask), initial=1.5))
+
+
+@case("reduce/where-column-broadcast-keepdims")
+def _(F, D, H):
+    return H(F.add.reduce(D(R(3, 4)), axis=0, keepdims=True,
+                          where=D(np.array([[True], [False], [True]]))))
+
+
+@case("reduce/where-int-upcast-into-out")
+def _(F, D, H):
+    out = D(np.zeros(2, np.int64))
+    F.add.reduce(D(np.arange(10, dtype=np.int8).reshape(2, 5)), axis=1, out=out,
+                 where=D(np.array([True, True, False, True, False])))
+    return H(out)
+
+
+@case("reduce/where-long-split-axis")
+def _(F, D, H):
+    mask = (np.arange(20000) % 3) != 0
+    return H(F.add.reduce(D(np.arange(20000, dtype=np.int64)), where=D(mask), initial=-7))
+
+
+@case("reduce/where-does-not-broadcast", ValueError)
+def _(F, D, H):
+    return F.add.reduce(D(R(3, 4)), where=D(np.ones(3, bool)))
+
+
+@case("reduce/where-no-identity-initial",
+      device=(TypeError, "where= mask on the device needs a function with an identity"))
+def _(F, D, H):
+    return H(F.hypot.reduce(D(R(3, 4)), axis=1, initial=0.5,
+                            where=D(np.array([True, False, True, True]))))
 
 
 # ============================================================================ outer

@@ -94,12 +94,27 @@ def test_reduce_of_more_than_two_to_the_31_elements_uses_64_bit_indexing():
     assert int(host(ex.add.reduce(broadcast))) == n
 
 
-def test_reduce_refuses_where_and_host_out():
+def test_reduce_refuses_a_host_where_mask_and_a_host_out():
     x = to_dev(np.ones(4))
-    with pytest.raises(TypeError, match="where"):
-        ex.add.reduce(x, where=to_dev(np.ones(4, bool)))
+    with pytest.raises(TypeError, match="where= is a host numpy.ndarray"):
+        ex.add.reduce(x, where=np.ones(4, bool))
     with pytest.raises(TypeError, match="host and device"):
         ex.add.reduce(x, out=np.zeros(()))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.float64])
+@pytest.mark.parametrize("shape, mask_shape, axis", [
+    ((5, 6), (5, 6), 1), ((5, 6), (6,), 0), ((5, 6), (5, 1), None), ((4, 3, 2), (3, 1), (0, 2)),
+    ((7,), (), 0), ((0, 3), (3,), 0), ((3, 5000), (5000,), 1),
+])
+def test_a_where_mask_on_the_device_gives_numpys_masked_sum(dtype, shape, mask_shape, axis, rng):
+    x = (rng.integers(-50, 50, shape) if np.dtype(dtype).kind == "i"
+         else rng.standard_normal(shape)).astype(dtype)
+    mask = rng.random(mask_shape) < 0.6
+    got = host(ex.add.reduce(to_dev(x), axis=axis, where=to_dev(np.asarray(mask))))
+    want = np.add.reduce(x, axis=axis, where=mask)
+    assert np.shape(got) == np.shape(want) and np.asarray(got).dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12)
 
 
 def test_reduce_of_host_arrays_still_goes_to_numpy():

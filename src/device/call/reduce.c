@@ -278,23 +278,78 @@ ufg_reduce_parse(const char *name, PyObject *const *args, Py_ssize_t nargs, PyOb
 }
 
 /* where=: the literal True (or not given) is no mask; any other host value is a 0-d mask
- * (*where_value), as NumPy reads it.  A mask array is not supported on the device. */
+ * (*where_value), as NumPy reads it; a CUDA array is a mask (*mask_obj, borrowed).  A host
+ * array or sequence is refused: device calls never copy host data behind the caller's back. */
 static int
-ufg_reduce_where(const char *name, PyObject *where, int *where_given, int *where_value)
+ufg_reduce_where(const char *name, PyObject *where, int *where_given, int *where_value,
+                 PyObject **mask_obj)
 {
-    int status;
+    int status, is_device;
 
     *where_given = 0;
+    *mask_obj = NULL;
     if (where == NULL || where == Py_True) {
         return 0;
     }
     status = ufg_where_from_host_value(where, where_value);
     if (status > 0) {
-        PyErr_Format(PyExc_TypeError, "%s.reduce: a where= mask array is not supported on the "
-                     "device (a single True or False is)", name);
+        if ((is_device = ufg_is_device_object(where)) < 0) {
+            return -1;
+        }
+        if (!is_device) {
+            PyErr_Format(PyExc_TypeError, "%s.reduce: where= is a host %.100s; with a CUDA "
+                         "array it must be a CUDA bool array (or a single True or False)",
+                         name, Py_TYPE(where)->tp_name);
+            return -1;
+        }
+        *mask_obj = where;
+        *where_value = 1;
+        status = 0;
     }
     *where_given = status == 0;
     return status == 0 ? 0 : -1;
+}
+
+/* The where= mask: a bool CUDA array on the array's device that broadcasts to its shape;
+ * mask_strides: its strides over the array's axes (0 where it broadcasts). */
+static int
+ufg_reduce_mask(const char *name, PyObject *mask_obj, const ufg_operand *array,
+                uintptr_t stream, ufg_operand *mask, int64_t *mask_strides)
+{
+    int pad;
+
+    if (ufg_operand_from_buffer(mask_obj, "where=", mask, stream) < 0) {
+        return -1;
+    }
+    pad = array->ndim - mask->ndim;
+    if (mask->code != UFG_DT_BOOL) {
+        PyErr_Format(PyExc_TypeError, "%s.reduce: where= must be a bool array, got %s", name,
+                     ufg_reduce_dtype_names[mask->code]);
+        return -1;
+    }
+    if (mask->device != array->device) {
+        PyErr_Format(PyExc_ValueError, "%s.reduce: where= is on CUDA device %d, the array on "
+                     "device %d", name, mask->device, array->device);
+        return -1;
+    }
+    for (int d = 0; pad >= 0 && d <= array->ndim; d++) {
+        const int m = d - pad;
+        if (d == array->ndim) {
+            return ufg_operand_check_alignment(mask, "where=");
+        }
+        if (m < 0 || mask->shape[m] == 1) {
+            mask_strides[d] = 0;
+        }
+        else if (mask->shape[m] == array->shape[d]) {
+            mask_strides[d] = mask->strides[m];
+        }
+        else {
+            break;
+        }
+    }
+    PyErr_Format(PyExc_ValueError, "%s.reduce: where= of %d dimensions does not broadcast to "
+                 "the array's shape", name, mask->ndim);
+    return -1;
 }
 
 /* keepdims= as NumPy converts it (PyArray_PythonPyIntFromInt): an int (bool included, or
@@ -655,6 +710,7 @@ typedef struct {
                                      * first element (or first partial result) */
     int chunks_from_first;          /* no identity: the chunks of step 1 start from theirs */
     int copy_input;                 /* the array is cast to acc first */
+    const int64_t *mask_strides;    /* where=: the copy holds the identity where it is False */
     int direct;                     /* the kernel writes into out= itself */
     int cast_result;                /* a temporary result is cast into out= */
     int nsteps;                     /* 0 (an empty result), 1, or 2 (chunks, then partials) */
@@ -967,10 +1023,41 @@ ufg_reduce_check_reorderable(const char *name, const ufg_function_descriptor *fn
 
 /* ------------------------------------------------------------------ running */
 
+/* where=: `source` gets the identity everywhere, then the array's elements where the mask is
+ * True (cast to the accumulator), so that masked-out elements change nothing. */
+static int
+ufg_reduce_masked_copy(ufg_call *c, const ufg_reduce_plan *plan, const ufg_operand *array,
+                       const ufg_operand *mask, ufg_DeviceArrayObject *source)
+{
+    static const int64_t zeros[UFG_CALL_MAX_NDIM];
+    ufg_DeviceArrayObject *identity = ufg_call_empty(c, 0, NULL, plan->acc);
+    int error;
+
+    if (identity == NULL) {
+        return -1;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    error = c->backend->memcpy(identity->ptr, plan->chunk_start.bytes,
+                               (size_t)ufg_dtype_itemsize(plan->acc), UFG_MEMCPY_HOST_TO_DEVICE,
+                               c->device, (void *)c->stream);
+    Py_END_ALLOW_THREADS
+    if (error) {
+        return ufg_device_error_int(c->backend, error, "copying the identity to the device");
+    }
+    return ufg_launch_cast(c->backend, c->device, c->stream, array->ndim, array->shape,
+                           identity->ptr, zeros, plan->acc, source->ptr, source->strides,
+                           plan->acc, NULL, NULL) < 0 ||
+           ufg_launch_cast(c->backend, c->device, c->stream, array->ndim, array->shape,
+                           array->ptr, array->strides, array->code, source->ptr,
+                           source->strides, plan->acc, mask->ptr, plan->mask_strides) < 0
+        ? -1 : 0;
+}
+
 /* Everything is checked: queues the casts and launches, and returns the result. */
 static PyObject *
 ufg_reduce_run(ufg_call *c, const ufg_reduce_plan *plan, PyObject *array_obj,
-               const ufg_operand *array, PyObject *out_obj, const ufg_operand *out)
+               const ufg_operand *array, PyObject *out_obj, const ufg_operand *out,
+               const ufg_operand *mask)
 {
     ufg_DeviceArrayObject *source = NULL, *result = NULL, *partial = NULL;
     ufg_operand source_op, result_op;
@@ -978,11 +1065,13 @@ ufg_reduce_run(ufg_call *c, const ufg_reduce_plan *plan, PyObject *array_obj,
     char *target;
 
     if (ufg_call_wait_for_operand(c, array) < 0 ||
-        (out_obj != NULL && ufg_call_wait_for_operand(c, out) < 0)) {
+        (out_obj != NULL && ufg_call_wait_for_operand(c, out) < 0) ||
+        (mask != NULL && ufg_call_wait_for_operand(c, mask) < 0)) {
         return NULL;
     }
     /* Whatever happens from here, work on them may be queued. */
-    if (ufg_call_note_use(c, array) < 0 || (out_obj != NULL && ufg_call_note_use(c, out) < 0)) {
+    if (ufg_call_note_use(c, array) < 0 || (out_obj != NULL && ufg_call_note_use(c, out) < 0) ||
+        (mask != NULL && ufg_call_note_use(c, mask) < 0)) {
         return NULL;
     }
     in = array->ptr;
@@ -993,7 +1082,8 @@ ufg_reduce_run(ufg_call *c, const ufg_reduce_plan *plan, PyObject *array_obj,
         }
         memset(&source_op, 0, sizeof(source_op));
         ufg_operand_from_array(source, &source_op);
-        if (ufg_call_cast(c, array, &source_op, NULL) < 0) {
+        if (mask != NULL ? ufg_reduce_masked_copy(c, plan, array, mask, source) < 0
+                         : ufg_call_cast(c, array, &source_op, NULL) < 0) {
             return NULL;
         }
         in = source->ptr;
@@ -1059,6 +1149,10 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     int64_t out_keep[UFG_CALL_MAX_NDIM];
     uintptr_t stream = 0;
     PyObject *default_keeper = NULL;    /* the default stream's owner, when not stream= */
+    PyObject *mask_obj = NULL;          /* where= as a CUDA array, borrowed */
+    ufg_operand mask;
+    int64_t mask_strides[UFG_CALL_MAX_NDIM];
+    int have_mask = 0;
     ufg_call *c = NULL;
 
     if (fn->signature != NULL) {        /* NumPy's exception types for these two */
@@ -1076,7 +1170,8 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
         return NULL;
     }
     if (ufg_reduce_parse(name, args, nargs, kwnames, values) < 0 ||
-        ufg_reduce_where(name, values[UFG_R_WHERE], &where_given, &where_value) < 0 ||
+        ufg_reduce_where(name, values[UFG_R_WHERE], &where_given, &where_value,
+                         &mask_obj) < 0 ||
         (values[UFG_R_STREAM] != NULL &&
          ufg_stream_from_object(values[UFG_R_STREAM], &stream) < 0) ||
         ufg_reduce_init_globals() < 0 ||
@@ -1194,6 +1289,25 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
             }
         }
     }
+    if (mask_obj != NULL) {
+        /* Masked-out elements become the identity before the reduction (below). */
+        if (!ufg_reduce_has_identity(fn)) {
+            PyErr_Format(PyExc_TypeError, "%s.reduce: a where= mask on the device needs a "
+                         "function with an identity, and %s has none; reduce a host copy",
+                         name, name);
+            goto done;
+        }
+        memset(&mask, 0, sizeof(mask));
+        have_mask = 1;
+        if (ufg_reduce_mask(name, mask_obj, &array, stream, &mask, mask_strides) < 0) {
+            goto done;
+        }
+        if (array.ndim > UFG_DEVICE_MAX_DIMS) {
+            PyErr_Format(PyExc_ValueError, "%s.reduce: a where= mask on the device takes arrays "
+                         "of at most %d dimensions", name, UFG_DEVICE_MAX_DIMS);
+            goto done;
+        }
+    }
     /* Chunks start from the identity, or from their first elements without one. */
     plan.chunks_from_first = !ufg_reduce_has_identity(fn);
     if (!plan.chunks_from_first &&
@@ -1214,7 +1328,8 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     /* The launches: the source is the array, or its copy in the accumulator's dtype; the
      * target out= itself when it has that dtype and does not overlap the array, else a new
      * C-contiguous result (cast into out= after). */
-    plan.copy_input = array.code != plan.acc;
+    plan.copy_input = array.code != plan.acc || have_mask;
+    plan.mask_strides = have_mask ? mask_strides : NULL;
     if (plan.copy_input) {
         ufg_c_strides(array.ndim, array.shape, ufg_dtype_itemsize(plan.acc), in_strides);
         if (ufg_reduce_check_cast(array.ndim, array.shape, array.strides, in_strides) < 0) {
@@ -1265,7 +1380,8 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
         : PyLong_Check(values[UFG_R_STREAM]) ? NULL : values[UFG_R_STREAM];
     c->device = array.device;
     c->loop_index = plan.loop_index;
-    result = ufg_reduce_run(c, &plan, array_obj, &array, out_obj, &out);
+    result = ufg_reduce_run(c, &plan, array_obj, &array, out_obj, &out,
+                            have_mask ? &mask : NULL);
 
 done:
     if (c != NULL) {
@@ -1276,6 +1392,9 @@ done:
     Py_XDECREF(default_keeper);
     if (have_out) {
         ufg_operand_release(&out);
+    }
+    if (have_mask) {
+        ufg_operand_release(&mask);
     }
     if (have_array) {
         ufg_operand_release(&array);
