@@ -1030,7 +1030,7 @@ ufg_reduce_masked_copy(ufg_call *c, const ufg_reduce_plan *plan, const ufg_opera
                        const ufg_operand *mask, ufg_DeviceArrayObject *source)
 {
     static const int64_t zeros[UFG_CALL_MAX_NDIM];
-    ufg_DeviceArrayObject *identity = ufg_call_empty(c, 0, NULL, plan->acc);
+    ufg_DeviceArrayObject *identity = ufg_call_empty(c, 0, zeros, plan->acc);     /* 0-d */
     int error;
 
     if (identity == NULL) {
