@@ -297,8 +297,7 @@ ufg_empty(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
     }
     result = (PyObject *)ufg_device_array_empty(ndim, shape, descr, device, stream);
     Py_DECREF(descr);
-    if (result != NULL && stream_obj != NULL && !PyLong_Check(stream_obj) &&
-        stream_obj != Py_None) {
+    if (result != NULL && ufg_stream_owner(stream_obj) != NULL) {
         /* A stream object (ufuncgen's, CuPy's, ...) lives as long as the array may use it. */
         ufg_device_array_used_on((ufg_DeviceArrayObject *)result, stream, stream_obj);
     }

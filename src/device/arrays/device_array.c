@@ -237,34 +237,15 @@ ufg_device_array_dealloc(ufg_DeviceArrayObject *self)
 /* ------------------------------------------------------------------ attributes */
 
 static PyObject *
-ufg_int64_tuple(const int64_t *values, int n)
-{
-    PyObject *tuple = PyTuple_New(n);
-
-    if (tuple == NULL) {
-        return NULL;
-    }
-    for (int i = 0; i < n; i++) {
-        PyObject *item = PyLong_FromLongLong(values[i]);
-        if (item == NULL) {
-            Py_DECREF(tuple);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(tuple, i, item);
-    }
-    return tuple;
-}
-
-static PyObject *
 ufg_device_array_get_shape(ufg_DeviceArrayObject *self, void *Py_UNUSED(closure))
 {
-    return ufg_int64_tuple(self->shape, self->ndim);
+    return ufg_int64_tuple_new(self->shape, self->ndim);
 }
 
 static PyObject *
 ufg_device_array_get_strides(ufg_DeviceArrayObject *self, void *Py_UNUSED(closure))
 {
-    return ufg_int64_tuple(self->strides, self->ndim);
+    return ufg_int64_tuple_new(self->strides, self->ndim);
 }
 
 static PyObject *

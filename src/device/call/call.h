@@ -170,6 +170,9 @@ void ufg_operand_from_array(ufg_DeviceArrayObject *array, ufg_operand *op);
 /* streams.c: a stream= value (None, an int handle, CuPy/PyTorch/Numba/ufuncgen streams,
  * __cuda_stream__) as a cudaStream_t; queued work on `consumer` waits for op's producer. */
 int ufg_stream_from_object(PyObject *obj, uintptr_t *stream);
+/* streams.c: the object that owns the stream a stream= value names (borrowed), which arrays
+ * keep alive; NULL for None or a bare int handle, whose lifetime is the caller's. */
+PyObject *ufg_stream_owner(PyObject *obj);
 /* streams.c: the stream a call without stream= runs on, from its array arguments objs[0..n)
  * (NULL entries skipped): the current stream of the first one's library that has a stream
  * source, else ufuncgen's current stream, else 0.  *keeper: a new reference or NULL. */
@@ -201,6 +204,8 @@ int ufg_operands_overlap(const ufg_operand *a, const ufg_operand *b);
 PyObject *ufg_type_name(PyObject *obj);
 PyObject *ufg_shape_repr(int ndim, const int64_t *shape);
 int ufg_broadcast_into(int *ndim, int64_t *result, int op_ndim, const int64_t *shape);
+/* Whether an operand of op_shape broadcasts to exactly `shape` (NumPy's rule, one way). */
+int ufg_broadcasts_to(int op_ndim, const int64_t *op_shape, int ndim, const int64_t *shape);
 
 /* shapes.c: an axis as NumPy reads one (PyArray_PyIntAsInt): an integer by __index__, not a
  * bool.  0 with *value set; 1, no exception set, when obj is no such integer (each caller

@@ -261,7 +261,7 @@ ufg_parse_one_keyword(ufg_call *c, ufg_keyword kw, PyObject *value, int *where_g
         return ufg_parse_bool_keyword(value, "subok", &flag);
     case UFG_KW_STREAM:
         c->stream_given = value != Py_None;
-        c->stream_keeper = PyLong_Check(value) || value == Py_None ? NULL : value;
+        c->stream_keeper = ufg_stream_owner(value);
         return ufg_stream_from_object(value, &c->stream);
     case UFG_KW_WHERE:
         *where_given = 1;

@@ -316,12 +316,9 @@ static int
 ufg_reduce_mask(const char *name, PyObject *mask_obj, const ufg_operand *array,
                 uintptr_t stream, ufg_operand *mask, int64_t *mask_strides)
 {
-    int pad;
-
     if (ufg_operand_from_buffer(mask_obj, "where=", mask, stream) < 0) {
         return -1;
     }
-    pad = array->ndim - mask->ndim;
     if (mask->code != UFG_DT_BOOL) {
         PyErr_Format(PyExc_TypeError, "%s.reduce: where= must be a bool array, got %s", name,
                      ufg_reduce_dtype_names[mask->code]);
@@ -332,20 +329,9 @@ ufg_reduce_mask(const char *name, PyObject *mask_obj, const ufg_operand *array,
                      "device %d", name, mask->device, array->device);
         return -1;
     }
-    for (int d = 0; pad >= 0 && d <= array->ndim; d++) {
-        const int m = d - pad;
-        if (d == array->ndim) {
-            return ufg_operand_check_alignment(mask, "where=");
-        }
-        if (m < 0 || mask->shape[m] == 1) {
-            mask_strides[d] = 0;
-        }
-        else if (mask->shape[m] == array->shape[d]) {
-            mask_strides[d] = mask->strides[m];
-        }
-        else {
-            break;
-        }
+    if (ufg_broadcasts_to(mask->ndim, mask->shape, array->ndim, array->shape)) {
+        ufg_loop_strides(mask, 0, array->ndim, mask_strides);
+        return ufg_operand_check_alignment(mask, "where=");
     }
     PyErr_Format(PyExc_ValueError, "%s.reduce: where= of %d dimensions does not broadcast to "
                  "the array's shape", name, mask->ndim);
@@ -1149,6 +1135,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     int64_t out_keep[UFG_CALL_MAX_NDIM];
     uintptr_t stream = 0;
     PyObject *default_keeper = NULL;    /* the default stream's owner, when not stream= */
+    int stream_given;
     PyObject *mask_obj = NULL;          /* where= as a CUDA array, borrowed */
     ufg_operand mask;
     int64_t mask_strides[UFG_CALL_MAX_NDIM];
@@ -1195,8 +1182,8 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
         }
         return NULL;
     }
-    if ((values[UFG_R_STREAM] == NULL || values[UFG_R_STREAM] == Py_None) &&
-        ufg_default_stream(&array_obj, 1, &stream, &default_keeper) < 0) {
+    stream_given = values[UFG_R_STREAM] != NULL && values[UFG_R_STREAM] != Py_None;
+    if (!stream_given && ufg_default_stream(&array_obj, 1, &stream, &default_keeper) < 0) {
         return NULL;
     }
     memset(&array, 0, sizeof(array));
@@ -1374,10 +1361,8 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     c->casting = NPY_SAME_KIND_CASTING;
     c->where_kind = UFG_WHERE_ALL;
     c->stream = stream;
-    c->stream_given = values[UFG_R_STREAM] != NULL && values[UFG_R_STREAM] != Py_None;
-    c->stream_keeper = values[UFG_R_STREAM] == NULL || values[UFG_R_STREAM] == Py_None
-        ? default_keeper
-        : PyLong_Check(values[UFG_R_STREAM]) ? NULL : values[UFG_R_STREAM];
+    c->stream_given = stream_given;
+    c->stream_keeper = stream_given ? ufg_stream_owner(values[UFG_R_STREAM]) : default_keeper;
     c->device = array.device;
     c->loop_index = plan.loop_index;
     result = ufg_reduce_run(c, &plan, array_obj, &array, out_obj, &out,

@@ -8,20 +8,14 @@
 #include <limits.h>
 #include <string.h>
 
+#include "args.h"
+
 /* A shape as Python writes it, "(3,)", for messages (a new reference). */
 PyObject *
 ufg_shape_repr(int ndim, const int64_t *shape)
 {
-    PyObject *tuple = PyTuple_New(ndim), *text;
+    PyObject *tuple = ufg_int64_tuple_new(shape, ndim), *text;
 
-    for (int d = 0; tuple != NULL && d < ndim; d++) {
-        PyObject *n = PyLong_FromLongLong(shape[d]);
-        if (n == NULL) {
-            Py_CLEAR(tuple);
-            break;
-        }
-        PyTuple_SET_ITEM(tuple, d, n);
-    }
     if (tuple == NULL) {
         return NULL;
     }
@@ -76,6 +70,21 @@ ufg_outer_axes(ufg_call *c)
     }
     a->ndim += more;
     return 0;
+}
+
+int
+ufg_broadcasts_to(int op_ndim, const int64_t *op_shape, int ndim, const int64_t *shape)
+{
+    if (op_ndim > ndim) {
+        return 0;
+    }
+    for (int d = 0; d < op_ndim; d++) {
+        const int64_t n = op_shape[d], target = shape[ndim - op_ndim + d];
+        if (n != target && n != 1) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 static int
@@ -152,17 +161,11 @@ ufg_call_broadcast(ufg_call *c)
     }
     /* The inputs broadcast to a larger out=, as in NumPy. */
     for (int k = c->nin; k < c->nargs; k++) {
-        int64_t grown[UFG_CALL_MAX_NDIM];
-        int ndim = c->loop_ndim;
         const ufg_operand *out = &c->ops[k];
-        if (out->kind != UFG_OPERAND_BUFFER) {
-            continue;
-        }
-        memcpy(grown, c->loop_shape, sizeof(int64_t) * (size_t)ndim);
-        if (ufg_broadcast_into(&ndim, grown, out->ndim, out->shape) &&
-            ufg_same_shape(ndim, grown, out->ndim, out->shape)) {
-            c->loop_ndim = ndim;
-            memcpy(c->loop_shape, grown, sizeof(int64_t) * (size_t)ndim);
+        if (out->kind == UFG_OPERAND_BUFFER &&
+            ufg_broadcasts_to(c->loop_ndim, c->loop_shape, out->ndim, out->shape)) {
+            c->loop_ndim = out->ndim;
+            memcpy(c->loop_shape, out->shape, sizeof(int64_t) * (size_t)out->ndim);
         }
     }
     for (int k = c->nin; k < c->nargs; k++) {

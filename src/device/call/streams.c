@@ -172,6 +172,12 @@ ufg_stream_source(PyTypeObject *type)
     return source;
 }
 
+PyObject *
+ufg_stream_owner(PyObject *obj)
+{
+    return obj == NULL || obj == Py_None || PyLong_Check(obj) ? NULL : obj;
+}
+
 /* Sets *stream and *keeper (a new reference, or NULL) from a stream object. */
 static int
 ufg_stream_take(PyObject *obj, uintptr_t *stream, PyObject **keeper)
@@ -179,7 +185,7 @@ ufg_stream_take(PyObject *obj, uintptr_t *stream, PyObject **keeper)
     if (ufg_stream_from_object(obj, stream) < 0) {
         return -1;
     }
-    *keeper = PyLong_Check(obj) || obj == Py_None ? NULL : Py_NewRef(obj);
+    *keeper = Py_XNewRef(ufg_stream_owner(obj));
     return 0;
 }
 

@@ -75,7 +75,8 @@ ufg_sim_block *ufg_sim_block_find(uintptr_t address);
 int ufg_sim_block_allocate(size_t nbytes, int device, const void *queue,
                            ufg_sim_block **block);
 /* The host side of a free: the block must be live (else UFG_ERROR_INVALID_VALUE).  Caller
- * holds the mutex; the caller queues the free itself (ufg_sim_block_run_free) on stream. */
+ * holds the mutex; the caller then queues the free on stream (ufg_sim_queue_free), whose run calls
+ * ufg_sim_block_run_free. */
 int ufg_sim_block_queue_free(ufg_sim_block *block, void *stream, const void *queue);
 /* The executor side: poisons the block and puts it in the pool (or releases it).  Caller
  * holds the mutex. */

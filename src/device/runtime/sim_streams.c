@@ -15,7 +15,6 @@
 #define _GNU_SOURCE
 #include "sim.h"
 
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,14 +187,23 @@ ufg_sim_note_error(int code, const char *message)
     }
 }
 
+/* Caller holds the mutex. */
+static int
+ufg_sim_take_error_locked(void)
+{
+    const int error = ufg_sim_async_error;
+
+    ufg_sim_async_error = 0;
+    return error;
+}
+
 int
 ufg_sim_take_async_error(void)
 {
     int error;
 
     pthread_mutex_lock(&ufg_sim_mutex);
-    error = ufg_sim_async_error;
-    ufg_sim_async_error = 0;
+    error = ufg_sim_take_error_locked();
     pthread_mutex_unlock(&ufg_sim_mutex);
     return error;
 }
@@ -733,9 +741,7 @@ ufg_sim_wait_until_done(ufg_sim_stream *only, int device)
             pthread_cond_wait(&ufg_sim_progress, &ufg_sim_mutex);
         }
     }
-    const int error = ufg_sim_async_error;
-    ufg_sim_async_error = 0;
-    return error;
+    return ufg_sim_take_error_locked();
 }
 
 int
