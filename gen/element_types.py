@@ -11,12 +11,19 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class ElementType:
     name: str          # the spelling in signature files and in NumPy: "float32"
-    c_type: str        # the C type a body sees: "float"
+    c_type: str        # the C type a body sees and computes in: "float"
     npy_enum: str      # the NumPy type number: "NPY_FLOAT32"
     itemsize: int
     kind: str          # "b" bool, "i" signed, "u" unsigned, "f" floating
     min_value: int | None = None   # integer range, for checking identities
     max_value: int | None = None
+    # A type stored in memory as something other than c_type (float16: the bits of an IEEE
+    # half in a uint16_t, computed on as float, as NumPy's own float16 loops do): the storage
+    # C type and the prelude's functions converting to and from c_type, with round to
+    # nearest even.  None for the types a body sees as they are stored.
+    storage: str | None = None
+    load: str | None = None
+    store: str | None = None
 
     @property
     def is_integer(self) -> bool:
@@ -25,6 +32,22 @@ class ElementType:
     @property
     def is_float(self) -> bool:
         return self.kind == "f"
+
+    @property
+    def storage_type(self) -> str:
+        """The C type of an element in memory."""
+        return self.storage or self.c_type
+
+    @property
+    def converts(self) -> bool:
+        """Whether loops convert elements on the way in and out of a body."""
+        return self.storage is not None
+
+    @property
+    def access(self) -> str:
+        """How the runtime's cast kernel reads and writes the type, as a C token: the NumPy
+        kind, or 'h' for half storage."""
+        return "h" if self.storage == "ufg_half" else self.kind
 
 
 def _int(name: str, c_type: str, bits: int, signed: bool) -> ElementType:
@@ -44,6 +67,8 @@ ELEMENT_TYPES: dict[str, ElementType] = {
         _int("uint16", "uint16_t", 16, False),
         _int("uint32", "uint32_t", 32, False),
         _int("uint64", "uint64_t", 64, False),
+        ElementType("float16", "float", "NPY_FLOAT16", 2, "f", storage="ufg_half",
+                    load="ufg_half_to_float", store="ufg_float_to_half"),
         ElementType("float32", "float", "NPY_FLOAT32", 4, "f"),
         ElementType("float64", "double", "NPY_FLOAT64", 8, "f"),
     )

@@ -202,8 +202,10 @@ class Function:
     def host_reduce_signatures(self) -> tuple[TypeSignature, ...]:
         """The loops that run NumPy's reduce calls as a reordered (pairwise, vectorized)
         reduction on the host: every loop of an `associative: true` function, which the
-        validator allows only on binary functions whose loops take and give one type."""
-        return self.signatures if self.associative else ()
+        validator allows only on binary functions whose loops take and give one type.  A
+        float16 loop is left to NumPy's reduction, which rounds every step as NumPy does."""
+        return tuple(s for s in self.signatures if not s.element_type.converts) \
+            if self.associative else ()
 
     @property
     def args(self) -> tuple[Arg, ...]:
@@ -343,6 +345,8 @@ class _Validator:
             self.error(raw.name, f"function '{raw.name.text}' has no body: expected a line "
                                  "holding only '{' after its options")
             ok = False
+        if signatures and core:
+            ok &= self._check_core_outputs_stored_as_c_types(raw, signatures, core)
         if not ok or identity is False or fastmath is None or threads is None or associative is None:
             return None
         nin = len(raw.args)
@@ -416,6 +420,27 @@ class _Validator:
             first_seen[key] = sig.location
             result.append(TypeSignature(inputs, outputs, sig.location))
         return tuple(result) if ok else None
+
+    def _check_core_outputs_stored_as_c_types(self, raw: RawFunction, signatures, core) -> bool:
+        """A body writes a core output's elements as C lvalues (`c(i, j) = ...`), which a
+        float16 element (a half's bits, computed on as float) cannot be."""
+        ok = True
+        nin = len(raw.args)
+        for sig in signatures:
+            for j, tok in enumerate(raw.outputs):
+                t = sig.outputs[j]
+                if core[nin + j] and t.converts:
+                    index = ", ".join(d.name for d in core[nin + j])
+                    self.error(sig.location,
+                               f"type signature {sig.text}: output '{tok.text}' has core "
+                               f"dimensions and type {t.name}; a body writes core elements as "
+                               f"C lvalues ({tok.text}({index}) = ...), and a {t.name} element is "
+                               f"not the {t.c_type} a body computes in (it is converted on "
+                               f"the way in and out); give '{tok.text}' float32 or float64 "
+                               f"({t.name} is supported for core inputs and for outputs "
+                               "without core dimensions)")
+                    ok = False
+        return ok
 
     def _element_type(self, tok: Token) -> ElementType | None:
         t = ELEMENT_TYPES.get(tok.text)

@@ -51,11 +51,23 @@ def c_param(arg: Arg, t: ElementType) -> str:
     return f"char *ufg_{arg.name}"
 
 
+def load(expression: str, t: ElementType) -> str:
+    """An element read from memory (`expression`, of t's storage type) as the body sees it."""
+    return f"{t.load}({expression})" if t.converts else expression
+
+
+def store(expression: str, t: ElementType) -> str:
+    """A body's value (`expression`, of t's C type) as it is stored in memory."""
+    return f"{t.store}({expression})" if t.converts else expression
+
+
 def core_accessor(arg: Arg, t: ElementType) -> str:
-    """`x(i, j)`: an lvalue for one element of a core array, whatever its strides."""
+    """`x(i, j)`: one element of a core array, whatever its strides: an lvalue, or for an
+    input stored as another type (float16) its value (the model refuses such outputs)."""
     index = ", ".join(f"ufg_i{k}" for k in range(len(arg.core_dims)))
     offset = " + ".join(f"(ufg_i{k}) * ufg_{arg.name}_s{k}" for k in range(len(arg.core_dims)))
-    return f"#define {arg.name}({index}) (*({t.c_type} *)(ufg_{arg.name} + {offset}))"
+    element = f"*({t.storage_type} *)(ufg_{arg.name} + {offset})"
+    return f"#define {arg.name}({index}) ({load(element, t)})"
 
 
 def contiguous_steps(fn: Function, sig) -> list[str]:
@@ -139,6 +151,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(
         c_string=c_string, c_body=c_body, c_param=c_param, core_accessor=core_accessor,
+        load=load, store=store,
         wrapper_doc=wrapper_doc, ufunc_doc=ufunc_doc, identity_spec=identity_spec,
         descriptor_flags=descriptor_flags,
         call_signature=call_signature, py_doc=py_doc, contiguous_steps=contiguous_steps,
@@ -162,14 +175,18 @@ def render_module(module: Module, command: str) -> dict[str, str]:
     name = module.short_name
     outputs = {f"{name}.pyi": env.get_template("module.pyi.j2").render(context)}
     for file_name, template in ((f"{name}_module.c", "module.c.j2"),
-                                (f"{name}_bodies.h", "bodies.h.j2"),
-                                (f"{name}_kernels.cu", "kernels.cu.j2")):
+                                (f"{name}_bodies.h", "bodies.h.j2")):
         outputs[file_name] = _number_generated_lines(env.get_template(template).render(context),
                                                      file_name)
-    # The simulator compiles the very same kernel text with the host compiler.
-    outputs[f"{name}_kernels_sim.c"] = (
-        f"/* {module.qualified_name}: the simulator's build of {name}_kernels.cu (UFUNCGEN_DEVICE=sim). */\n"
-        f'#include "{name}_kernels.cu"\n')
+    # The kernels of functions that opt in to fast math go to a file of their own, which nvcc
+    # compiles with --use_fast_math (it has no per-function switch).
+    for kernels, fastmath in ((f"{name}_kernels", False), (f"{name}_kernels_fastmath", True)):
+        text = env.get_template("kernels.cu.j2").render(context, fastmath=fastmath)
+        outputs[f"{kernels}.cu"] = _number_generated_lines(text, f"{kernels}.cu")
+        # The simulator compiles the very same kernel text with the host compiler.
+        outputs[f"{kernels}_sim.c"] = (
+            f"/* {module.qualified_name}: the simulator's build of {kernels}.cu (UFUNCGEN_DEVICE=sim). */\n"
+            f'#include "{kernels}.cu"\n')
     return outputs
 
 

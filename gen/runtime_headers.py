@@ -24,14 +24,16 @@ _BANNER = """\
 
 
 def _x_row(t: ElementType) -> str:
-    # CODE is pasted into UFG_DT_<CODE>; KIND (b, i, u, f) is a bare token so that users can
-    # paste it into macro names (the cast kernel reads bools as 0/1 that way).
-    return (f"    X({t.name.upper()}, \"{t.name}\", {t.c_type}, {t.npy_enum}, {t.itemsize}, "
-            f"'{t.kind}', {t.kind}, {_DLPACK_CODES[t.kind]})")
+    # CODE is pasted into UFG_DT_<CODE>; ACCESS (b, i, u, f, h) is a bare token so that users
+    # can paste it into macro names (the cast kernel reads bools as 0/1 and halves through
+    # float that way).
+    return (f"    X({t.name.upper()}, \"{t.name}\", {t.storage_type}, {t.npy_enum}, {t.itemsize}, "
+            f"'{t.kind}', {t.access}, {_DLPACK_CODES[t.kind]})")
 
 
 def _pair_row(s: ElementType, d: ElementType) -> str:
-    return f"    X({s.name.upper()}, {s.c_type}, {s.kind}, {d.name.upper()}, {d.c_type}, {d.kind})"
+    return (f"    X({s.name.upper()}, {s.storage_type}, {s.access}, {d.name.upper()}, "
+            f"{d.storage_type}, {d.access})")
 
 
 def element_types_header() -> str:
@@ -47,11 +49,13 @@ def element_types_header() -> str:
  * The element types signature files name and device arrays hold, in this order (the order of
  * the runtime's dtype codes, UFG_DT_<CODE>):
  *
- *   X(CODE, name, c_type, npy_enum, itemsize, kind_char, kind, dlpack_code)
+ *   X(CODE, name, storage_type, npy_enum, itemsize, kind_char, access, dlpack_code)
  *
- * name is a string ("float32"), kind_char NumPy's dtype.kind ('f'), kind the same letter as a
- * token (f), dlpack_code a DLDataTypeCode enumerator (kDLFloat; needs DLPack's header where
- * it is expanded).
+ * name is a string ("float32"), storage_type the C type of an element in memory (ufg_half,
+ * from ufuncgen/half.h, for float16), kind_char NumPy's dtype.kind ('f'), access how an element
+ * is read and written as a token: NumPy's kind letter (b, i, u, f), or h for a half that is
+ * converted through float; dlpack_code a DLDataTypeCode enumerator (kDLFloat; needs DLPack's
+ * header where it is expanded).
  */
 #define UFG_ELEMENT_TYPES(X) \\
 {rows}
@@ -61,7 +65,7 @@ def element_types_header() -> str:
  * runtime's cast kernel); a list of its own because the preprocessor cannot expand
  * UFG_ELEMENT_TYPES inside its own expansion:
  *
- *   X(SRC_CODE, src_c_type, src_kind, DST_CODE, dst_c_type, dst_kind)
+ *   X(SRC_CODE, src_storage_type, src_access, DST_CODE, dst_storage_type, dst_access)
  */
 #define UFG_ELEMENT_TYPE_PAIRS(X) \\
 {pairs}

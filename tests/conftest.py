@@ -7,6 +7,7 @@ runs the GPU tests on a real device.  The fixtures build small modules with `ufu
 from __future__ import annotations
 
 import os
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -86,6 +87,59 @@ def threads_restored():
 def module_builder():
     """build_module, for test folders that build modules of their own."""
     return build_module
+
+
+def build_and_import(work: Path, name: str, text: str, *options: str):
+    """build_module, then the module imported (sys.path left as it was)."""
+    out = build_module(work, name, text, *options)
+    sys.path.insert(0, str(out))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(out))
+
+
+@pytest.fixture(scope="session")
+def module_importer():
+    """build_and_import, for test folders that build and use modules of their own."""
+    return build_and_import
+
+
+# Two functions alike but for `fastmath: true` (tests/gen/test_render.py,
+# tests/device/test_fastmath_on_device.py).  plus_zero: IEEE gives +0.0 for -0.0 + 0, fast
+# math (no signed zeros) may fold x + 0 to x; ratio: IEEE division, or an approximate one.
+FASTMATH_FILE = """\
+ufunc plus_zero_fast(x) -> y
+    types: float64(float64), float32(float32)
+    fastmath: true
+{
+    y = x + (T)0;
+}
+
+ufunc plus_zero_exact(x) -> y
+    types: float64(float64), float32(float32)
+{
+    y = x + (T)0;
+}
+
+ufunc ratio_fast(x, y) -> r
+    types: float32(float32, float32)
+    fastmath: true
+{
+    r = x / y;
+}
+
+ufunc ratio_exact(x, y) -> r
+    types: float32(float32, float32)
+{
+    r = x / y;
+}
+"""
+
+
+@pytest.fixture(scope="session")
+def fastmath_signatures() -> str:
+    return FASTMATH_FILE
 
 
 @pytest.fixture(scope="session")

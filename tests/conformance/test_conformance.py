@@ -15,6 +15,9 @@ error (`device=`) and the test asserts exactly that error on the device kinds:
 * `.reduce(where=<mask array>)` on the device needs a function with an identity (TypeError
   otherwise): masked-out elements become the identity before the reduction.
 * `where=` is rejected by gufuncs everywhere (NumPy: TypeError), the device agrees.
+* NumPy's casting errors are private subclasses of TypeError
+  (`numpy._core._exceptions._UFuncOutputCastingError`); the device raises TypeError itself,
+  with NumPy's message.
 """
 from __future__ import annotations
 
@@ -874,6 +877,72 @@ def _(F, D, H):
 @case("keepdims/axis-3d")
 def _(F, D, H):
     return H(F.l2_norm(D(R(4, 3, 2)), axis=1, keepdims=True))
+
+
+# ============================================================================ float16
+# float16 elements computed in float32 and rounded once (README, "float16"): the same bits on
+# every kind, NumPy's casting rules between float16 and the other types.
+
+@case("float16/add-broadcast")
+def _(F, D, H):
+    return H(F.add(D(R(4, 5, dtype=np.float16)), D(R(5, start=3, dtype=np.float16))))
+
+
+@case("float16/add-with-float32-runs-the-float32-loop")
+def _(F, D, H):
+    return H(F.add(D(R(4, 5, dtype=np.float16)), D(R(5, start=3, dtype=np.float32))))
+
+
+@case("float16/python-scalar-stays-float16")
+def _(F, D, H):
+    return H(F.add(D(R(6, dtype=np.float16)), 2.5))
+
+
+@case("float16/out-from-a-float64-loop")
+def _(F, D, H):
+    out = D(np.zeros(6, np.float16))
+    r = F.add(D(R(6) * 1000), D(R(6, start=4)), out=out, casting="unsafe")
+    assert r is out
+    return H(out)
+
+
+def _error_type(call):
+    try:
+        call()
+    except Exception as error:
+        return type(error)
+    raise AssertionError("expected NumPy to refuse")
+
+
+# NumPy's private TypeError subclass for an output it may not cast to.
+OUTPUT_CASTING_ERROR = _error_type(
+    lambda: np.add(np.ones(1), 1.0, out=np.zeros(1, np.float16), casting="safe"))
+
+
+@case("float16/out-refused-under-casting-safe", OUTPUT_CASTING_ERROR, "Cannot cast",
+      device=(TypeError, "Cannot cast ufunc 'add' output from dtype('float64')"))
+def _(F, D, H):
+    return F.add(D(R(6)), D(R(6)), out=D(np.zeros(6, np.float16)), casting="safe")
+
+
+@case("float16/gufunc-core-inputs")
+def _(F, D, H):
+    return H(F.inner1d(D(R(3, 7, dtype=np.float16)), D(R(7, start=5, dtype=np.float16))))
+
+
+@case("float16/reduce-rounds-every-step")
+def _(F, D, H):
+    return H(F.add.reduce(D(R(3, 40, dtype=np.float16) * 50), axis=1))
+
+
+@case("float16/reduce-dtype-float32")
+def _(F, D, H):
+    return H(F.add.reduce(D(R(3, 40, dtype=np.float16)), axis=0, dtype=np.float32))
+
+
+@case("float16/outer")
+def _(F, D, H):
+    return H(F.add.outer(D(R(3, dtype=np.float16)), D(R(4, start=2, dtype=np.float16))))
 
 
 # ============================================================================ the test

@@ -21,7 +21,7 @@ the same strides), and the outcomes must match:
 
 Documented differences, where the device must raise exactly this and NumPy may compute:
 
-* an operand of a dtype no device array holds (byte-swapped '>f8', float16): TypeError;
+* an operand of a dtype no device array holds (byte-swapped '>f8', complex): TypeError;
 * where= given as a host sequence (a list or tuple is a host array; device calls never copy
   host data behind the caller's back): TypeError.
 
@@ -62,10 +62,11 @@ REDUCIBLE = sorted(n for n in ELEMENTWISE if FUNCTIONS[n].nin == 2 and FUNCTIONS
 # Dtypes device arrays hold; anything else is made on the device as a CAI view (TypeError).
 DEVICE_DTYPES = frozenset(np.dtype(n) for n in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float32", "float64"))
+    "float16", "float32", "float64"))
 EXTRA_DTYPES = [np.dtype(n) for n in ("int32", "int8", "uint8", "bool", "float32", "float64",
-                                      "int64", ">f8")]
-OUT_DTYPES = [np.dtype(n) for n in ("float64", "float32", "int64", "int32", "bool", ">f8")]
+                                      "int64", ">f8", "float16")]
+OUT_DTYPES = [np.dtype(n) for n in ("float64", "float32", "int64", "int32", "bool", ">f8",
+                                    "float16")]
 ODD_SCALARS = [2.5, -1, 0, True, 2**70, -2**70, 2**63, np.int64(3), np.bool_(True),
                np.float32(1.5), 1e300]
 DTYPE_VALUES = [None, "f4", "float64", np.int64, "i8", "i4", ">f8", "bogus", 3, bool]
@@ -221,10 +222,11 @@ def _as_host(x):
     return np.asarray(x)
 
 
-def _assert_close(got, want, what, mask=None, narrow_loop=False):
+def _assert_close(got, want, what, mask=None, narrow_loop=None):
     """Equal, or for floats close: the host's vector math and the device's libm may differ by
-    an ULP in transcendental bodies (README: stated ULP bounds).  narrow_loop: the call may
-    have run a float32 loop and cast its results wider, so float32's tolerance applies."""
+    an ULP in transcendental bodies (README: stated ULP bounds).  narrow_loop: the itemsize of
+    the narrowest float loop the call may have run (its results cast wider), whose tolerance
+    applies."""
     got, want = np.asarray(got), np.asarray(want)
     assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
@@ -232,17 +234,26 @@ def _assert_close(got, want, what, mask=None, narrow_loop=False):
         mask = np.broadcast_to(mask, want.shape)
         got, want = got[mask], want[mask]
     if want.dtype.kind == "f":
-        rtol = 1e-5 if want.dtype.itemsize == 4 or narrow_loop else 1e-12
+        # a few ULP of the narrowest float involved: float16's eps is 2**-10, float32's 2**-23
+        itemsize = min(want.dtype.itemsize, narrow_loop or 8)
+        rtol = {2: 4e-3, 4: 1e-5}.get(itemsize, 1e-12)
         np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol, err_msg=what)
     else:
         np.testing.assert_array_equal(got, want, err_msg=what)
 
 
-def _may_run_a_float32_loop(inputs):
-    """Whether NumPy may pick a float32 loop: an input of a type float32 holds exactly."""
-    return any(isinstance(i, Twin) and i.host.dtype.itemsize <= 4 and i.host.dtype.kind in "biuf"
-               and not (i.host.dtype.kind in "iu" and i.host.dtype.itemsize == 4)
-               for i in inputs)
+def _narrowest_float_loop(inputs):
+    """The itemsize of the narrowest float loop NumPy may pick (None: float64): float16 for an
+    input float16 holds exactly (float16, int8, uint8, bool), float32 for one float32 does."""
+    def narrowest(dtype):
+        if dtype.kind == "f":
+            return dtype.itemsize
+        if dtype.kind == "b" or (dtype.kind in "iu" and dtype.itemsize == 1):
+            return 2
+        return 4 if dtype.kind in "iu" and dtype.itemsize == 2 else None
+    sizes = [narrowest(i.host.dtype) for i in inputs if isinstance(i, Twin)]
+    sizes = [s for s in sizes if s is not None and s <= 4]
+    return min(sizes) if sizes else None
 
 
 def compare(fn, inputs, kwargs, outs=(), where=True, documented=None):
@@ -295,7 +306,7 @@ def compare(fn, inputs, kwargs, outs=(), where=True, documented=None):
         mask = where.host
     elif where is not True:
         mask = np.asarray(where, dtype=bool)        # NumPy's reading of a host where=
-    narrow = _may_run_a_float32_loop(inputs)
+    narrow = _narrowest_float_loop(inputs)
     host_r, dev_r = _as_host(host), _as_host(dev)
     host_t = host_r if isinstance(host_r, tuple) else (host_r,)
     dev_t = dev_r if isinstance(dev_r, tuple) else (dev_r,)

@@ -76,8 +76,8 @@ def with_layout(values, layout):
 
 # ----------------------------------------------------------------------------- comparisons
 
-_INT_OF = {4: np.int32, 8: np.int64}
-_MAG_MASK = {4: 0x7FFFFFFF, 8: 0x7FFFFFFFFFFFFFFF}
+_INT_OF = {2: np.int16, 4: np.int32, 8: np.int64}
+_MAG_MASK = {2: 0x7FFF, 4: 0x7FFFFFFF, 8: 0x7FFFFFFFFFFFFFFF}
 
 
 def ulp_distance(a, b):
@@ -182,6 +182,23 @@ SINCOS_MAX_ULP = 6
 # radii rather than to the (possibly tiny) distance: each of the eight sin/cos products is
 # within 4 + 1.5 ULP on each side and the subtraction/hypot add a few roundings more.
 POLAR_DISTANCE_EPS_OF_RADII = 32
+# gelu = x/2 * erfc(-x/sqrt(2)): a float16 loop computes in float32 and rounds once, so it is
+# within 1 ULP of the exact value rounded to float16 (the reference rounds once more).  In
+# float32 and float64 the argument -x/sqrt(2) carries a rounding error of up to 1 ULP in the
+# loop (the constant, the product) and in the reference (a division), each amplified by
+# erfc's slope, |d log erfc(z) / d log z| <= 2 z**2 + 1 = x**2 + 1; libm's erfc adds up to a
+# few ULP on each side.
+GELU_FLOAT16_MAX_ULP = 1
+GELU_LIBM_ULP = 8
+
+
+def gelu_bound(x, want):
+    """Absolute error bound of gelu in float32/float64 at x, around the result `want`."""
+    x = np.clip(np.asarray(x, dtype=np.float64), -1e3, 1e3)   # Inf: want is 0 or Inf
+    ulps = 2 * (x * x + 1) + GELU_LIBM_ULP
+    return ulps * eps(want.dtype) * np.abs(want.astype(np.float64))
+
+
 # A sum of n terms rounded n times in any order is within about n*eps of the exact sum,
 # relative to the sum of the terms' magnitudes; sqrt only halves relative error.  The
 # extra 2 covers the reference's own rounding and the final square root.
@@ -280,6 +297,8 @@ def elementwise_inputs(name, dtype, shape, rng):
         return [rng.integers(LUCAS_RANGE[0], LUCAS_RANGE[1] + 1, shape, dtype=dtype)]
     if name == "sincos":
         return [uniform(-100, 100)]
+    if name == "gelu":
+        return [uniform(-12, 12)]
     raise KeyError(name)
 
 
@@ -319,6 +338,18 @@ def elementwise_reference(name, *inputs):
         (x,) = inputs
         with np.errstate(invalid="ignore"):
             return (np.asarray(np.sin(x)), np.asarray(np.cos(x)))
+    if name == "gelu":
+        # Plain Python in double: x * Phi(x), Phi from math.erfc; -0.0 where Phi underflows
+        # (x -> -Inf), NaN for NaN.
+        (x,) = inputs
+
+        def gelu(v):
+            if math.isnan(v):
+                return math.nan
+            phi = 0.5 * math.erfc(-v / math.sqrt(2.0))
+            return -0.0 if phi == 0.0 else v * phi
+        flat = [gelu(float(v)) for v in x.ravel()]
+        return (np.array(flat, dtype=np.float64).astype(x.dtype).reshape(x.shape),)
     raise KeyError(name)
 
 
@@ -340,6 +371,10 @@ def check_elementwise(name, actual, expected, inputs):
             assert_ulp_close(got, want, GAUSSIAN_PDF_MAX_ULP)
         elif name == "sincos":
             assert_ulp_close(got, want, SINCOS_MAX_ULP)
+        elif name == "gelu" and want.dtype == np.float16:
+            assert_ulp_close(got, want, GELU_FLOAT16_MAX_ULP)
+        elif name == "gelu":
+            assert_within(got, want, gelu_bound(inputs[0], want))
         elif name == "polar_distance":
             rho1, _, rho2, _ = (np.asarray(a, dtype=np.float64) for a in inputs)
             with np.errstate(over="ignore"):

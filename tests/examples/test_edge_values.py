@@ -30,6 +30,8 @@ def edge_values(dtype):
               -float(info.smallest_subnormal), float(info.max) / 3, float(info.tiny) * 3]
     if dtype == np.float64:
         values += [1e300, -1e300, 1e-300, -1e-300, 1e154, 1e-160]
+    elif dtype == np.float16:
+        values += [65504.0, -65504.0, 6.1e-5, 1e-7, 256.0, 1e-3]
     else:
         values += [3e38, -3e38, 1e-38, 1e-44, 1.8e19, 1e-20]
     return np.array(values, dtype=dtype)

@@ -39,8 +39,10 @@ def gufunc_inputs(name, dtype, loop, size, rng):
 
 
 def gufunc_reference(name, *inputs):
-    """(expected in float64 or wider, absolute error bound) for the loop's dtype."""
-    dtype = inputs[0].dtype
+    """(expected in float64 or wider, absolute error bound) for the loop's dtype.  A float16
+    loop sums in float32 (T is float) and rounds once: its sums are bounded as float32's, and
+    check_gufunc adds the final rounding."""
+    dtype = np.dtype(np.float32) if inputs[0].dtype == np.float16 else inputs[0].dtype
     wide = [np.asarray(a, dtype=np.longdouble) for a in inputs]
     if name == "l2_norm":
         (x,) = wide

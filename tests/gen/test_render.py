@@ -24,7 +24,8 @@ def examples() -> dict[str, str]:
     return render_module(module, COMMAND)
 
 
-GENERATED = ["ex.pyi", "ex_bodies.h", "ex_kernels.cu", "ex_kernels_sim.c", "ex_module.c"]
+GENERATED = ["ex.pyi", "ex_bodies.h", "ex_kernels.cu", "ex_kernels_fastmath.cu",
+             "ex_kernels_fastmath_sim.c", "ex_kernels_sim.c", "ex_module.c"]
 
 
 def test_a_module_renders_to_host_loops_shared_bodies_device_kernels_and_a_stub(examples):
@@ -39,6 +40,22 @@ def test_each_body_is_written_once_and_included_by_the_host_loops_and_the_kernel
         assert "ufg_body_add_float64(" in examples[name]
         assert "UFG_BODY_FN void\nufg_body_add_float64(" not in examples[name]
     assert examples["ex_bodies.h"].count("UFG_BODY_FN void\nufg_body_add_float64(") == 1
+
+
+def test_kernels_of_functions_that_opt_in_to_fast_math_are_in_a_file_of_their_own(
+        tmp_path, fastmath_signatures):
+    source = tmp_path / "fm.ufunc"
+    source.write_text(fastmath_signatures)
+    files = render_module(load_module("pkg.fm", [str(source)], source_root=str(tmp_path)),
+                          COMMAND)
+    fast, exact = files["fm_kernels_fastmath.cu"], files["fm_kernels.cu"]
+    assert "ufg_kernel_ratio_fast_float32(" in fast and "ufg_kernel_ratio_fast" not in exact
+    assert "ufg_kernel_ratio_exact_float32(" in exact and "ufg_kernel_ratio_exact" not in fast
+    # the simulator's build compiles the fast ones as the host loops do: under GCC's fast math
+    assert fast.count("UFG_FASTMATH_BEGIN\n") == fast.count("UFG_FASTMATH_END\n") == 2
+    assert "UFG_FASTMATH_BEGIN\n" not in exact
+    assert files["fm_kernels_fastmath_sim.c"].rstrip().endswith('#include "fm_kernels_fastmath.cu"')
+    assert "the functions that opt in to fast math" in fast.split("*/")[0]
 
 
 def test_a_helper_is_compiled_only_for_the_types_whose_bodies_call_it(examples):
@@ -133,7 +150,7 @@ def test_each_body_is_preceded_by_a_line_directive_to_its_first_line_in_the_sign
     module = load_module("pkg.ex", [str(EXAMPLES)], source_root=str(EXAMPLES.parent))
     helpers = sum(len(helpers) for _, helpers in module.helper_instances)
     assert prototypes == helpers
-    assert seen == sum(len(f.signatures) for f in module.functions) + helpers == 31
+    assert seen == sum(len(f.signatures) for f in module.functions) + helpers == 37
 
 
 def test_after_each_body_a_line_directive_points_back_at_the_generated_file_with_true_numbers(examples):

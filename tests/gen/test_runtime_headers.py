@@ -2,6 +2,7 @@
 types and the limits are written once, in gen/, and the runtime and kernels read them."""
 from __future__ import annotations
 
+import pathlib
 import re
 import shutil
 import subprocess
@@ -16,13 +17,14 @@ from ufuncgen.gen.runtime_headers import element_types_header, limits_header
 
 X_ROW = re.compile(r"^    X\((\w+), \"(\w+)\", (\w+), (NPY_\w+), (\d), '(\w)', (\w), (kDL\w+)\)",
                    re.MULTILINE)
+SOURCE_INCLUDE = pathlib.Path(__file__).resolve().parents[2] / "src" / "include"
 DLPACK = {"b": "kDLBool", "i": "kDLInt", "u": "kDLUInt", "f": "kDLFloat"}
 
 
 def test_the_element_types_header_lists_exactly_the_generators_element_types_in_order():
     rows = X_ROW.findall(element_types_header())
-    assert rows == [(t.name.upper(), t.name, t.c_type, t.npy_enum, str(t.itemsize), t.kind,
-                     t.kind, DLPACK[t.kind]) for t in ELEMENT_TYPES.values()]
+    assert rows == [(t.name.upper(), t.name, t.storage_type, t.npy_enum, str(t.itemsize), t.kind,
+                     t.access, DLPACK[t.kind]) for t in ELEMENT_TYPES.values()]
     text = element_types_header()
     assert f"#define UFG_ELEMENT_TYPE_COUNT {len(ELEMENT_TYPES)}\n" in text
     assert f'#define UFG_ELEMENT_TYPE_NAMES "{", ".join(ELEMENT_TYPES)}"\n' in text
@@ -64,11 +66,13 @@ def test_the_element_types_header_compiles_and_its_rows_agree_with_c(tmp_path):
     source.write_text("""
 #include <stdbool.h>
 #include <stdint.h>
+#include "ufuncgen/half.h"
 #include "ufuncgen/element_types.h"
 #define CHECK(CODE, name, c_type, npy, itemsize, kind_char, kind, dl) \\
     _Static_assert(sizeof(c_type) == itemsize, name);
 UFG_ELEMENT_TYPES(CHECK)
 """)
-    result = subprocess.run(["gcc", "-std=c11", "-fsyntax-only", f"-I{tmp_path}", str(source)],
+    result = subprocess.run(["gcc", "-std=c11", "-fsyntax-only", f"-I{tmp_path}",
+                             f"-I{SOURCE_INCLUDE}", str(source)],
                             capture_output=True, text=True, env=tool_environment())
     assert result.returncode == 0, result.stderr

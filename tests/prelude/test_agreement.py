@@ -6,12 +6,10 @@ and with NumPy or plain Python as the independent reference."""
 from __future__ import annotations
 
 import ctypes
-import importlib
 import itertools
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -218,16 +216,11 @@ def _assert_agree(got, want, ulps, what):
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory, module_builder):
+def corpus(tmp_path_factory, module_importer):
     """The corpus built once: for the GPU present when the tests run on one, else host and
     simulator only (the nvcc compile of the same text is checked below)."""
-    out = module_builder(tmp_path_factory.mktemp("prelude"), "ufg_prelude_corpus", _corpus_file(),
-                       "--cuda-arch", "native" if ON_GPU else "none")
-    sys.path.insert(0, str(out))
-    try:
-        yield importlib.import_module("ufg_prelude_corpus")
-    finally:
-        sys.path.remove(str(out))
+    return module_importer(tmp_path_factory.mktemp("prelude"), "ufg_prelude_corpus",
+                           _corpus_file(), "--cuda-arch", "native" if ON_GPU else "none")
 
 
 def _cases():

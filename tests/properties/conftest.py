@@ -21,12 +21,14 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 CASTABLE = {
     np.dtype(np.float64): [np.float64, np.float32, np.int32, np.int16, np.uint8, np.bool_],
     np.dtype(np.float32): [np.float32, np.int16, np.int8, np.uint8],
+    np.dtype(np.float16): [np.float16, np.int8, np.uint8, np.bool_],
     np.dtype(np.int64): [np.int64, np.int32, np.int16, np.uint32, np.uint8],
 }
 # Output dtypes a loop's result may be written to with out= (same_kind casting).
 OUT_DTYPES = {
     np.dtype(np.float64): [np.float64, np.float32],
     np.dtype(np.float32): [np.float32, np.float64],
+    np.dtype(np.float16): [np.float16, np.float32, np.float64],
     np.dtype(np.int64): [np.int64, np.float64],
 }
 

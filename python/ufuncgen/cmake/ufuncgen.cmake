@@ -184,9 +184,14 @@ function(ufuncgen_add_module target)
   # compiled by the host compiler for the simulator (kernels_sim.c includes kernels.cu) and by
   # nvcc when CUDA is on.
   set(bodies_h "${gen_dir}/${short_name}_bodies.h")
+  # The kernels of functions that opt in to fast math are in a file of their own
+  # (kernels_fastmath.cu), compiled by nvcc with --use_fast_math.
   set(kernels_cu "${gen_dir}/${short_name}_kernels.cu")
   set(kernels_sim_c "${gen_dir}/${short_name}_kernels_sim.c")
-  set(generated "${module_c}" "${stub}" "${bodies_h}" "${kernels_cu}" "${kernels_sim_c}")
+  set(kernels_fastmath_cu "${gen_dir}/${short_name}_kernels_fastmath.cu")
+  set(kernels_fastmath_sim_c "${gen_dir}/${short_name}_kernels_fastmath_sim.c")
+  set(generated "${module_c}" "${stub}" "${bodies_h}" "${kernels_cu}" "${kernels_sim_c}"
+                "${kernels_fastmath_cu}" "${kernels_fastmath_sim_c}")
   add_custom_command(
     OUTPUT ${generated}
     COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${_UFUNCGEN_PYTHONPATH}"
@@ -198,25 +203,30 @@ function(ufuncgen_add_module target)
     COMMENT "ufuncgen: generating ${ARG_MODULE} from ${ARG_SIGNATURES}"
     VERBATIM)
 
-  Python_add_library(${target} MODULE WITH_SOABI "${module_c}" "${kernels_sim_c}")
+  Python_add_library(${target} MODULE WITH_SOABI "${module_c}" "${kernels_sim_c}"
+                     "${kernels_fastmath_sim_c}")
   set_target_properties(${target} PROPERTIES
     OUTPUT_NAME "${short_name}"
     C_STANDARD 11
     C_VISIBILITY_PRESET hidden
     UFUNCGEN_STUB "${stub}")
   if(UFUNCGEN_CUDA_ENABLED)
-    target_sources(${target} PRIVATE "${kernels_cu}")
-    set_source_files_properties("${kernels_cu}" PROPERTIES LANGUAGE CUDA)
+    target_sources(${target} PRIVATE "${kernels_cu}" "${kernels_fastmath_cu}")
+    # --fmad=false: a*b + c rounds twice, as in the host loops and in NumPy, so device and
+    # host results agree.  A function that opts in to fast math gets nvcc's fast math
+    # (approximate division, square root and transcendentals, denormals flushed, a*b + c
+    # fused), as its host loops get GCC's.
+    set_source_files_properties("${kernels_cu}" PROPERTIES LANGUAGE CUDA
+                                COMPILE_OPTIONS "--fmad=false")
+    set_source_files_properties("${kernels_fastmath_cu}" PROPERTIES LANGUAGE CUDA
+                                COMPILE_OPTIONS "--use_fast_math")
     # The CUDA runtime linked statically: importing needs no CUDA installation, and a
     # machine with no driver or GPU gets a clear error at the first device call.
     set_target_properties(${target} PROPERTIES
       CUDA_VISIBILITY_PRESET hidden
       CUDA_RUNTIME_LIBRARY Static)
     target_compile_definitions(${target} PRIVATE UFG_HAVE_CUDA)
-    # --fmad=false: a*b + c rounds twice, as in the host loops and in NumPy, so device and
-    # host results agree (a function's fastmath opt-in does not reach the device).
-    target_compile_options(${target} PRIVATE
-      $<$<COMPILE_LANGUAGE:CUDA>:-O3 --fmad=false>)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-O3>)
   endif()
   ufuncgen_use_headers(${target})
   target_link_libraries(${target} PRIVATE Python::NumPy)

@@ -217,7 +217,6 @@ int ufg_axis_from_object(PyObject *obj, int *value);
  * DeviceArray itself), without a copy.  Returns a new reference. */
 PyObject *ufg_wrap_like(PyObject *anchor, PyObject *array);
 
-/* The size in bytes of an element of a code. */
 /* Operand k's core dimensions: 0 for an elementwise function, which has no table of them. */
 static inline int
 ufg_core_ndims(const ufg_call *c, int k)
@@ -225,10 +224,13 @@ ufg_core_ndims(const ufg_call *c, int k)
     return c->fn->signature != NULL ? c->fn->core_ndims[k] : 0;
 }
 
+/* The size in bytes of an element of a code (the generator's table). */
 static inline int64_t
 ufg_dtype_itemsize(ufg_dtype_code code)
 {
-    static const unsigned char sizes[UFG_DT_COUNT] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8};
+#define UFG_ITEMSIZE_ROW(CODE, name, storage_type, npy_enum, itemsize, ...) [UFG_DT_##CODE] = itemsize,
+    static const unsigned char sizes[UFG_DT_COUNT] = {UFG_ELEMENT_TYPES(UFG_ITEMSIZE_ROW)};
+#undef UFG_ITEMSIZE_ROW
     return sizes[code];
 }
 

@@ -5,6 +5,7 @@
  * and says how to move it: nothing is copied between host and device behind the caller's back.
  */
 #include "call.h"
+#include "dtypes.h"
 
 #include <string.h>
 
@@ -13,9 +14,6 @@
 
 /* DLPack device types whose memory kernels can read: CUDA and CUDA managed. */
 enum { UFG_DLPACK_CUDA = 2, UFG_DLPACK_CUDA_MANAGED = 13 };
-
-#define UFG_SUPPORTED_NAMES \
-    "bool, float32, float64, int16, int32, int64, int8, uint16, uint32, uint64, uint8"
 
 static PyObject *ufg_cai_name, *ufg_dlpack_name, *ufg_dlpack_device_name;
 
@@ -29,27 +27,6 @@ ufg_operands_intern(void)
     ufg_dlpack_name = PyUnicode_InternFromString("__dlpack__");
     ufg_dlpack_device_name = PyUnicode_InternFromString("__dlpack_device__");
     return ufg_cai_name && ufg_dlpack_name && ufg_dlpack_device_name ? 0 : -1;
-}
-
-/* The code of a supported dtype, or -1 (no exception). */
-static int
-ufg_code_of(PyArray_Descr *descr)
-{
-    static const struct { char kind; int itemsize; ufg_dtype_code code; } table[] = {
-        {'b', 1, UFG_DT_BOOL}, {'i', 1, UFG_DT_INT8}, {'i', 2, UFG_DT_INT16},
-        {'i', 4, UFG_DT_INT32}, {'i', 8, UFG_DT_INT64}, {'u', 1, UFG_DT_UINT8},
-        {'u', 2, UFG_DT_UINT16}, {'u', 4, UFG_DT_UINT32}, {'u', 8, UFG_DT_UINT64},
-        {'f', 4, UFG_DT_FLOAT32}, {'f', 8, UFG_DT_FLOAT64},
-    };
-    if (!PyArray_ISNBO(descr->byteorder) || descr->type_num >= NPY_NTYPES_LEGACY) {
-        return -1;
-    }
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        if (table[i].kind == descr->kind && table[i].itemsize == PyDataType_ELSIZE(descr)) {
-            return table[i].code;
-        }
-    }
-    return -1;
 }
 
 /* How messages name an object's type, as type.__module__ and __name__ do ("numpy.ndarray",
@@ -90,7 +67,7 @@ static int
 ufg_unsupported_dtype(PyArray_Descr *descr, const char *what)
 {
     PyErr_Format(PyExc_TypeError, "%s has dtype %S, which device kernels do not support "
-                 "(supported: %s)", what, (PyObject *)descr, UFG_SUPPORTED_NAMES);
+                 "(supported: %s)", what, (PyObject *)descr, UFG_ELEMENT_TYPE_NAMES);
     return -1;
 }
 
@@ -225,7 +202,7 @@ ufg_cai_dtype(PyObject *typestr, const char *where, const char *what, ufg_dtype_
         Py_DECREF(descr);
         return -1;
     }
-    found = ufg_code_of(descr);
+    found = ufg_dtype_code_of_supported(descr);
     if (found < 0) {
         ufg_unsupported_dtype(descr, what);
         Py_DECREF(descr);
@@ -523,10 +500,10 @@ ufg_classify_numpy_scalar(PyObject *obj, const char *what, ufg_operand *op)
     if (descr == NULL) {
         return -1;
     }
-    code = ufg_code_of(descr);
+    code = ufg_dtype_code_of_supported(descr);
     if (code < 0) {
         PyErr_Format(PyExc_TypeError, "%s is a NumPy %S scalar; device kernels take %s", what,
-                     (PyObject *)descr, UFG_SUPPORTED_NAMES);
+                     (PyObject *)descr, UFG_ELEMENT_TYPE_NAMES);
         Py_DECREF(descr);
         return -1;
     }
@@ -588,7 +565,7 @@ ufg_classify(PyObject *obj, const char *what, const char *hint, uintptr_t consum
     }
     if (PyComplex_Check(obj)) {
         PyErr_Format(PyExc_TypeError, "%s is a complex number; device kernels take %s", what,
-                     UFG_SUPPORTED_NAMES);
+                     UFG_ELEMENT_TYPE_NAMES);
         return -1;
     }
     is_device = ufg_is_device_object(obj);

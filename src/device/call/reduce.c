@@ -11,6 +11,7 @@
  * is cast into an out= of another dtype.  Everything is queued on the call's stream.
  */
 #include "call.h"
+#include "dtypes.h"
 
 #include "keepalive.h"
 
@@ -37,10 +38,6 @@ static const char *const ufg_reduce_names[UFG_R_COUNT] = {
 #define UFG_REDUCE_THREADS_PER_SM 2048
 #define UFG_REDUCE_MIN_SPLIT 4096
 #define UFG_REDUCE_MIN_CHUNK 1024
-
-static const char *const ufg_reduce_dtype_names[UFG_DT_COUNT] = {
-    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float32", "float64"};
 
 /* ------------------------------------------------------------------ small helpers */
 
@@ -145,36 +142,11 @@ ufg_reduce_format_shape(int ndim, const int64_t *shape, char *buffer, size_t siz
     return buffer;
 }
 
-/* The code of a NumPy type number in a function's `types`, or -1 outside the 11. */
-static int
-ufg_reduce_code_of_typenum(int typenum)
-{
-    switch (typenum) {
-    case NPY_BOOL: return UFG_DT_BOOL;
-    case NPY_BYTE: return UFG_DT_INT8;
-    case NPY_UBYTE: return UFG_DT_UINT8;
-    case NPY_SHORT: return UFG_DT_INT16;
-    case NPY_USHORT: return UFG_DT_UINT16;
-    case NPY_INT: return UFG_DT_INT32;
-    case NPY_UINT: return UFG_DT_UINT32;
-    case NPY_LONG: return sizeof(long) == 8 ? UFG_DT_INT64 : UFG_DT_INT32;
-    case NPY_ULONG: return sizeof(long) == 8 ? UFG_DT_UINT64 : UFG_DT_UINT32;
-    case NPY_LONGLONG: return UFG_DT_INT64;
-    case NPY_ULONGLONG: return UFG_DT_UINT64;
-    case NPY_FLOAT: return UFG_DT_FLOAT32;
-    case NPY_DOUBLE: return UFG_DT_FLOAT64;
-    default: return -1;
-    }
-}
-
 /* The code of a descriptor, or -1 for one device kernels do not take (or not native). */
 static int
 ufg_reduce_code_of_descr(PyArray_Descr *descr)
 {
-    if (!PyArray_DescrCheck(descr) || !PyArray_ISNBO(descr->byteorder)) {
-        return -1;
-    }
-    return ufg_reduce_code_of_typenum(descr->type_num);
+    return PyArray_DescrCheck(descr) ? ufg_dtype_code_of_supported(descr) : -1;
 }
 
 static int64_t
@@ -321,7 +293,7 @@ ufg_reduce_mask(const char *name, PyObject *mask_obj, const ufg_operand *array,
     }
     if (mask->code != UFG_DT_BOOL) {
         PyErr_Format(PyExc_TypeError, "%s.reduce: where= must be a bool array, got %s", name,
-                     ufg_reduce_dtype_names[mask->code]);
+                     ufg_dtype_name(mask->code));
         return -1;
     }
     if (mask->device != array->device) {
@@ -551,9 +523,9 @@ ufg_reduce_resolve_dtypes(const char *name, const ufg_function_descriptor *fn, P
     }
     for (int i = 0; i < fn->ntypes; i++) {
         const char *types = fn->types + (size_t)i * 3;
-        if (ufg_reduce_code_of_typenum((unsigned char)types[0]) == codes[0] &&
-            ufg_reduce_code_of_typenum((unsigned char)types[1]) == codes[0] &&
-            ufg_reduce_code_of_typenum((unsigned char)types[2]) == codes[0]) {
+        if (ufg_dtype_code_of_type_num((unsigned char)types[0]) == codes[0] &&
+            ufg_dtype_code_of_type_num((unsigned char)types[1]) == codes[0] &&
+            ufg_dtype_code_of_type_num((unsigned char)types[2]) == codes[0]) {
             entry->loop_index = i;
             break;
         }
@@ -562,7 +534,7 @@ ufg_reduce_resolve_dtypes(const char *name, const ufg_function_descriptor *fn, P
 }
 
 /* The resolution, from the cache or NumPy.  NULL with an exception; else an entry whose
- * loop_index may be -1.  A dtype= or out= outside the 11 codes is resolved uncached into
+ * loop_index may be -1.  A dtype= or out= outside the supported codes is resolved uncached into
  * *scratch. */
 static ufg_reduce_resolution *
 ufg_reduce_resolve(const char *name, const ufg_function_descriptor *fn, PyObject *ufunc,
@@ -1238,7 +1210,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     }
     if (resolution->loop_index < 0) {
         PyErr_Format(PyExc_TypeError, "%s.reduce: no device reduction loop for %s", name,
-                     ufg_reduce_dtype_names[array.code]);
+                     ufg_dtype_name(array.code));
         goto done;
     }
     plan.loop_index = resolution->loop_index;

@@ -6,6 +6,7 @@
  * their text is always NumPy's own.
  */
 #include "call.h"
+#include "dtypes.h"
 
 #include <string.h>
 
@@ -32,12 +33,9 @@ PyArray_Descr *
 ufg_call_descr(ufg_dtype_code code)
 {
     static PyArray_Descr *descrs[UFG_DT_COUNT];
-    static const int type_nums[UFG_DT_COUNT] = {
-        NPY_BOOL, NPY_INT8, NPY_INT16, NPY_INT32, NPY_INT64, NPY_UINT8, NPY_UINT16,
-        NPY_UINT32, NPY_UINT64, NPY_FLOAT32, NPY_FLOAT64,
-    };
+
     if (descrs[code] == NULL) {
-        descrs[code] = PyArray_DescrFromType(type_nums[code]);   /* kept for the process */
+        descrs[code] = ufg_dtype_descr(code);       /* kept for the process */
     }
     return descrs[code];
 }

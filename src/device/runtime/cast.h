@@ -7,6 +7,7 @@
 #define UFG_DEVICE_CAST_H
 
 #include "ufuncgen/device_kernel.h"
+#include "ufuncgen/half.h"
 #include "ufuncgen/element_types.h"
 
 /* The dtypes device arrays hold, as the cast kernel numbers them: the generator's element

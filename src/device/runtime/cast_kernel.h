@@ -7,7 +7,7 @@
  * Conversions are C's: to bool means != 0, from bool gives 0 or 1, float to integer
  * truncates (undefined out of range, as in C), integer to float rounds to nearest.
  *
- * One kernel covers every (source, destination) pair (UFG_ELEMENT_TYPE_PAIRS, 121 of them)
+ * One kernel covers every (source, destination) pair (UFG_ELEMENT_TYPE_PAIRS, 144 of them)
  * with a switch per element.  The switch takes the same branch in every thread, so it costs
  * a few instructions in a kernel bound by memory; 121 separately specialised loops compiled 15 times slower under nvcc
  * (20 s against 1.4 s per architecture), which the 2-core CI build cannot afford.
@@ -27,8 +27,8 @@ typedef uint8_t ufg_cast_bool;
 #define UFG_CAST_PAIR(src, dst) ((src) * UFG_DT_COUNT + (dst))
 
 /* Reading a bool yields 0/1 whatever nonzero byte it holds; writing a bool stores
- * (value != 0); every other conversion is a C cast.  Named by the element type's kind token
- * (b, i, u, f; ufuncgen/element_types.h), so UFG_CAST_ONE can paste it into their names. */
+ * (value != 0); every other conversion is a C cast.  Named by the element type's access token
+ * (b, i, u, f, h; ufuncgen/element_types.h), so UFG_CAST_ONE can paste it into their names. */
 #define UFG_CAST_READ_b(type, ptr) (*(const ufg_cast_bool *)(ptr) != 0)
 #define UFG_CAST_READ_i(type, ptr) (*(const type *)(ptr))
 #define UFG_CAST_READ_u UFG_CAST_READ_i
@@ -37,6 +37,11 @@ typedef uint8_t ufg_cast_bool;
 #define UFG_CAST_WRITE_i(type, ptr, v) (*(type *)(ptr) = (type)(v))
 #define UFG_CAST_WRITE_u UFG_CAST_WRITE_i
 #define UFG_CAST_WRITE_f UFG_CAST_WRITE_i
+/* A half is read as float (exactly) and written from double in one rounding: every source
+ * value is exact in double (integers past 2**53 overflow a half anyway), so each conversion
+ * rounds once, as NumPy's casts to float16 do. */
+#define UFG_CAST_READ_h(type, ptr) ufg_half_to_float(*(const ufg_half *)(ptr))
+#define UFG_CAST_WRITE_h(type, ptr, v) (*(ufg_half *)(ptr) = ufg_double_to_half((double)(v)))
 
 /* One element of one (source, destination) pair, from `src` to `dst`. */
 #define UFG_CAST_ONE(S_KIND, S_TYPE, D_KIND, D_TYPE) \

@@ -6,6 +6,7 @@
 #include <string.h>
 
 typedef struct {
+    const char *name;
     char kind;              /* NumPy's dtype.kind */
     int itemsize;
     int type_num;           /* NumPy's sized type number */
@@ -14,7 +15,7 @@ typedef struct {
 
 /* One row per element type of the generator's table (ufuncgen/element_types.h). */
 #define UFG_DTYPE_ROW(CODE, name, c_type, npy_enum, itemsize, kind_char, kind, dlpack_code) \
-    [UFG_DT_##CODE] = {kind_char, itemsize, npy_enum, dlpack_code},
+    [UFG_DT_##CODE] = {name, kind_char, itemsize, npy_enum, dlpack_code},
 static const ufg_dtype_info ufg_dtypes[UFG_DT_COUNT] = {UFG_ELEMENT_TYPES(UFG_DTYPE_ROW)};
 #undef UFG_DTYPE_ROW
 
@@ -74,6 +75,52 @@ ufg_dtype_code
 ufg_dtype_code_of(const PyArray_Descr *descr)
 {
     return (ufg_dtype_code)ufg_dtype_lookup(descr->kind, (int)descr->elsize);
+}
+
+int
+ufg_dtype_code_of_supported(const PyArray_Descr *descr)
+{
+    if (!PyArray_ISNBO(descr->byteorder) || descr->type_num >= NPY_NTYPES_LEGACY ||
+        PyDataType_HASFIELDS(descr) || PyDataType_HASSUBARRAY(descr)) {
+        return -1;
+    }
+    return ufg_dtype_lookup(descr->kind, (int)descr->elsize);
+}
+
+int
+ufg_dtype_code_of_type_num(int type_num)
+{
+    /* Filled once from NumPy's own descriptors, so that aliases (NPY_LONG, NPY_LONGLONG)
+     * land on the sized type they are on this platform. */
+    static signed char codes[NPY_NTYPES_LEGACY];
+    static int filled = 0;
+
+    if (!filled) {
+        for (int t = 0; t < NPY_NTYPES_LEGACY; t++) {
+            PyArray_Descr *descr = PyArray_DescrFromType(t);
+            codes[t] = -1;
+            if (descr == NULL) {
+                PyErr_Clear();
+                continue;
+            }
+            codes[t] = (signed char)ufg_dtype_code_of_supported(descr);
+            Py_DECREF(descr);
+        }
+        filled = 1;
+    }
+    return type_num >= 0 && type_num < NPY_NTYPES_LEGACY ? codes[type_num] : -1;
+}
+
+int
+ufg_dtype_type_num(ufg_dtype_code code)
+{
+    return ufg_dtypes[code].type_num;
+}
+
+const char *
+ufg_dtype_name(ufg_dtype_code code)
+{
+    return ufg_dtypes[code].name;
 }
 
 PyArray_Descr *

@@ -21,6 +21,19 @@ int ufg_dtype_convert(PyObject *obj, const char *argname, PyArray_Descr **descr)
 /* The code of a descriptor that ufg_dtype_convert accepted. */
 ufg_dtype_code ufg_dtype_code_of(const PyArray_Descr *descr);
 
+/* The code of any descriptor: -1 (no exception) unless it is a supported type in native byte
+ * order. */
+int ufg_dtype_code_of_supported(const PyArray_Descr *descr);
+
+/* The code of a NumPy type number (aliases such as NPY_LONG included), or -1. */
+int ufg_dtype_code_of_type_num(int type_num);
+
+/* NumPy's sized type number of a code (NPY_FLOAT16, ...). */
+int ufg_dtype_type_num(ufg_dtype_code code);
+
+/* The name of a code ("float16"). */
+const char *ufg_dtype_name(ufg_dtype_code code);
+
 /* The canonical descriptor of a code (a new reference). */
 PyArray_Descr *ufg_dtype_descr(ufg_dtype_code code);
 

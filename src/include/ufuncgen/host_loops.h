@@ -54,13 +54,7 @@ typedef npy_intp ufg_stride_t;
 #endif
 
 /* A function's `fastmath: true` turns on -ffast-math for its loops alone. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define UFG_FASTMATH_BEGIN _Pragma("GCC push_options") _Pragma("GCC optimize(\"fast-math\")")
-#define UFG_FASTMATH_END _Pragma("GCC pop_options")
-#else
-#define UFG_FASTMATH_BEGIN
-#define UFG_FASTMATH_END
-#endif
+#include "ufuncgen/fastmath.h"
 
 typedef void (*ufg_contiguous_kernel)(npy_intp n, char **args);
 

@@ -32,6 +32,8 @@
 #endif
 #endif
 
+#include "ufuncgen/half.h"     /* float16 elements: loaded as float, stored rounded */
+
 #if defined(__CUDACC__)
 #define UFG_PRELUDE_FN static __device__ __forceinline__
 #elif defined(__GNUC__)

@@ -1,0 +1,73 @@
+"""float16 on the host: ufuncgen's float16 loops against NumPy's own, same computation.
+
+Run it with ufuncgen installed (``pip install .``)::
+
+    python benchmarks/float16.py              # 10M elements, ~1 minute
+    python benchmarks/float16.py --quick      # 1M elements, fewer repeats
+
+A float16 loop loads each half into a float, runs the body in float32 and rounds the result
+once (README, "float16"); NumPy's float16 loops do the same per operation.  Rows:
+
+- add: ``ex.add`` of two float16 arrays against ``np.add`` (bit-identical results), with new
+  outputs and with ``out=``;
+- gelu: ``ex.gelu`` in float16 against the same function in float32, the cost of the
+  conversions around the body (NumPy has no erf to compose it from);
+- inner1d and l2_norm over rows of 16: against ``np.vecdot`` and ``np.sqrt(np.vecdot(x, x))``
+  on the float16 arrays.
+
+Ratios are ``peer time / ufuncgen time`` (above 1: ufuncgen faster), minimum times over
+interleaved repeats on one core (benchmarks/host.py's ``time_interleaved``).  Markdown output.
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from host import time_interleaved  # noqa: E402
+
+import ufuncgen  # noqa: E402
+import ufuncgen.examples as ex  # noqa: E402
+
+
+def rows(n, rng):
+    a = rng.uniform(-100, 100, n).astype(np.float16)
+    b = rng.uniform(-100, 100, n).astype(np.float16)
+    out = np.empty_like(a)
+    x = rng.uniform(-4, 4, n).astype(np.float16)
+    x32 = x.astype(np.float32)
+    m = rng.uniform(-2, 2, (n // 16, 16)).astype(np.float16)
+    assert np.array_equal(ex.add(a, b).view(np.uint16), np.add(a, b).view(np.uint16))
+    yield "add", "new output", {"ufuncgen": lambda: ex.add(a, b), "np.add": lambda: np.add(a, b)}
+    yield "add", "out=", {"ufuncgen": lambda: ex.add(a, b, out=out),
+                          "np.add": lambda: np.add(a, b, out=out)}
+    yield "gelu", "float16 vs float32", {"ufuncgen": lambda: ex.gelu(x),
+                                         "float32 loop": lambda: ex.gelu(x32)}
+    yield "inner1d", "rows of 16", {"ufuncgen": lambda: ex.inner1d(m, m),
+                                    "np.vecdot": lambda: np.vecdot(m, m)}
+    yield "l2_norm", "rows of 16", {"ufuncgen": lambda: ex.l2_norm(m),
+                                    "np.sqrt(np.vecdot)": lambda: np.sqrt(np.vecdot(m, m))}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=10_000_000)
+    parser.add_argument("--quick", action="store_true", help="1M elements, 3 repeats")
+    args = parser.parse_args()
+    n, repeat = (1_000_000, 3) if args.quick else (args.n, 7)
+    ufuncgen.set_num_threads(1)
+    rng = np.random.default_rng(0)
+    print(f"float16 on the host, {n:,} elements, one thread, NumPy {np.__version__}\n")
+    print("| function | case | ufuncgen ms | peer | peer ms | peer / ufuncgen |")
+    print("|---|---|---|---|---|---|")
+    for name, case, candidates in rows(n, rng):
+        times = time_interleaved(candidates, repeat)
+        (peer, peer_time), = ((k, v) for k, v in times.items() if k != "ufuncgen")
+        ours = times["ufuncgen"]
+        print(f"| {name} | {case} | {ours * 1e3:.2f} | {peer} | {peer_time * 1e3:.2f} "
+              f"| {peer_time / ours:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
