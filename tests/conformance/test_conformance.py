@@ -879,6 +879,68 @@ def _(F, D, H):
     return H(F.l2_norm(D(R(4, 3, 2)), axis=1, keepdims=True))
 
 
+# ============================================================================ accumulate
+
+@case("accumulate/default-axis")
+def _(F, D, H):
+    return H(F.add.accumulate(D(R(4, 5))))
+
+
+@case("accumulate/last-axis-int64")
+def _(F, D, H):
+    return H(F.add.accumulate(D(np.arange(24).reshape(2, 3, 4) - 7), axis=-1))
+
+
+@case("accumulate/no-identity")
+def _(F, D, H):
+    return H(F.custom_op.accumulate(D(R(6, 3) / 4), axis=0))
+
+
+@case("accumulate/dtype")
+def _(F, D, H):
+    return H(F.add.accumulate(D(R(3, 7)), axis=1, dtype=np.float32))
+
+
+@case("accumulate/out-cast")
+def _(F, D, H):
+    out = D(np.zeros((3, 7), np.float32))
+    r = F.add.accumulate(D(R(3, 7)), axis=1, out=out)
+    assert r is out
+    return H(out)
+
+
+@case("accumulate/in-place")
+def _(F, D, H):
+    a = D(R(5, 4))
+    F.add.accumulate(a, axis=0, out=a)
+    return H(a)
+
+
+@case("accumulate/empty-axis")
+def _(F, D, H):
+    return H(F.hypot.accumulate(D(np.zeros((0, 3))), axis=0))
+
+
+@case("accumulate/multiple-axes", ValueError, "does not allow multiple axes")
+def _(F, D, H):
+    return F.add.accumulate(D(R(3, 4)), axis=(0, 1))
+
+
+@case("accumulate/axis-out-of-bounds", np.exceptions.AxisError, "out of bounds")
+def _(F, D, H):
+    return F.add.accumulate(D(R(3, 4)), axis=2)
+
+
+@case("accumulate/unary", ValueError, "accumulate only supported for binary functions")
+def _(F, D, H):
+    return F.lucas.accumulate(D(np.arange(5)))
+
+
+@case("accumulate/gufunc", RuntimeError, "Reduction not defined on ufunc with signature")
+def _(F, D, H):
+    return F.inner1d.accumulate(D(R(3, 4)))
+
+
 # ============================================================================ float16
 # float16 elements computed in float32 and rounded once (README, "float16"): the same bits on
 # every kind, NumPy's casting rules between float16 and the other types.

@@ -72,6 +72,12 @@ def test_binary_functions_get_device_reduce_kernels_with_an_identity_or_without(
     assert "UFG_LAUNCHER(reduce_custom_op_float64)" in kernels
     assert "UFG_LAUNCHER(reduce_lucas" not in kernels               # one input
     assert "UFG_LAUNCHER(reduce_inner1d" not in kernels             # a gufunc
+    # .accumulate's scan: for the same loops as .reduce, declared and listed in the descriptor
+    assert "UFG_LAUNCHER(accumulate_add_float64)" in kernels
+    assert "UFG_LAUNCHER(accumulate_hypot_float32)" in kernels
+    assert "UFG_LAUNCHER(accumulate_lucas" not in kernels
+    module = examples["ex_module.c"]
+    assert "{ufg_launch_sim_accumulate_add_float64, UFG_CUDA_LAUNCHER(accumulate_add_float64)}" in module
 
 
 def test_only_associative_functions_get_host_reductions_and_pass_them_to_the_loop_driver(examples):

@@ -237,11 +237,15 @@ ufg_dtype_itemsize(ufg_dtype_code code)
 /* resolve.c: NumPy's descriptor of a code (borrowed, cached). */
 PyArray_Descr *ufg_call_descr(ufg_dtype_code code);
 
-/* call.c / reduce.c: the entry points handed to ufuncgen._core (ufuncgen/device_call.h). */
+/* call.c / reduce.c / accumulate.c: the entry points handed to ufuncgen._core
+ * (ufuncgen/device_call.h). */
 PyObject *ufg_device_call(PyObject *function, const ufg_function_descriptor *fn,
                           PyObject *ufunc, PyObject *const *args, Py_ssize_t nargs,
                           PyObject *kwnames);
 PyObject *ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn,
+                            PyObject *ufunc, PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *kwnames);
+PyObject *ufg_device_accumulate(PyObject *function, const ufg_function_descriptor *fn,
                             PyObject *ufunc, PyObject *const *args, Py_ssize_t nargs,
                             PyObject *kwnames);
 

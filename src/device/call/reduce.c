@@ -10,10 +10,8 @@
  * when an `associative: true` function splits long reductions into chunks), and the result
  * is cast into an out= of another dtype.  Everything is queued on the call's stream.
  */
-#include "call.h"
+#include "reduction.h"
 #include "dtypes.h"
-
-#include "keepalive.h"
 
 #include <numpy/arrayscalars.h>
 
@@ -33,221 +31,7 @@ enum {
 static const char *const ufg_reduce_names[UFG_R_COUNT] = {
     "array", "axis", "dtype", "out", "keepdims", "initial", "where", "stream"};
 
-/* Splitting one output's elements into chunks (associative functions only): threads per
- * multiprocessor to aim for, the least elements to split, and the least per chunk. */
-#define UFG_REDUCE_THREADS_PER_SM 2048
-#define UFG_REDUCE_MIN_SPLIT 4096
-#define UFG_REDUCE_MIN_CHUNK 1024
-
-/* ------------------------------------------------------------------ small helpers */
-
-/* Python objects looked up once: numpy.exceptions.AxisError, numpy._NoValue, and the strings
- * of the resolution call. */
-static PyObject *ufg_reduce_axis_error = NULL;
-static PyObject *ufg_reduce_no_value = NULL;
-static PyObject *ufg_reduce_resolve_name = NULL;
-static PyObject *ufg_reduce_resolve_kwnames = NULL;        /* reduction, casting */
-static PyObject *ufg_reduce_resolve_kwnames_dtype = NULL;  /* ... and signature */
-static PyObject *ufg_reduce_unsafe = NULL;
-
-static int
-ufg_reduce_init_globals(void)
-{
-    PyObject *module;
-
-    if (ufg_reduce_resolve_kwnames != NULL) {
-        return 0;
-    }
-    if (ufg_reduce_axis_error == NULL) {
-        module = PyImport_ImportModule("numpy.exceptions");
-        if (module == NULL) {
-            return -1;
-        }
-        ufg_reduce_axis_error = PyObject_GetAttrString(module, "AxisError");
-        Py_DECREF(module);
-        if (ufg_reduce_axis_error == NULL) {
-            return -1;
-        }
-    }
-    if (ufg_reduce_no_value == NULL) {
-        module = PyImport_ImportModule("numpy");
-        if (module == NULL) {
-            return -1;
-        }
-        ufg_reduce_no_value = PyObject_GetAttrString(module, "_NoValue");
-        Py_DECREF(module);
-        if (ufg_reduce_no_value == NULL) {
-            return -1;
-        }
-    }
-    if (ufg_reduce_resolve_name == NULL) {
-        ufg_reduce_resolve_name = PyUnicode_InternFromString("resolve_dtypes");
-        if (ufg_reduce_resolve_name == NULL) {
-            return -1;
-        }
-    }
-    if (ufg_reduce_unsafe == NULL) {
-        ufg_reduce_unsafe = PyUnicode_InternFromString("unsafe");
-        if (ufg_reduce_unsafe == NULL) {
-            return -1;
-        }
-    }
-    if (ufg_reduce_resolve_kwnames_dtype == NULL) {
-        ufg_reduce_resolve_kwnames_dtype = Py_BuildValue("(sss)", "reduction", "casting",
-                                                         "signature");
-        if (ufg_reduce_resolve_kwnames_dtype == NULL) {
-            return -1;
-        }
-    }
-    ufg_reduce_resolve_kwnames = Py_BuildValue("(ss)", "reduction", "casting");
-    return ufg_reduce_resolve_kwnames == NULL ? -1 : 0;
-}
-
-/* Python's type_name(obj): "float", or "numpy.ndarray" outside builtins.  A new reference. */
-static PyObject *
-ufg_reduce_type_name(PyObject *obj)
-{
-    PyObject *type = (PyObject *)Py_TYPE(obj);
-    PyObject *module = PyObject_GetAttrString(type, "__module__");
-    PyObject *qualname = module == NULL ? NULL : PyObject_GetAttrString(type, "__qualname__");
-    PyObject *result = NULL;
-
-    if (qualname != NULL) {
-        if (PyUnicode_Check(module) && PyUnicode_CompareWithASCIIString(module, "builtins") == 0) {
-            result = Py_NewRef(qualname);
-        }
-        else {
-            result = PyUnicode_FromFormat("%S.%S", module, qualname);
-        }
-    }
-    Py_XDECREF(module);
-    Py_XDECREF(qualname);
-    return result;
-}
-
-/* A shape as Python spells a tuple: "()", "(3,)", "(2, 4)"; buffer holds 24 * ndim + 4. */
-static const char *
-ufg_reduce_format_shape(int ndim, const int64_t *shape, char *buffer, size_t size)
-{
-    size_t used = 0;
-
-    used += (size_t)PyOS_snprintf(buffer, size, "(");
-    for (int d = 0; d < ndim && used < size; d++) {
-        used += (size_t)PyOS_snprintf(buffer + used, size - used, "%s%lld", d ? ", " : "",
-                                      (long long)shape[d]);
-    }
-    if (used < size) {
-        PyOS_snprintf(buffer + used, size - used, ndim == 1 ? ",)" : ")");
-    }
-    return buffer;
-}
-
-/* The code of a descriptor, or -1 for one device kernels do not take (or not native). */
-static int
-ufg_reduce_code_of_descr(PyArray_Descr *descr)
-{
-    return PyArray_DescrCheck(descr) ? ufg_dtype_code_of_supported(descr) : -1;
-}
-
-static int64_t
-ufg_reduce_product(int ndim, const int64_t *shape)
-{
-    int64_t n = 1;
-
-    for (int d = 0; d < ndim; d++) {
-        if (shape[d] == 0) {
-            return 0;
-        }
-    }
-    for (int d = 0; d < ndim; d++) {
-        n *= shape[d];
-    }
-    return n;
-}
-
-/* Python's collapse(): ValueError past the kernels' dimension limit. */
-static int
-ufg_reduce_collapse(int ndim, int64_t *shape, int nops,
-                    int64_t (*strides)[UFG_CALL_MAX_NDIM])
-{
-    const int merged = ufg_collapse(ndim, shape, nops, strides);
-
-    if (merged > UFG_DEVICE_MAX_DIMS) {
-        PyErr_Format(PyExc_ValueError,
-                     "the device kernels handle at most %d dimensions after merging contiguous "
-                     "ones; this call has %d", UFG_DEVICE_MAX_DIMS, merged);
-        return -1;
-    }
-    return merged;
-}
-
 /* ------------------------------------------------------------------ arguments */
-
-static int
-ufg_reduce_name_index(PyObject *key)
-{
-    for (int k = 0; k < UFG_R_COUNT; k++) {
-        if (PyUnicode_Check(key) && PyUnicode_CompareWithASCIIString(key, ufg_reduce_names[k]) == 0) {
-            return k;
-        }
-    }
-    return -1;
-}
-
-/* The vectorcall arguments into values[UFG_R_COUNT] (borrowed; NULL: not given). */
-static int
-ufg_reduce_parse(const char *name, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-                 PyObject **values)
-{
-    const Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-    PyObject *unknown = NULL;
-    unsigned conflicts = 0;
-
-    if (nargs > UFG_R_POSITIONAL) {
-        PyErr_Format(PyExc_TypeError, "%s.reduce takes at most %d arguments", name,
-                     UFG_R_POSITIONAL);
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        values[i] = args[i];
-    }
-    for (Py_ssize_t j = 0; j < nkw; j++) {
-        PyObject *key = PyTuple_GET_ITEM(kwnames, j);
-        const int k = ufg_reduce_name_index(key);
-
-        if (k < 0) {
-            if (unknown == NULL) {
-                unknown = key;
-            }
-        }
-        else if (k < nargs) {
-            conflicts |= 1u << k;
-        }
-        else {
-            values[k] = args[nargs + j];
-        }
-    }
-    if (conflicts) {
-        for (int k = 0; k < UFG_R_POSITIONAL; k++) {
-            if (conflicts & (1u << k)) {
-                PyErr_Format(PyExc_TypeError, "%s.reduce: got multiple values for '%s'", name,
-                             ufg_reduce_names[k]);
-                return -1;
-            }
-        }
-    }
-    if (values[UFG_R_ARRAY] == NULL) {
-        PyErr_Format(PyExc_TypeError, "%s.reduce: missing the array to reduce", name);
-        return -1;
-    }
-    if (unknown != NULL) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s: keyword argument '%S' is not supported on the device (supported "
-                     "there: axis, dtype, initial, keepdims, out, stream, where)", name, unknown);
-        return -1;
-    }
-    return 0;
-}
 
 /* where=: the literal True (or not given) is no mask; any other host value is a 0-d mask
  * (*where_value), as NumPy reads it; a CUDA array is a mask (*mask_obj, borrowed).  A host
@@ -389,7 +173,7 @@ ufg_reduce_axes(const char *name, PyObject *axis, int ndim, char *reduced)
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         if (values[i] < -ndim || values[i] >= ndim) {
-            PyErr_Format(ufg_reduce_axis_error,
+            PyErr_Format(ufg_reduction_axis_error,
                          "%s.reduce: axis %d is out of bounds for an array of dimension %d",
                          name, values[i], ndim);
             goto done;
@@ -412,161 +196,6 @@ done:
 }
 
 /* ------------------------------------------------------------------ type resolution */
-
-/* NumPy's reduction resolution per (function, array dtype, dtype=, out= dtype): the loop and
- * the accumulator, or loop -1 (no device reduction loop).  Filled under the GIL; an entry is
- * written whole once resolve_dtypes has answered, so a duplicate is the worst a thread
- * switch can cause. */
-typedef struct {
-    const ufg_function_descriptor *fn;
-    signed char array_code, dtype_code, out_code;   /* -1: not given */
-    signed char acc;
-    int loop_index;
-    int identity_packed;            /* identity holds the function's identity as acc */
-    ufg_value identity;
-} ufg_reduce_resolution;
-
-#define UFG_REDUCE_CACHE_SIZE 64
-static ufg_reduce_resolution ufg_reduce_cache[UFG_REDUCE_CACHE_SIZE];
-static int ufg_reduce_cache_used = 0, ufg_reduce_cache_next = 0;
-
-static ufg_reduce_resolution *
-ufg_reduce_cache_find(const ufg_function_descriptor *fn, int array_code, int dtype_code,
-                      int out_code)
-{
-    for (int i = 0; i < ufg_reduce_cache_used; i++) {
-        ufg_reduce_resolution *r = &ufg_reduce_cache[i];
-        if (r->fn == fn && r->array_code == array_code && r->dtype_code == dtype_code &&
-            r->out_code == out_code) {
-            return r;
-        }
-    }
-    return NULL;
-}
-
-static ufg_reduce_resolution *
-ufg_reduce_cache_add(const ufg_reduce_resolution *entry)
-{
-    ufg_reduce_resolution *slot;
-
-    if (ufg_reduce_cache_used < UFG_REDUCE_CACHE_SIZE) {
-        slot = &ufg_reduce_cache[ufg_reduce_cache_used++];
-    }
-    else {
-        slot = &ufg_reduce_cache[ufg_reduce_cache_next];
-        ufg_reduce_cache_next = (ufg_reduce_cache_next + 1) % UFG_REDUCE_CACHE_SIZE;
-    }
-    *slot = *entry;
-    return slot;
-}
-
-/* NumPy's reduction resolution: ufunc.resolve_dtypes((out, array, None), reduction=True,
- * casting='unsafe'[, signature=(dtype, None, None)]) → entry->loop_index, acc.  dtype= fixes
- * the loop's DType, not an operand's dtype (so a byte-swapped one is NumPy's TypeError), and
- * out= of another kind is cast into unsafely, as NumPy's reduce does. */
-static int
-ufg_reduce_resolve_dtypes(const char *name, const ufg_function_descriptor *fn, PyObject *ufunc,
-                          PyArray_Descr *dtype, PyArray_Descr *out_descr,
-                          ufg_dtype_code array_code, ufg_reduce_resolution *entry)
-{
-    PyArray_Descr *array_descr = ufg_call_descr(array_code);
-    PyObject *dtypes, *signature = NULL, *resolved, *callargs[5];
-    int codes[3];
-    const int nops = fn->nin + fn->nout;
-
-    if (array_descr == NULL) {
-        return -1;
-    }
-    dtypes = PyTuple_Pack(3, out_descr != NULL ? (PyObject *)out_descr : Py_None,
-                          (PyObject *)array_descr, Py_None);
-    if (dtypes == NULL) {
-        return -1;
-    }
-    if (dtype != NULL && (signature = PyTuple_Pack(3, (PyObject *)dtype, Py_None,
-                                                   Py_None)) == NULL) {
-        Py_DECREF(dtypes);
-        return -1;
-    }
-    callargs[0] = ufunc;
-    callargs[1] = dtypes;
-    callargs[2] = Py_True;
-    callargs[3] = ufg_reduce_unsafe;
-    callargs[4] = signature;
-    resolved = PyObject_VectorcallMethod(ufg_reduce_resolve_name, callargs, 2,
-                                         signature != NULL ? ufg_reduce_resolve_kwnames_dtype
-                                                           : ufg_reduce_resolve_kwnames);
-    Py_DECREF(dtypes);
-    Py_XDECREF(signature);
-    if (resolved == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
-            char prefix[160];
-
-            PyOS_snprintf(prefix, sizeof(prefix), "%s.reduce", name);
-            ufg_prefix_error(prefix);
-        }
-        return -1;
-    }
-    if (!PyTuple_Check(resolved) || PyTuple_GET_SIZE(resolved) != 3) {
-        PyErr_Format(PyExc_SystemError, "%s.reduce: resolve_dtypes returned %R", name,
-                     resolved);
-        Py_DECREF(resolved);
-        return -1;
-    }
-    for (int k = 0; k < 3; k++) {
-        codes[k] = ufg_reduce_code_of_descr((PyArray_Descr *)PyTuple_GET_ITEM(resolved, k));
-    }
-    Py_DECREF(resolved);
-    entry->loop_index = -1;
-    entry->acc = (signed char)codes[0];
-    if (codes[0] < 0 || codes[1] != codes[0] || codes[2] != codes[0] || nops != 3) {
-        return 0;
-    }
-    for (int i = 0; i < fn->ntypes; i++) {
-        const char *types = fn->types + (size_t)i * 3;
-        if (ufg_dtype_code_of_type_num((unsigned char)types[0]) == codes[0] &&
-            ufg_dtype_code_of_type_num((unsigned char)types[1]) == codes[0] &&
-            ufg_dtype_code_of_type_num((unsigned char)types[2]) == codes[0]) {
-            entry->loop_index = i;
-            break;
-        }
-    }
-    return 0;
-}
-
-/* The resolution, from the cache or NumPy.  NULL with an exception; else an entry whose
- * loop_index may be -1.  A dtype= or out= outside the supported codes is resolved uncached into
- * *scratch. */
-static ufg_reduce_resolution *
-ufg_reduce_resolve(const char *name, const ufg_function_descriptor *fn, PyObject *ufunc,
-                   PyArray_Descr *dtype, const ufg_operand *array, const ufg_operand *out,
-                   ufg_reduce_resolution *scratch)
-{
-    const int dtype_code = dtype != NULL ? ufg_reduce_code_of_descr(dtype) : -1;
-    const int out_code = out != NULL ? (int)out->code : -1;
-    const int cacheable = dtype == NULL || dtype_code >= 0;
-    ufg_reduce_resolution *known;
-    PyArray_Descr *out_descr = NULL;
-
-    if (cacheable) {
-        known = ufg_reduce_cache_find(fn, (int)array->code, dtype_code, out_code);
-        if (known != NULL) {
-            return known;
-        }
-    }
-    if (out != NULL && (out_descr = ufg_call_descr(out->code)) == NULL) {
-        return NULL;
-    }
-    memset(scratch, 0, sizeof(*scratch));
-    scratch->fn = fn;
-    scratch->array_code = (signed char)array->code;
-    scratch->dtype_code = (signed char)dtype_code;
-    scratch->out_code = (signed char)out_code;
-    if (ufg_reduce_resolve_dtypes(name, fn, ufunc, dtype, out_descr, array->code,
-                                  scratch) < 0) {
-        return NULL;
-    }
-    return cacheable ? ufg_reduce_cache_add(scratch) : scratch;
-}
 
 /* The function's identity (or initial=) as an accumulator value, as NumPy packs it. */
 static int
@@ -708,22 +337,6 @@ ufg_reduce_pick_result(const ufg_reduce_plan *plan, const int64_t *values, int64
     }
 }
 
-/* Whether a cast over `shape` with these strides fits the kernels after merging. */
-static int
-ufg_reduce_check_cast(int ndim, const int64_t *shape, const int64_t *src_strides,
-                      const int64_t *dst_strides)
-{
-    int64_t merged_shape[UFG_CALL_MAX_NDIM], strides[2][UFG_CALL_MAX_NDIM];
-
-    if (ufg_reduce_product(ndim, shape) == 0) {
-        return 0;                   /* nothing is cast */
-    }
-    memcpy(merged_shape, shape, sizeof(int64_t) * (size_t)ndim);
-    memcpy(strides[0], src_strides, sizeof(int64_t) * (size_t)ndim);
-    memcpy(strides[1], dst_strides, sizeof(int64_t) * (size_t)ndim);
-    return ufg_reduce_collapse(ndim, merged_shape, 2, strides) < 0 ? -1 : 0;
-}
-
 /* where=False selects no element: every result is the initial value, as a reduction over
  * empty axes gives.  The reduced axes become empty; with none (axis=(), a 0-d array) an
  * empty reduced axis is put first, and keepdims, which keeps no axis then, is dropped. */
@@ -781,12 +394,12 @@ ufg_reduce_plan_steps(const ufg_backend *backend, int device, int associative,
     memcpy(keep_strides[1], out_keep_strides, sizeof(int64_t) * (size_t)keep_ndim);
     reduce_ndim = ufg_reduce_pick(plan, shape, 1, first->reduce_shape);
     ufg_reduce_pick(plan, in_strides, 1, reduce_strides[0]);
-    n_reduce = ufg_reduce_product(reduce_ndim, first->reduce_shape);
-    keep_ndim = ufg_reduce_collapse(keep_ndim, first->keep_shape, 2, keep_strides);
+    n_reduce = ufg_reduction_product(reduce_ndim, first->reduce_shape);
+    keep_ndim = ufg_reduction_collapse(keep_ndim, first->keep_shape, 2, keep_strides);
     if (keep_ndim < 0) {
         return -1;
     }
-    reduce_ndim = ufg_reduce_collapse(reduce_ndim, first->reduce_shape, 1, reduce_strides);
+    reduce_ndim = ufg_reduction_collapse(reduce_ndim, first->reduce_shape, 1, reduce_strides);
     if (reduce_ndim < 0) {
         return -1;
     }
@@ -858,8 +471,8 @@ ufg_reduce_launch(const ufg_backend *backend, const ufg_reduce_plan *plan,
     memcpy(p.in_keep_strides, step->in_keep, sizeof(int64_t) * (size_t)step->keep_ndim);
     memcpy(p.in_reduce_strides, step->in_reduce, sizeof(int64_t) * (size_t)step->reduce_ndim);
     memcpy(p.out_keep_strides, step->out_keep, sizeof(int64_t) * (size_t)step->keep_ndim);
-    p.n_out = ufg_reduce_product(step->keep_ndim, step->keep_shape);
-    p.n_reduce = ufg_reduce_product(step->reduce_ndim, step->reduce_shape);
+    p.n_out = ufg_reduction_product(step->keep_ndim, step->keep_shape);
+    p.n_reduce = ufg_reduction_product(step->reduce_ndim, step->reduce_shape);
     p.n_chunks = step->n_chunks;
     p.chunk_len = p.n_reduce / p.n_chunks + (p.n_reduce % p.n_chunks != 0);
     p.out_chunk_stride = step->out_chunk_stride;
@@ -882,55 +495,6 @@ ufg_reduce_launch(const ufg_backend *backend, const ufg_reduce_plan *plan,
 
 /* ------------------------------------------------------------------ the checks */
 
-/* out=: None, an array, or a tuple of one array.  *out_obj is borrowed (NULL: allocate). */
-static int
-ufg_reduce_out_object(const char *name, PyObject *value, PyObject **out_obj)
-{
-    *out_obj = NULL;
-    if (value == NULL || value == Py_None) {
-        return 0;
-    }
-    if (PyTuple_Check(value)) {
-        if (PyTuple_GET_SIZE(value) != 1) {
-            PyErr_Format(PyExc_ValueError, "%s.reduce: out= must hold one array", name);
-            return -1;
-        }
-        value = PyTuple_GET_ITEM(value, 0);
-        if (value == Py_None) {     /* NumPy's reduce refuses it too (TypeError) */
-            PyErr_Format(PyExc_TypeError,
-                         "%s.reduce: out=(None,) holds no array; pass out=None for a new "
-                         "result", name);
-            return -1;
-        }
-    }
-    *out_obj = value;
-    return 0;
-}
-
-/* The caller's out= against the result: kind, writability, shape, device. */
-static int
-ufg_reduce_out_operand(const char *name, PyObject *out_obj, const char *what,
-                       const ufg_operand *array, uintptr_t stream, ufg_operand *out)
-{
-    PyObject *type_name;
-    int is_device = ufg_is_device_object(out_obj);
-
-    if (is_device < 0) {
-        return -1;
-    }
-    if (!is_device) {
-        type_name = ufg_reduce_type_name(out_obj);
-        if (type_name != NULL) {
-            PyErr_Format(PyExc_TypeError,
-                         "%s.reduce: out= is a %U, but the array is on CUDA device %d; host "
-                         "and device arrays do not mix", name, type_name, array->device);
-            Py_DECREF(type_name);
-        }
-        return -1;
-    }
-    return ufg_operand_from_buffer(out_obj, what, out, stream);
-}
-
 /* out= must be writable and have the result's shape (checked after the type resolution, as
  * NumPy does). */
 static int
@@ -946,8 +510,8 @@ ufg_reduce_check_out_fits(const char *name, const ufg_operand *array,
     if (out->ndim != plan->out_ndim ||
         memcmp(out->shape, plan->out_shape, sizeof(int64_t) * (size_t)out->ndim) != 0) {
         PyErr_Format(PyExc_ValueError, "%s.reduce: out= has shape %s, but the result's shape is %s",
-                     name, ufg_reduce_format_shape(out->ndim, out->shape, got, sizeof(got)),
-                     ufg_reduce_format_shape(plan->out_ndim, plan->out_shape, want,
+                     name, ufg_reduction_format_shape(out->ndim, out->shape, got, sizeof(got)),
+                     ufg_reduction_format_shape(plan->out_ndim, plan->out_shape, want,
                                              sizeof(want)));
         return -1;
     }
@@ -1095,13 +659,13 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
 {
     const char *name = fn->name;
     PyObject *values[UFG_R_COUNT] = {NULL};
-    PyObject *array_obj, *out_obj = NULL, *initial, *result = NULL, *type_name;
+    PyObject *array_obj, *out_obj = NULL, *initial, *result = NULL;
     PyArray_Descr *dtype = NULL;
     const ufg_backend *backend;
     ufg_reduce_resolution scratch, *resolution;
     ufg_reduce_plan plan;
     ufg_operand array, out;
-    int have_array = 0, have_out = 0, is_device, where_given, where_value = 1;
+    int have_array = 0, have_out = 0, where_given, where_value = 1;
     char what[200], out_what[200], prefix[160];
     int64_t in_strides[UFG_CALL_MAX_NDIM], result_strides[UFG_CALL_MAX_NDIM];
     int64_t out_keep[UFG_CALL_MAX_NDIM];
@@ -1128,57 +692,40 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
         PyErr_Format(PyExc_TypeError, "%s was built without device kernels", name);
         return NULL;
     }
-    if (ufg_reduce_parse(name, args, nargs, kwnames, values) < 0 ||
+    PyOS_snprintf(prefix, sizeof(prefix), "%s.reduce", name);
+    if (ufg_reduction_parse(prefix, ufg_reduce_names, UFG_R_COUNT, UFG_R_POSITIONAL,
+                            "axis, dtype, initial, keepdims, out, stream, where", args, nargs,
+                            kwnames, values) < 0 ||
         ufg_reduce_where(name, values[UFG_R_WHERE], &where_given, &where_value,
                          &mask_obj) < 0 ||
-        (values[UFG_R_STREAM] != NULL &&
-         ufg_stream_from_object(values[UFG_R_STREAM], &stream) < 0) ||
-        ufg_reduce_init_globals() < 0 ||
-        (backend = ufg_runtime_backend()) == NULL) {
+        ufg_reduction_start(values[UFG_R_STREAM], &stream, &backend) < 0) {
         return NULL;
     }
-
-    ufg_release_done(backend);
 
     /* The array. */
     PyOS_snprintf(what, sizeof(what), "%s.reduce: argument 'array'", name);
     PyOS_snprintf(out_what, sizeof(out_what), "%s.reduce: out=", name);
     array_obj = values[UFG_R_ARRAY];
-    is_device = ufg_is_device_object(array_obj);
-    if (is_device <= 0) {
-        if (is_device == 0 && (type_name = ufg_reduce_type_name(array_obj)) != NULL) {
-            PyErr_Format(PyExc_TypeError,
-                         "%s is a %U, but out= is a CUDA array; host and device arrays do not "
-                         "mix", what, type_name);
-            Py_DECREF(type_name);
-        }
-        return NULL;
-    }
     stream_given = values[UFG_R_STREAM] != NULL && values[UFG_R_STREAM] != Py_None;
-    if (!stream_given && ufg_default_stream(&array_obj, 1, &stream, &default_keeper) < 0) {
-        return NULL;
-    }
-    memset(&array, 0, sizeof(array));
     memset(&out, 0, sizeof(out));
-    if (ufg_operand_from_buffer(array_obj, what, &array, stream) < 0) {
-        Py_XDECREF(default_keeper);
+    if (ufg_reduction_array(what, array_obj, stream_given, &stream, &default_keeper,
+                            &array) < 0) {
         return NULL;
     }
     have_array = 1;
 
     /* dtype=, which NumPy reads before the axes: a DType, so without a byte order. */
-    PyOS_snprintf(prefix, sizeof(prefix), "%s.reduce", name);
     if (ufg_dtype_keyword(prefix, values[UFG_R_DTYPE], &dtype) < 0) {
         goto done;
     }
 
     /* out=, whose kind NumPy checks before the axes. */
-    if (ufg_reduce_out_object(name, values[UFG_R_OUT], &out_obj) < 0) {
+    if (ufg_reduction_out_object(prefix, values[UFG_R_OUT], &out_obj) < 0) {
         goto done;
     }
     if (out_obj != NULL) {
         have_out = 1;
-        if (ufg_reduce_out_operand(name, out_obj, out_what, &array, stream, &out) < 0) {
+        if (ufg_reduction_out_operand(prefix, out_obj, out_what, &array, stream, &out) < 0) {
             goto done;
         }
     }
@@ -1198,11 +745,11 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
             plan.out_shape[plan.out_ndim++] = 1;
         }
     }
-    plan.n_out = ufg_reduce_product(plan.out_ndim, plan.out_shape);
+    plan.n_out = ufg_reduction_product(plan.out_ndim, plan.out_shape);
 
-    /* NumPy's reduction resolution (see ufg_reduce_resolve_dtypes). */
-    resolution = ufg_reduce_resolve(name, fn, ufunc, dtype, &array, have_out ? &out : NULL,
-                                    &scratch);
+    /* NumPy's reduction resolution (reduction.h). */
+    resolution = ufg_reduction_resolve(prefix, fn, ufunc, dtype, &array,
+                                       have_out ? &out : NULL, &scratch);
     if (resolution == NULL ||
         ufg_reduce_check_reorderable(name, fn, array.ndim, plan.reduced) < 0 ||   /* then */
         (have_out && ufg_reduce_check_out_fits(name, &array, &plan, &out) < 0)) {
@@ -1225,7 +772,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
      * no start value a reduction starts from its first element, which a where mask and an
      * empty reduced axis cannot do without. */
     initial = values[UFG_R_INITIAL];
-    if (initial == ufg_reduce_no_value) {
+    if (initial == ufg_reduction_no_value) {
         initial = NULL;
     }
     plan.from_first = initial == Py_None || (initial == NULL && !ufg_reduce_has_identity(fn));
@@ -1291,7 +838,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     plan.mask_strides = have_mask ? mask_strides : NULL;
     if (plan.copy_input) {
         ufg_c_strides(array.ndim, array.shape, ufg_dtype_itemsize(plan.acc), in_strides);
-        if (ufg_reduce_check_cast(array.ndim, array.shape, array.strides, in_strides) < 0) {
+        if (ufg_reduction_check_cast(array.ndim, array.shape, array.strides, in_strides) < 0) {
             goto done;
         }
     }
@@ -1308,7 +855,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
                       result_strides);
         ufg_reduce_pick_result(&plan, result_strides, out_keep);
         if (plan.cast_result &&
-            ufg_reduce_check_cast(plan.out_ndim, plan.out_shape, result_strides,
+            ufg_reduction_check_cast(plan.out_ndim, plan.out_shape, result_strides,
                                   out.strides) < 0) {
             goto done;
         }
@@ -1319,42 +866,19 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     }
 
     /* Everything is checked: from here on the call runs. */
-    c = PyMem_Calloc(1, sizeof(*c));
+    c = ufg_reduction_call_new(fn, ufunc, backend, stream, values[UFG_R_STREAM],
+                               default_keeper, array.device, plan.loop_index);
     if (c == NULL) {
-        PyErr_NoMemory();
         goto done;
     }
-    c->fn = fn;
-    c->ufunc = ufunc;
-    c->backend = backend;
-    c->nin = 2;
-    c->nout = 1;
-    c->nargs = 3;
-    c->casting = NPY_SAME_KIND_CASTING;
-    c->where_kind = UFG_WHERE_ALL;
-    c->stream = stream;
-    c->stream_given = stream_given;
-    c->stream_keeper = stream_given ? ufg_stream_owner(values[UFG_R_STREAM]) : default_keeper;
-    c->device = array.device;
-    c->loop_index = plan.loop_index;
     result = ufg_reduce_run(c, &plan, array_obj, &array, out_obj, &out,
                             have_mask ? &mask : NULL);
 
 done:
-    if (c != NULL) {
-        ufg_call_release(c);
-        PyMem_Free(c);
-    }
-    Py_XDECREF(dtype);
-    Py_XDECREF(default_keeper);
-    if (have_out) {
-        ufg_operand_release(&out);
-    }
     if (have_mask) {
         ufg_operand_release(&mask);
     }
-    if (have_array) {
-        ufg_operand_release(&array);
-    }
+    ufg_reduction_finish(c, dtype, default_keeper, have_out ? &out : NULL,
+                         have_array ? &array : NULL);
     return result;
 }

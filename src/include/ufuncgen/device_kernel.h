@@ -56,6 +56,10 @@ typedef struct {
  * first element: the function has no identity, and every chunk has one element at least), in
  * index order; with n_chunks > 1 the partial results land `out_chunk_stride` bytes apart and
  * the runtime reduces them in a second launch.
+ *
+ * An accumulation takes the same parameters with one reduced dimension, the axis, and no
+ * chunks: thread m scans kept element m, writing every partial result out_scan_stride bytes
+ * apart.
  */
 typedef struct {
     int64_t n_out;                  /* elements of the kept dimensions */
@@ -74,6 +78,7 @@ typedef struct {
     int64_t out_chunk_stride;
     ufg_value identity;
     int32_t start_from_first;
+    int64_t out_scan_stride;        /* accumulate: bytes between the results along the axis */
 } ufg_reduce_params;
 
 /* A generated launcher: 0, or the backend's error code (a cudaError_t under CUDA). */
@@ -86,6 +91,7 @@ enum { UFG_BACKEND_SIM = 0, UFG_BACKEND_CUDA = 1, UFG_BACKEND_COUNT = 2 };
 typedef struct {
     ufg_elementwise_launcher elementwise[UFG_BACKEND_COUNT];
     ufg_reduce_launcher reduce[UFG_BACKEND_COUNT];
+    ufg_reduce_launcher accumulate[UFG_BACKEND_COUNT];   /* the reduce kernels' loops */
 } ufg_device_loop;
 
 

@@ -1,0 +1,497 @@
+/*
+ * What the device's .reduce (reduce.c) and .accumulate (accumulate.c) share: NumPy's objects
+ * looked up once, the parsing of their vectorcall arguments, out=, NumPy's reduction type
+ * resolution (cached per function and dtypes), and the checks of the casts around a launch.
+ * Messages start with `prefix`, the method as the caller spelled it ("add.reduce").
+ */
+#include "reduction.h"
+
+#include <string.h>
+
+#include "dtypes.h"
+#include "keepalive.h"
+#include "runtime.h"
+
+/* Python objects looked up once: numpy.exceptions.AxisError, numpy._NoValue, and the strings
+ * of the resolution call. */
+PyObject *ufg_reduction_axis_error = NULL;
+PyObject *ufg_reduction_no_value = NULL;
+static PyObject *ufg_reduction_resolve_name = NULL;
+static PyObject *ufg_reduction_resolve_kwnames = NULL;        /* reduction, casting */
+static PyObject *ufg_reduction_resolve_kwnames_dtype = NULL;  /* ... and signature */
+static PyObject *ufg_reduction_unsafe = NULL;
+
+int
+ufg_reduction_init(void)
+{
+    PyObject *module;
+
+    if (ufg_reduction_resolve_kwnames != NULL) {
+        return 0;
+    }
+    if (ufg_reduction_axis_error == NULL) {
+        module = PyImport_ImportModule("numpy.exceptions");
+        if (module == NULL) {
+            return -1;
+        }
+        ufg_reduction_axis_error = PyObject_GetAttrString(module, "AxisError");
+        Py_DECREF(module);
+        if (ufg_reduction_axis_error == NULL) {
+            return -1;
+        }
+    }
+    if (ufg_reduction_no_value == NULL) {
+        module = PyImport_ImportModule("numpy");
+        if (module == NULL) {
+            return -1;
+        }
+        ufg_reduction_no_value = PyObject_GetAttrString(module, "_NoValue");
+        Py_DECREF(module);
+        if (ufg_reduction_no_value == NULL) {
+            return -1;
+        }
+    }
+    if (ufg_reduction_resolve_name == NULL) {
+        ufg_reduction_resolve_name = PyUnicode_InternFromString("resolve_dtypes");
+        if (ufg_reduction_resolve_name == NULL) {
+            return -1;
+        }
+    }
+    if (ufg_reduction_unsafe == NULL) {
+        ufg_reduction_unsafe = PyUnicode_InternFromString("unsafe");
+        if (ufg_reduction_unsafe == NULL) {
+            return -1;
+        }
+    }
+    if (ufg_reduction_resolve_kwnames_dtype == NULL) {
+        ufg_reduction_resolve_kwnames_dtype = Py_BuildValue("(sss)", "reduction", "casting",
+                                                         "signature");
+        if (ufg_reduction_resolve_kwnames_dtype == NULL) {
+            return -1;
+        }
+    }
+    ufg_reduction_resolve_kwnames = Py_BuildValue("(ss)", "reduction", "casting");
+    return ufg_reduction_resolve_kwnames == NULL ? -1 : 0;
+}
+
+/* A shape as Python spells a tuple: "()", "(3,)", "(2, 4)"; buffer holds 24 * ndim + 4. */
+const char *
+ufg_reduction_format_shape(int ndim, const int64_t *shape, char *buffer, size_t size)
+{
+    size_t used = 0;
+
+    used += (size_t)PyOS_snprintf(buffer, size, "(");
+    for (int d = 0; d < ndim && used < size; d++) {
+        used += (size_t)PyOS_snprintf(buffer + used, size - used, "%s%lld", d ? ", " : "",
+                                      (long long)shape[d]);
+    }
+    if (used < size) {
+        PyOS_snprintf(buffer + used, size - used, ndim == 1 ? ",)" : ")");
+    }
+    return buffer;
+}
+
+
+/* The code of a descriptor, or -1 for one device kernels do not take (or not native). */
+static int
+ufg_reduction_code_of_descr(PyArray_Descr *descr)
+{
+    return PyArray_DescrCheck(descr) ? ufg_dtype_code_of_supported(descr) : -1;
+}
+
+
+int64_t
+ufg_reduction_product(int ndim, const int64_t *shape)
+{
+    int64_t n = 1;
+
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 0) {
+            return 0;
+        }
+    }
+    for (int d = 0; d < ndim; d++) {
+        n *= shape[d];
+    }
+    return n;
+}
+
+/* Python's collapse(): ValueError past the kernels' dimension limit. */
+int
+ufg_reduction_collapse(int ndim, int64_t *shape, int nops,
+                       int64_t (*strides)[UFG_CALL_MAX_NDIM])
+{
+    const int merged = ufg_collapse(ndim, shape, nops, strides);
+
+    if (merged > UFG_DEVICE_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError,
+                     "the device kernels handle at most %d dimensions after merging contiguous "
+                     "ones; this call has %d", UFG_DEVICE_MAX_DIMS, merged);
+        return -1;
+    }
+    return merged;
+}
+
+
+/* ------------------------------------------------------------------ arguments */
+
+/* The vectorcall arguments into values[count] (borrowed; NULL: not given): the first
+ * `positional` names may come by position, all by keyword; `supported` lists them for the
+ * message about any other keyword. */
+int
+ufg_reduction_parse(const char *prefix, const char *const *names, int count, int positional,
+                    const char *supported, PyObject *const *args, Py_ssize_t nargs,
+                    PyObject *kwnames, PyObject **values)
+{
+    const Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    PyObject *unknown = NULL;
+    unsigned conflicts = 0;
+
+    if (nargs > positional) {
+        PyErr_Format(PyExc_TypeError, "%s takes at most %d arguments", prefix, positional);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        values[i] = args[i];
+    }
+    for (Py_ssize_t j = 0; j < nkw; j++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, j);
+        int k = count - 1;
+
+        while (k >= 0 && PyUnicode_CompareWithASCIIString(key, names[k]) != 0) {
+            k--;
+        }
+        if (k < 0) {
+            if (unknown == NULL) {
+                unknown = key;
+            }
+        }
+        else if (k < nargs) {
+            conflicts |= 1u << k;
+        }
+        else {
+            values[k] = args[nargs + j];
+        }
+    }
+    for (int k = 0; k < positional; k++) {
+        if (conflicts & (1u << k)) {
+            PyErr_Format(PyExc_TypeError, "%s: got multiple values for '%s'", prefix, names[k]);
+            return -1;
+        }
+    }
+    if (values[0] == NULL) {
+        PyErr_Format(PyExc_TypeError, "%s: missing the array", prefix);
+        return -1;
+    }
+    if (unknown != NULL) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: keyword argument '%S' is not supported on the device (supported "
+                     "there: %s)", prefix, unknown, supported);
+        return -1;
+    }
+    return 0;
+}
+
+/* out=: None, an array, or a tuple of one array.  *out_obj is borrowed (NULL: allocate). */
+int
+ufg_reduction_out_object(const char *prefix, PyObject *value, PyObject **out_obj)
+{
+    *out_obj = NULL;
+    if (value == NULL || value == Py_None) {
+        return 0;
+    }
+    if (PyTuple_Check(value)) {
+        if (PyTuple_GET_SIZE(value) != 1) {
+            PyErr_Format(PyExc_ValueError, "%s: out= must hold one array", prefix);
+            return -1;
+        }
+        value = PyTuple_GET_ITEM(value, 0);
+        if (value == Py_None) {     /* NumPy's reduce refuses it too (TypeError) */
+            PyErr_Format(PyExc_TypeError,
+                         "%s: out=(None,) holds no array; pass out=None for a new "
+                         "result", prefix);
+            return -1;
+        }
+    }
+    *out_obj = value;
+    return 0;
+}
+
+/* The caller's out= against the result: kind, writability, shape, device. */
+int
+ufg_reduction_out_operand(const char *prefix, PyObject *out_obj, const char *what,
+                       const ufg_operand *array, uintptr_t stream, ufg_operand *out)
+{
+    PyObject *type_name;
+    int is_device = ufg_is_device_object(out_obj);
+
+    if (is_device < 0) {
+        return -1;
+    }
+    if (!is_device) {
+        type_name = ufg_type_name(out_obj);
+        if (type_name != NULL) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s: out= is a %U, but the array is on CUDA device %d; host "
+                         "and device arrays do not mix", prefix, type_name, array->device);
+            Py_DECREF(type_name);
+        }
+        return -1;
+    }
+    return ufg_operand_from_buffer(out_obj, what, out, stream);
+}
+
+
+/* NumPy's reduction resolution per (function, array dtype, dtype=, out= dtype): the loop and
+ * the accumulator, or loop -1 (no device reduction loop).  Filled under the GIL; an entry is
+ * written whole once resolve_dtypes has answered, so a duplicate is the worst a thread
+ * switch can cause. */
+#define UFG_REDUCTION_CACHE_SIZE 64
+static ufg_reduce_resolution ufg_reduction_cache[UFG_REDUCTION_CACHE_SIZE];
+static int ufg_reduction_cache_used = 0, ufg_reduction_cache_next = 0;
+
+static ufg_reduce_resolution *
+ufg_reduction_cache_find(const ufg_function_descriptor *fn, int array_code, int dtype_code,
+                         int out_code)
+{
+    for (int i = 0; i < ufg_reduction_cache_used; i++) {
+        ufg_reduce_resolution *r = &ufg_reduction_cache[i];
+        if (r->fn == fn && r->array_code == array_code && r->dtype_code == dtype_code &&
+            r->out_code == out_code) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+static ufg_reduce_resolution *
+ufg_reduction_cache_add(const ufg_reduce_resolution *entry)
+{
+    ufg_reduce_resolution *slot;
+
+    if (ufg_reduction_cache_used < UFG_REDUCTION_CACHE_SIZE) {
+        slot = &ufg_reduction_cache[ufg_reduction_cache_used++];
+    }
+    else {
+        slot = &ufg_reduction_cache[ufg_reduction_cache_next];
+        ufg_reduction_cache_next = (ufg_reduction_cache_next + 1) % UFG_REDUCTION_CACHE_SIZE;
+    }
+    *slot = *entry;
+    return slot;
+}
+
+/* NumPy's reduction resolution: ufunc.resolve_dtypes((out, array, None), reduction=True,
+ * casting='unsafe'[, signature=(dtype, None, None)]) → entry->loop_index, acc.  dtype= fixes
+ * the loop's DType, not an operand's dtype (so a byte-swapped one is NumPy's TypeError), and
+ * out= of another kind is cast into unsafely, as NumPy's reduce does. */
+static int
+ufg_reduction_resolve_dtypes(const char *prefix, const ufg_function_descriptor *fn,
+                             PyObject *ufunc, PyArray_Descr *dtype, PyArray_Descr *out_descr,
+                             ufg_dtype_code array_code, ufg_reduce_resolution *entry)
+{
+    PyArray_Descr *array_descr = ufg_call_descr(array_code);
+    PyObject *dtypes, *signature = NULL, *resolved, *callargs[5];
+    int codes[3];
+    const int nops = fn->nin + fn->nout;
+
+    if (array_descr == NULL) {
+        return -1;
+    }
+    dtypes = PyTuple_Pack(3, out_descr != NULL ? (PyObject *)out_descr : Py_None,
+                          (PyObject *)array_descr, Py_None);
+    if (dtypes == NULL) {
+        return -1;
+    }
+    if (dtype != NULL && (signature = PyTuple_Pack(3, (PyObject *)dtype, Py_None,
+                                                   Py_None)) == NULL) {
+        Py_DECREF(dtypes);
+        return -1;
+    }
+    callargs[0] = ufunc;
+    callargs[1] = dtypes;
+    callargs[2] = Py_True;
+    callargs[3] = ufg_reduction_unsafe;
+    callargs[4] = signature;
+    resolved = PyObject_VectorcallMethod(ufg_reduction_resolve_name, callargs, 2,
+                                         signature != NULL ? ufg_reduction_resolve_kwnames_dtype
+                                                           : ufg_reduction_resolve_kwnames);
+    Py_DECREF(dtypes);
+    Py_XDECREF(signature);
+    if (resolved == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            ufg_prefix_error(prefix);
+        }
+        return -1;
+    }
+    if (!PyTuple_Check(resolved) || PyTuple_GET_SIZE(resolved) != 3) {
+        PyErr_Format(PyExc_SystemError, "%s: resolve_dtypes returned %R", prefix,
+                     resolved);
+        Py_DECREF(resolved);
+        return -1;
+    }
+    for (int k = 0; k < 3; k++) {
+        codes[k] = ufg_reduction_code_of_descr((PyArray_Descr *)PyTuple_GET_ITEM(resolved, k));
+    }
+    Py_DECREF(resolved);
+    entry->loop_index = -1;
+    entry->acc = (signed char)codes[0];
+    if (codes[0] < 0 || codes[1] != codes[0] || codes[2] != codes[0] || nops != 3) {
+        return 0;
+    }
+    for (int i = 0; i < fn->ntypes; i++) {
+        const char *types = fn->types + (size_t)i * 3;
+        if (ufg_dtype_code_of_type_num((unsigned char)types[0]) == codes[0] &&
+            ufg_dtype_code_of_type_num((unsigned char)types[1]) == codes[0] &&
+            ufg_dtype_code_of_type_num((unsigned char)types[2]) == codes[0]) {
+            entry->loop_index = i;
+            break;
+        }
+    }
+    return 0;
+}
+
+/* The resolution, from the cache or NumPy.  NULL with an exception; else an entry whose
+ * loop_index may be -1.  A dtype= or out= outside the supported codes is resolved uncached into
+ * *scratch. */
+ufg_reduce_resolution *
+ufg_reduction_resolve(const char *prefix, const ufg_function_descriptor *fn, PyObject *ufunc,
+                      PyArray_Descr *dtype, const ufg_operand *array, const ufg_operand *out,
+                      ufg_reduce_resolution *scratch)
+{
+    const int dtype_code = dtype != NULL ? ufg_reduction_code_of_descr(dtype) : -1;
+    const int out_code = out != NULL ? (int)out->code : -1;
+    const int cacheable = dtype == NULL || dtype_code >= 0;
+    ufg_reduce_resolution *known;
+    PyArray_Descr *out_descr = NULL;
+
+    if (cacheable) {
+        known = ufg_reduction_cache_find(fn, (int)array->code, dtype_code, out_code);
+        if (known != NULL) {
+            return known;
+        }
+    }
+    if (out != NULL && (out_descr = ufg_call_descr(out->code)) == NULL) {
+        return NULL;
+    }
+    memset(scratch, 0, sizeof(*scratch));
+    scratch->fn = fn;
+    scratch->array_code = (signed char)array->code;
+    scratch->dtype_code = (signed char)dtype_code;
+    scratch->out_code = (signed char)out_code;
+    if (ufg_reduction_resolve_dtypes(prefix, fn, ufunc, dtype, out_descr, array->code,
+                                  scratch) < 0) {
+        return NULL;
+    }
+    return cacheable ? ufg_reduction_cache_add(scratch) : scratch;
+}
+
+
+/* Whether a cast over `shape` with these strides fits the kernels after merging. */
+int
+ufg_reduction_check_cast(int ndim, const int64_t *shape, const int64_t *src_strides,
+                         const int64_t *dst_strides)
+{
+    int64_t merged_shape[UFG_CALL_MAX_NDIM], strides[2][UFG_CALL_MAX_NDIM];
+
+    if (ufg_reduction_product(ndim, shape) == 0) {
+        return 0;                   /* nothing is cast */
+    }
+    memcpy(merged_shape, shape, sizeof(int64_t) * (size_t)ndim);
+    memcpy(strides[0], src_strides, sizeof(int64_t) * (size_t)ndim);
+    memcpy(strides[1], dst_strides, sizeof(int64_t) * (size_t)ndim);
+    return ufg_reduction_collapse(ndim, merged_shape, 2, strides) < 0 ? -1 : 0;
+}
+
+
+/* ------------------------------------------------------------------ the array, the call */
+
+int
+ufg_reduction_start(PyObject *stream_obj, uintptr_t *stream, const ufg_backend **backend)
+{
+    if ((stream_obj != NULL && ufg_stream_from_object(stream_obj, stream) < 0) ||
+        ufg_reduction_init() < 0 || (*backend = ufg_runtime_backend()) == NULL) {
+        return -1;
+    }
+    ufg_release_done(*backend);
+    return 0;
+}
+
+void
+ufg_reduction_finish(ufg_call *c, PyArray_Descr *dtype, PyObject *default_keeper,
+                     ufg_operand *out, ufg_operand *array)
+{
+    ufg_reduction_call_free(c);
+    Py_XDECREF(dtype);
+    Py_XDECREF(default_keeper);
+    if (out != NULL) {
+        ufg_operand_release(out);
+    }
+    if (array != NULL) {
+        ufg_operand_release(array);
+    }
+}
+
+int
+ufg_reduction_array(const char *what, PyObject *array_obj, int stream_given,
+                    uintptr_t *stream, PyObject **keeper, ufg_operand *array)
+{
+    PyObject *type_name;
+    const int is_device = ufg_is_device_object(array_obj);
+
+    *keeper = NULL;
+    if (is_device <= 0) {
+        if (is_device == 0 && (type_name = ufg_type_name(array_obj)) != NULL) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s is a %U, but out= is a CUDA array; host and device arrays do not "
+                         "mix", what, type_name);
+            Py_DECREF(type_name);
+        }
+        return -1;
+    }
+    if (!stream_given && ufg_default_stream(&array_obj, 1, stream, keeper) < 0) {
+        return -1;
+    }
+    memset(array, 0, sizeof(*array));
+    if (ufg_operand_from_buffer(array_obj, what, array, *stream) < 0) {
+        Py_CLEAR(*keeper);
+        return -1;
+    }
+    return 0;
+}
+
+ufg_call *
+ufg_reduction_call_new(const ufg_function_descriptor *fn, PyObject *ufunc,
+                       const ufg_backend *backend, uintptr_t stream, PyObject *stream_obj,
+                       PyObject *default_keeper, int device, int loop_index)
+{
+    const int stream_given = stream_obj != NULL && stream_obj != Py_None;
+    ufg_call *c = PyMem_Calloc(1, sizeof(*c));
+
+    if (c == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    c->fn = fn;
+    c->ufunc = ufunc;
+    c->backend = backend;
+    c->nin = 2;
+    c->nout = 1;
+    c->nargs = 3;
+    c->casting = NPY_SAME_KIND_CASTING;
+    c->where_kind = UFG_WHERE_ALL;
+    c->stream = stream;
+    c->stream_given = stream_given;
+    c->stream_keeper = stream_given ? ufg_stream_owner(stream_obj) : default_keeper;
+    c->device = device;
+    c->loop_index = loop_index;
+    return c;
+}
+
+void
+ufg_reduction_call_free(ufg_call *c)
+{
+    if (c != NULL) {
+        ufg_call_release(c);
+        PyMem_Free(c);
+    }
+}

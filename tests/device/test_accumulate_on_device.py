@@ -1,0 +1,177 @@
+"""`.accumulate` on device arrays: NumPy's semantics (the reference is NumPy's own accumulate
+of the same ufunc on host copies), any axis and layout, dtype=, out= (cast, in place, a
+tuple of one), with and without identity, and NumPy's errors."""
+import numpy as np
+import pytest
+
+import ufuncgen.examples as ex
+
+from .conftest import host, to_dev
+
+LAYOUTS = ["contiguous", "strided", "reversed", "fortran"]
+
+
+def _data(dtype, shape, rng):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "i":
+        return rng.integers(-2**40, 2**40, shape).astype(dtype)
+    return rng.uniform(-4, 4, shape).astype(dtype)
+
+
+# The seed functions declared `associative: true` (signatures/examples.ufunc).
+ASSOCIATIVE = ("add",)
+
+
+def _reordered(fn, x, axis):
+    """Whether the device may scan in chunks: an associative function over a long axis
+    (UFG_REDUCE_MIN_SPLIT, 4096 elements, in src/device/call/reduction.h)."""
+    return fn.ufunc.__name__ in ASSOCIATIVE and x.ndim > 0 and x.shape[axis] >= 4096
+
+
+def _close_to_exact(got, x, axis):
+    """A float scan rounded in any order: within (j + 1) eps of the partial sums of |x| at
+    element j, from the exact (float64 or wider) cumulative sum."""
+    wide = np.asarray(x, dtype=np.longdouble)
+    exact = np.cumsum(wide, axis=axis)
+    j = np.moveaxis(np.indices(x.shape)[axis], 0, 0) + 1
+    bound = (j + 1) * np.finfo(x.dtype).eps * np.cumsum(np.abs(wide), axis=axis)
+    assert got.dtype == x.dtype and got.shape == x.shape
+    assert (np.abs(got.astype(np.longdouble) - exact) <= bound).all()
+
+
+def _same(got, want):
+    """Equal bit for bit (NaN where NaN): the device accumulates in NumPy's order."""
+    assert got.shape == want.shape and got.dtype == want.dtype, (got, want)
+    if want.dtype.kind == "f":
+        same = (got == want) | (np.isnan(got) & np.isnan(want))
+        assert same.all(), f"{int((~same).sum())} differ: got {got[~same][:4]}, want {want[~same][:4]}"
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name, dtype", [
+    ("add", np.int64), ("add", np.float16), ("add", np.float32), ("add", np.float64),
+    ("custom_op", np.float64), ("hypot", np.float32)])
+@pytest.mark.parametrize("shape, axis", [
+    ((0,), 0), ((1,), 0), ((7,), 0), ((5000,), 0), ((5000,), -1), ((4, 6), 0), ((4, 6), 1),
+    ((3, 0, 2), 1), ((3, 4, 5), 1), ((3, 4, 5), -1), ((2, 3, 4, 5), 2)])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_accumulate_matches_numpys_accumulate(name, dtype, shape, axis, layout, rng):
+    fn = getattr(ex, name)
+    x = _data(dtype, shape, rng)
+    if name == "custom_op":
+        x = rng.uniform(-1.05, 1.05, shape)            # x*y + x stays finite along 5000
+    with np.errstate(all="ignore"):
+        want = fn.ufunc.accumulate(x, axis=axis)
+        got = host(fn.accumulate(to_dev(x, layout), axis=axis))
+    if _reordered(fn, x, axis) and x.dtype.kind == "f":
+        _close_to_exact(got, x, axis)
+    else:
+        _same(got, want)
+
+
+@pytest.mark.parametrize("n", [4095, 4096, 4097, 5000, 8191, 100_003])
+@pytest.mark.parametrize("lines", [1, 3])
+def test_long_lines_of_an_associative_function_are_scanned_in_chunks_exactly(n, lines, rng):
+    from ufuncgen import _device
+    x = rng.integers(-2**40, 2**40, (lines, n))
+    before = _device.launch_count()
+    got = host(ex.add.accumulate(to_dev(x), axis=1))
+    launches = _device.launch_count() - before
+    np.testing.assert_array_equal(got, np.cumsum(x, axis=1))
+    # the chunks, the chunks' totals, combining (and the rest, when n is no multiple of the
+    # chunk length): more than the one scan
+    assert launches == 1 if n < 4096 else launches >= 3
+
+
+def test_a_function_not_declared_associative_is_never_split(rng):
+    from ufuncgen import _device
+    x = rng.uniform(-1.0001, 1.0001, 20_000)
+    before = _device.launch_count()
+    got = host(ex.custom_op.accumulate(to_dev(x)))
+    assert _device.launch_count() - before == 1
+    _same(got, ex.custom_op.ufunc.accumulate(x))
+
+
+def test_axis_defaults_to_0_and_may_be_given_by_position_or_as_a_tuple_of_one(rng):
+    x = _data(np.float64, (4, 5), rng)
+    want = ex.add.ufunc.accumulate(x)
+    _same(host(ex.add.accumulate(to_dev(x))), want)
+    _same(host(ex.add.accumulate(to_dev(x), 0)), want)
+    _same(host(ex.add.accumulate(to_dev(x), axis=(0,))), want)
+    _same(host(ex.add.accumulate(to_dev(x), np.int64(1))), ex.add.ufunc.accumulate(x, axis=1))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.float16])
+def test_dtype_sets_the_accumulator_as_in_numpy(dtype, rng):
+    x = rng.uniform(-30, 30, (3, 50))
+    with np.errstate(all="ignore"):
+        want = ex.add.ufunc.accumulate(x, axis=1, dtype=dtype)
+        got = host(ex.add.accumulate(to_dev(x), axis=1, dtype=dtype))
+    _same(got, want)
+
+
+def test_small_integers_accumulate_in_the_loop_numpy_picks(rng):
+    x = rng.integers(-100, 100, 300).astype(np.int8)
+    want = ex.add.ufunc.accumulate(x)
+    assert want.dtype == np.int64
+    _same(host(ex.add.accumulate(to_dev(x))), want)
+
+
+@pytest.mark.parametrize("out_dtype", [np.float64, np.float32, np.int64])
+@pytest.mark.parametrize("as_tuple", [False, True])
+def test_out_receives_the_result_cast_to_its_dtype(out_dtype, as_tuple, rng):
+    x = _data(np.float64, (4, 6), rng)
+    want = ex.add.ufunc.accumulate(x, axis=1, out=np.zeros((4, 6), out_dtype))
+    out = to_dev(np.zeros((4, 6), out_dtype))
+    result = ex.add.accumulate(to_dev(x), axis=1, out=(out,) if as_tuple else out)
+    assert result is out
+    _same(host(out), want)
+
+
+def test_out_may_be_the_array_itself_accumulating_in_place(rng):
+    x = _data(np.float64, (5, 40), rng)
+    d = to_dev(x)
+    assert ex.add.accumulate(d, axis=1, out=d) is d
+    _same(host(d), ex.add.ufunc.accumulate(x, axis=1))
+
+
+def test_out_overlapping_the_array_shifted_reads_the_array_as_it_was(rng):
+    from .conftest import view
+    x = _data(np.float64, 41, rng)
+    d = to_dev(x)
+    src = view(d, (40,), d.strides)                     # elements 0..39
+    dst = view(d, (40,), d.strides, d.strides[0])       # elements 1..40
+    ex.add.accumulate(src, out=dst)
+    want = x.copy()
+    want[1:] = ex.add.ufunc.accumulate(x[:40])
+    _same(host(d), want)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda d: ex.add.accumulate(d, axis=(0, 1)), ValueError, "does not allow multiple axes"),
+    (lambda d: ex.add.accumulate(d, axis=None), ValueError, "does not allow multiple axes"),
+    (lambda d: ex.add.accumulate(d, axis=2), np.exceptions.AxisError, "out of bounds"),
+    (lambda d: ex.add.accumulate(d, axis=1.0), TypeError, "integer"),
+    (lambda d: ex.add.accumulate(d, keepdims=True), TypeError, "keepdims"),
+    (lambda d: ex.add.accumulate(d, out=to_dev(np.zeros((1, 4)))), ValueError, "shape"),
+    (lambda d: ex.add.accumulate(d, out=np.zeros((3, 4))), TypeError, "host and device"),
+    (lambda d: ex.inner1d.accumulate(d), RuntimeError, "not defined on ufunc with signature"),
+    (lambda d: ex.lucas.accumulate(d), ValueError, "binary"),
+])
+def test_bad_calls_raise_numpys_errors(call, error, message, rng):
+    d = to_dev(_data(np.float64, (3, 4), rng))
+    with pytest.raises(error, match=message):
+        call(d)
+
+
+def test_a_0d_array_cannot_be_accumulated():
+    with pytest.raises(TypeError, match="cannot accumulate on a scalar"):
+        ex.add.accumulate(to_dev(np.float64(3)))
+
+
+def test_a_refused_call_leaves_out_untouched(rng):
+    out = to_dev(np.full((3, 4), 7.0))
+    with pytest.raises(ValueError):
+        ex.add.accumulate(to_dev(_data(np.float64, (3, 4), rng)), axis=(0, 1), out=out)
+    np.testing.assert_array_equal(host(out), np.full((3, 4), 7.0))
