@@ -9,7 +9,11 @@ Prints, all measured in one run on one GPU:
     the same expression and Numba's CUDA @vectorize (targets: no slower than CuPy, >= 3x faster
     than Numba);
   - batched 4x4 `matmul` over 1e6 matrices against cupy.matmul;
-  - a 10M-element vector add on the GPU against the CPU (ufuncgen's host loop).
+  - a 10M-element vector add on the GPU against the CPU (ufuncgen's host loop);
+  - issue 12's targets: `add.reduce` of 2**27 float32 against cupy.sum (within 1.2x),
+    `add.accumulate` of 2**27 float32 against cupy.cumsum (within 1.5x; a chunked scan, `add`
+    is associative), and float16 `add` bandwidth as a share of a copy (>= 85%); a `fastmath:`
+    function is not among the seed examples, so device fast math has no row.
 Without a GPU it says so and exits: simulator timings mean nothing.
 """
 import argparse
@@ -113,6 +117,29 @@ def main():
     gout = cp.empty_like(gx)
     gpu = best_of(lambda: ex.add(gx, gy, out=gout), 10, sync)
     rows.append(("10M add f64: CPU (ufuncgen host) / GPU", f"{cpu / gpu:.1f}x", ""))
+
+    try:    # issue 12's rows, new and never run on a GPU yet: a failure is a row, not a crash
+        long = cp.random.standard_normal(2**27 // (10 if args.quick else 1), dtype=cp.float32)
+        total = cp.empty((), dtype=cp.float32)
+        ours = best_of(lambda: ex.add.reduce(long, out=total), 10, sync)
+        theirs = best_of(lambda: cp.sum(long, out=total), 10, sync)
+        rows.append(("add.reduce 2**27 f32: ufuncgen / cupy.sum", f"{ours / theirs:.2f}x",
+                     "<= 1.2x"))
+        running = cp.empty_like(long)
+        ours = best_of(lambda: ex.add.accumulate(long, out=running), 5, sync)
+        theirs = best_of(lambda: cp.cumsum(long, out=running), 5, sync)
+        rows.append(("add.accumulate 2**27 f32: ufuncgen / cupy.cumsum", f"{ours / theirs:.2f}x",
+                     "<= 1.5x"))
+
+        hx16, hy16 = x.astype(cp.float16), y.astype(cp.float16)
+        out16 = cp.empty_like(hx16)
+        copy16_t = best_of(lambda: cp.copyto(out16, hx16), 10, sync)
+        add16_t = best_of(lambda: ex.add(hx16, hy16, out=out16), 10, sync)
+        copy16_bw = 2 * 2 * n / copy16_t
+        rows.append(("add f16 bandwidth vs D2D copy", f"{3 * 2 * n / add16_t / copy16_bw:.0%}",
+                     ">= 85%"))
+    except Exception as error:      # reported, so that the rows above still print
+        rows.append(("issue 12 rows", f"failed: {error!r}"[:60], ""))
 
     width = max(len(r[0]) for r in rows)
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")

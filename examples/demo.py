@@ -1,4 +1,4 @@
-"""A first look at ufuncgen: the 15 seed functions of ``ufuncgen.examples``.
+"""A first look at ufuncgen: the 16 seed functions of ``ufuncgen.examples``.
 
 Run it with ufuncgen installed (``pip install .``)::
 
@@ -45,6 +45,8 @@ def same(a, b):
         return False
     if a.dtype.kind in "iu":
         return np.array_equal(a, b)
+    if a.dtype == np.float16:
+        return np.array_equal(a, b)     # one rounding to float16: the same bits
     return np.allclose(a, b, rtol=1e-6 if a.dtype == np.float32 else 1e-12, atol=0)
 
 
@@ -115,6 +117,13 @@ def functions_tour():
     angles = np.array([0.0, np.pi / 6, np.pi / 2])
     demo("sincos", "sincos([0, pi/6, pi/2])", ex.sincos(angles),
          "np.sin(x), np.cos(x)", (np.sin(angles), np.cos(angles)))
+
+    halves = np.array([-3.0, -1.0, 0.0, 0.5, 2.0], dtype=np.float16)
+    exact = np.array([0.5 * float(v) * math.erfc(-float(v) / math.sqrt(2)) for v in halves])
+    demo("gelu", "gelu(float16 [-3, -1, 0, 0.5, 2])", ex.gelu(halves),
+         "x/2 * erfc(-x/sqrt 2) in Python floats, rounded to float16", exact.astype(np.float16))
+    print("    (float16 in and out: computed in float32 and rounded once, as NumPy's float16 "
+          "loops do)")
 
     print("\n-- generalized ufuncs: they work on the last axes and loop over the rest --")
     vectors = np.array([[3.0, 4.0], [5.0, 12.0], [1.0, 1.0]])

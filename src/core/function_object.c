@@ -206,6 +206,30 @@ ufg_check_constructor_arguments(PyObject *ufunc, PyObject *name,
     return 0;
 }
 
+/* A descriptor capsule of another ufuncgen's layout: the module was built by that ufuncgen,
+ * and reading its descriptor would misread the device launchers.  ImportError, since this
+ * runs while the module imports. */
+static int
+ufg_check_descriptor_layout(PyObject *descriptor, PyObject *module)
+{
+    const char *capsule_name;
+
+    if (!PyCapsule_CheckExact(descriptor) || PyCapsule_IsValid(descriptor, UFG_DESCRIPTOR_CAPSULE)) {
+        return 0;
+    }
+    capsule_name = PyCapsule_GetName(descriptor);
+    if (capsule_name == NULL || strncmp(capsule_name, UFG_DESCRIPTOR_CAPSULE_PREFIX,
+                                        strlen(UFG_DESCRIPTOR_CAPSULE_PREFIX)) != 0) {
+        PyErr_Clear();
+        return 0;                   /* not a descriptor at all: the type check says so */
+    }
+    PyErr_Format(PyExc_ImportError,
+                 "module %R was built by a ufuncgen whose generated code has another layout "
+                 "(descriptor '%s', this ufuncgen reads '%s'); rebuild it with this ufuncgen",
+                 module, capsule_name, UFG_DESCRIPTOR_CAPSULE);
+    return -1;
+}
+
 static PyObject *
 ufg_function_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
@@ -220,6 +244,7 @@ ufg_function_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     }
     if (ufg_check_constructor_arguments(ufunc, name, module, doc) < 0 ||
+        ufg_check_descriptor_layout(descriptor, module) < 0 ||
         ufg_check_argument_type(
             "descriptor", descriptor,
             descriptor == Py_None ||
@@ -446,6 +471,41 @@ done:
     return result;
 }
 
+/* NumPy (2.4 at least) crashes the interpreter on ufunc.accumulate of an array of one
+ * dimension or more into a 0-d out= (np.add.accumulate(np.ones(1), out=np.array(0.0))).
+ * Such an out= is the wrong size whatever the array, so it gets NumPy's ValueError for a
+ * wrong-size out= instead.  0 when the call may go to NumPy. */
+static int
+ufg_accumulate_refuse_0d_out(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *out = nargs > 3 ? args[3] : NULL;
+    const Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+
+    for (Py_ssize_t j = 0; out == NULL && j < nkw; j++) {
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, j), "out") == 0) {
+            out = args[nargs + j];
+        }
+    }
+    if (out != NULL && PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1) {
+        out = PyTuple_GET_ITEM(out, 0);
+    }
+    if (nargs < 1 || out == NULL || !PyArray_Check(out) ||
+        PyArray_NDIM((PyArrayObject *)out) != 0 || PyArray_IsAnyScalar(args[0]) ||
+        (PyArray_Check(args[0]) && PyArray_NDIM((PyArrayObject *)args[0]) == 0)) {
+        return 0;
+    }
+    PyErr_SetString(PyExc_ValueError, "provided out is the wrong size for the accumulation.");
+    return -1;
+}
+
+/* Whether NumPy's accumulate gets as far as out= (it first refuses gufuncs and functions
+ * other than binary ones, with errors of their own). */
+static int
+ufg_accumulates(const PyUFuncObject *ufunc)
+{
+    return !ufunc->core_enabled && ufunc->nin == 2 && ufunc->nout == 1;
+}
+
 /* ufunc.<method>(...) of the wrapped ufunc, on the host.  Called through
  * the ufunc's type, as `np.add.at(...)` is, so that NumPy's errors name
  * the method the same way ("ufunc.at() takes no keyword arguments"). */
@@ -457,6 +517,10 @@ ufg_function_host_method(ufg_FunctionObject *self, ufg_ufunc_method which,
     PyObject *small[8], **vector = small, *result;
     Py_ssize_t nall = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
 
+    if (which == UFG_METHOD_ACCUMULATE && ufg_accumulates((PyUFuncObject *)self->ufunc) &&
+        ufg_accumulate_refuse_0d_out(args, nargs, kwnames) < 0) {
+        return NULL;
+    }
     if (nall + 1 > (Py_ssize_t)(sizeof(small) / sizeof(small[0]))) {
         vector = PyMem_Malloc((size_t)(nall + 1) * sizeof(PyObject *));
         if (vector == NULL) {

@@ -24,11 +24,13 @@ Documented differences, where the device must raise exactly this and NumPy may c
 * an operand of a dtype no device array holds (byte-swapped '>f8', complex): TypeError;
 * where= given as a host sequence (a list or tuple is a host array; device calls never copy
   host data behind the caller's back): TypeError.
+* accumulate's out= of another shape than the array's: ValueError (NumPy writes some of them
+  in part, e.g. an axis of length 1 into a longer one).
 
 This test uses only the public API (generated functions, ufuncgen.device, DeviceArray,
 __cuda_array_interface__), so any implementation of the device call must pass it.
-Examples per run: DIFFERENTIAL_EXAMPLES per property, four properties (elementwise,
-gufunc, reduce, outer); the totals are printed in pytest's summary ("differential: ...").
+Examples per run: DIFFERENTIAL_EXAMPLES per property, five properties (elementwise,
+gufunc, reduce, outer, accumulate); the totals are printed in pytest's summary ("differential: ...").
 """
 from __future__ import annotations
 
@@ -554,6 +556,44 @@ def test_outer_calls_agree_with_numpy(data):
     STATS[f"outer {name}"] += 1
     compare(fn.outer, inputs, kwargs, out or (), where,
             _documented(inputs, [] if out is None else out[1]))
+
+
+def _accumulate_axes(ndim):
+    """axis= values for .accumulate: integers in and out of range, NumPy integers, tuples of
+    none to two (NumPy takes exactly one), and the odd ones."""
+    return st.one_of(st.integers(-ndim - 1, ndim),
+                     st.integers(-ndim, max(ndim - 1, 0)).map(np.int64),
+                     st.lists(st.integers(-ndim, ndim), max_size=2).map(tuple),
+                     st.sampled_from(AXIS_ODD + [(True,), (1.0,), ()]))
+
+
+@SETTINGS
+@given(st.data())
+def test_accumulate_calls_agree_with_numpy(data):
+    draw = data.draw
+    # the binary functions, and now and then one NumPy refuses (a unary one, a gufunc)
+    name, fn, loop_dtypes = _draw_function(
+        draw, REDUCIBLE if draw(st.integers(0, 5)) else ["lucas", "inner1d"])
+    shape = draw(small_shapes(max_dims=3), label="shape")
+    array = draw(twins(shape, draw(st.sampled_from(
+        loop_dtypes if draw(st.booleans()) else EXTRA_DTYPES))))
+    kwargs = {"axis": draw(_accumulate_axes(len(shape)))} if draw(st.booleans()) else {}
+    if draw(st.integers(0, 3)) == 0:
+        kwargs["dtype"] = draw(st.sampled_from(DTYPE_VALUES))
+    out = None
+    if draw(st.integers(0, 2)) == 0:
+        out_shape = shape if draw(st.integers(0, 5)) else draw(small_shapes())
+        out_dtype = draw(st.sampled_from(OUT_DTYPES))
+        out = (draw(st.sampled_from(["bare", "tuple"])),
+               [draw(twins(out_shape, out_dtype, allow_zero=False, special=False))])
+        kwargs["out"] = OUT
+    STATS[f"accumulate {name}"] += 1
+    documented = _documented([array], [] if out is None else out[1])
+    if documented is None and out is not None and out[1][0].host.shape != shape:
+        # NumPy's accumulate writes some outs of other shapes in part (an axis of length 1
+        # into a longer one); the device takes an out= of the array's shape only
+        documented = ValueError
+    compare(fn.accumulate, [array], kwargs, out or (), True, documented)
 
 
 def test_the_properties_cover_every_seed_function():

@@ -188,6 +188,20 @@ def test_7_a_dropped_result_is_not_reused_before_a_late_reader_has_read_it(x):
     np.testing.assert_array_equal(host(reuse), x + 100)
 
 
+@pytest.mark.parametrize("n", [100, 20_000])        # one scan per line, or chunks
+def test_an_accumulation_is_ordered_after_its_producer_and_before_its_reader(n, rng):
+    a, b = side_stream(), side_stream()
+    values = rng.integers(-1000, 1000, n)
+    src = device.to_device(values)
+    device.synchronize()
+    _device.sim_stall(a.handle, LATE)
+    written = ex.add(src, 1, stream=a)                  # late on a
+    running = ex.add.accumulate(written, stream=b)      # must wait for a's write
+    _device.sim_stall(b.handle, LATE)
+    read = ex.add(running, 0, stream=a)                 # must wait for b's scan
+    np.testing.assert_array_equal(host(read), np.cumsum(values + 1))
+
+
 @pytest.mark.parametrize("protocol", ["cai2", "cai3", "dlpack"])
 def test_a_library_array_used_on_another_stream_outlives_the_work_that_uses_it(x, protocol):
     """Dropped right after the call, a library array used on a stream= of the caller's goes

@@ -430,3 +430,46 @@ def test_error_in_dlpack_device_propagates(add, forbidden_device_hook):
         add(np.arange(3.0), BrokenDLPackBuffer())
     with pytest.raises(ZeroDivisionError, match="device query failed"):
         add(np.arange(3.0), 1.0, out=(BrokenDLPackBuffer(),))
+
+
+@pytest.mark.parametrize("call", [
+    lambda add, a, o: add.accumulate(a, out=o),
+    lambda add, a, o: add.accumulate(a, out=(o,)),
+    lambda add, a, o: add.accumulate(a, 0, None, o),
+])
+@pytest.mark.parametrize("array", [np.ones(1), np.ones(3), np.zeros(0), [1.0, 2.0]])
+def test_accumulate_into_a_0d_out_is_numpys_wrong_size_error_not_a_crash(add, call, array):
+    # NumPy 2.4's own accumulate segfaults here (np.add.accumulate(np.ones(1), out=np.array(0.)))
+    out = np.array(7.0)
+    with pytest.raises(ValueError, match="provided out is the wrong size for the accumulation"):
+        call(add, array, out)
+    assert out == 7.0
+
+
+def test_accumulate_of_a_0d_array_into_a_0d_out_is_still_numpys_scalar_error(add):
+    with pytest.raises(TypeError, match="cannot accumulate on a scalar"):
+        add.accumulate(np.array(2.0), out=np.array(7.0))
+
+
+def _capsule(name):
+    """A PyCapsule named `name` (pointing at a dummy int), as a module's descriptor is."""
+    import ctypes
+    new = ctypes.pythonapi.PyCapsule_New
+    new.restype = ctypes.py_object
+    new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    _capsule.keep = getattr(_capsule, "keep", []) + [ctypes.c_int(0), name.encode()]
+    return new(ctypes.addressof(_capsule.keep[-2]), _capsule.keep[-1], None)
+
+
+@pytest.mark.parametrize("name", ["ufuncgen.descriptor", "ufuncgen.descriptor.1"])
+def test_a_descriptor_of_another_ufuncgens_layout_is_refused_at_import(name):
+    with pytest.raises(ImportError, match=rf"module 'old_module' was built by a ufuncgen "
+                                          rf"whose generated code has another layout "
+                                          rf"\(descriptor '{name}', this ufuncgen reads "
+                                          rf"'ufuncgen\.descriptor\.2'\); rebuild it"):
+        Function(np.add, "add", "old_module", "doc", _capsule(name))
+
+
+def test_a_capsule_that_is_no_descriptor_is_a_type_error():
+    with pytest.raises(TypeError, match="descriptor"):
+        Function(np.add, "add", "m", "doc", _capsule("something.else"))

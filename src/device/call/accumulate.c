@@ -49,45 +49,86 @@ typedef struct {
     int64_t chunk_len;              /* 0: a line per thread; else full chunks of this length */
 } ufg_accumulate_plan;
 
-/* axis=: one integer, or a tuple of one; None or more axes are NumPy's ValueError. */
+/* One axis as NumPy converts it: an integer in [-ndim, ndim) (AxisError outside, TypeError
+ * for anything else), normalized into [0, ndim). */
 static int
-ufg_accumulate_axis(const char *prefix, PyObject *axis, int ndim, int *result)
+ufg_accumulate_one_axis(const char *prefix, PyObject *obj, int ndim, int *value)
 {
-    int value = 0, status;
+    const int status = ufg_axis_from_object(obj, value);
 
-    if (axis == NULL) {
-        *result = 0;
-        return 0;
-    }
-    if (axis == Py_None || (PyTuple_Check(axis) && PyTuple_GET_SIZE(axis) != 1)) {
-        PyErr_Format(PyExc_ValueError, "%s: accumulate does not allow multiple axes", prefix);
-        return -1;
-    }
-    if (PyTuple_Check(axis)) {
-        axis = PyTuple_GET_ITEM(axis, 0);
-    }
-    status = ufg_axis_from_object(axis, &value);
     if (status != 0) {
         if (status > 0) {
             PyErr_Format(PyExc_TypeError, "%s: axis= must be an integer, got %.100s", prefix,
-                         Py_TYPE(axis)->tp_name);
+                         Py_TYPE(obj)->tp_name);
         }
         return -1;
     }
-    if (value < -ndim || value >= ndim) {
+    if (*value < -ndim || *value >= ndim) {
         PyObject *message = PyUnicode_FromFormat(
-            "%s: axis %d is out of bounds for array of dimension %d", prefix, value, ndim);
+            "%s: axis %d is out of bounds for array of dimension %d", prefix, *value, ndim);
         if (message != NULL) {
             PyErr_SetObject(ufg_reduction_axis_error, message);
             Py_DECREF(message);
         }
         return -1;
     }
-    *result = value < 0 ? value + ndim : value;
+    if (*value < 0) {
+        *value += ndim;
+    }
     return 0;
 }
 
-/* out= must be writable, on the array's device, and of the array's shape. */
+/* axis=, in NumPy's order: the axes are converted as a reduction's are (None: all of them;
+ * a tuple: each checked; an integer 0 or -1 of a 0-d array: none), then a 0-d array is a
+ * TypeError and any count but one axis a ValueError. */
+static int
+ufg_accumulate_axis(const char *prefix, PyObject *axis, int ndim, int *result)
+{
+    Py_ssize_t count = 1;
+
+    *result = 0;
+    if (axis == Py_None) {
+        count = ndim;
+    }
+    else if (axis != NULL && PyTuple_Check(axis)) {
+        count = PyTuple_GET_SIZE(axis);
+        for (Py_ssize_t i = 0; i < count; i++) {
+            int value;
+            if (ufg_accumulate_one_axis(prefix, PyTuple_GET_ITEM(axis, i), ndim, &value) < 0) {
+                return -1;
+            }
+            if (i == 0) {
+                *result = value;
+            }
+        }
+    }
+    else if (axis != NULL) {
+        int value;
+        const int status = ufg_axis_from_object(axis, &value);
+        if (status < 0) {
+            return -1;
+        }
+        if (status == 0 && ndim == 0 && (value == 0 || value == -1)) {
+            count = 0;                  /* a scalar's axis */
+        }
+        else if (ufg_accumulate_one_axis(prefix, axis, ndim, result) < 0) {
+            return -1;
+        }
+    }
+    if (ndim == 0) {
+        PyErr_Format(PyExc_TypeError, "%s: cannot accumulate on a scalar", prefix);
+        return -1;
+    }
+    if (count != 1) {
+        PyErr_Format(PyExc_ValueError, "%s: accumulate does not allow multiple axes", prefix);
+        return -1;
+    }
+    return 0;
+}
+
+/* out= must be writable, on the array's device, and of the array's shape: checked first
+ * (NumPy checks dtype=, axis= and the types first, then writes some outs of other shapes in
+ * part, or crashes on a 0-d one; the device's documented difference). */
 static int
 ufg_accumulate_check_out(const char *prefix, const ufg_operand *array, const ufg_operand *out)
 {
@@ -185,9 +226,9 @@ ufg_accumulate_plan_chunks(const ufg_backend *backend, int device, int associati
     return 0;
 }
 
-/* One launch of the accumulate kernel: each line's n elements from `in` (in_step bytes
- * apart along the axis, lines at in_keep strides, `lines` of them per kept element: a
- * line of lines, `line_step` bytes apart) scanned into `out`. */
+/* One launch of the accumulate kernel: n elements (in_step and out_step bytes apart) from
+ * `in` scanned into `out`, for every line of the plan, and with lines > 1 for that many
+ * segments of each line (in_line_step and out_line_step bytes apart): the chunks. */
 static int
 ufg_accumulate_scan(const ufg_call *c, const ufg_accumulate_plan *plan, const char *in,
                     int64_t in_step, char *out, int64_t out_step, int64_t n, int64_t lines,
@@ -275,12 +316,13 @@ ufg_accumulate_lines(const ufg_call *c, const ufg_accumulate_plan *plan, const c
 {
     const int64_t len = plan->chunk_len, chunks = len ? plan->n / len : 0;
     const int64_t rest = len ? plan->n - chunks * len : 0;
-    char *last = out + (len - 1) * plan->out_step;      /* chunk 0's last element */
+    char *last;                                         /* chunk 0's last element */
 
     if (len == 0) {
         return ufg_accumulate_scan(c, plan, in, plan->in_step, out, plan->out_step, plan->n,
                                    1, 0, 0);
     }
+    last = out + (len - 1) * plan->out_step;
     /* Each chunk on its own, and the rest after the last full chunk. */
     if (ufg_accumulate_scan(c, plan, in, plan->in_step, out, plan->out_step, len, chunks,
                             len * plan->in_step, len * plan->out_step) < 0 ||
@@ -400,7 +442,7 @@ ufg_device_accumulate(PyObject *function, const ufg_function_descriptor *fn, PyO
         return NULL;
     }
 
-    /* The array: a CUDA array of one dimension at least. */
+    /* The array: a CUDA array (of one dimension at least: checked with the axis). */
     PyOS_snprintf(what, sizeof(what), "%s: argument 'array'", prefix);
     PyOS_snprintf(out_what, sizeof(out_what), "%s: out=", prefix);
     array_obj = values[UFG_A_ARRAY];
@@ -412,30 +454,28 @@ ufg_device_accumulate(PyObject *function, const ufg_function_descriptor *fn, PyO
         return NULL;
     }
     have_array = 1;
-    if (array.ndim == 0) {
-        PyErr_Format(PyExc_TypeError, "%s: cannot accumulate on a scalar", prefix);
-        goto done;
-    }
 
-    /* dtype=, out= and axis=, in NumPy's order. */
-    if (ufg_dtype_keyword(prefix, values[UFG_A_DTYPE], &dtype) < 0 ||
-        ufg_reduction_out_object(prefix, values[UFG_A_OUT], &out_obj) < 0) {
+    /* out= (of the array's shape: the host path refuses a 0-d out= before NumPy sees it,
+     * src/core/function_object.c), then dtype= and axis=, in NumPy's order. */
+    if (ufg_reduction_out_object(prefix, values[UFG_A_OUT], &out_obj) < 0) {
         goto done;
     }
     if (out_obj != NULL) {
         have_out = 1;
-        if (ufg_reduction_out_operand(prefix, out_obj, out_what, &array, stream, &out) < 0) {
+        if (ufg_reduction_out_operand(prefix, out_obj, out_what, &array, stream, &out) < 0 ||
+            ufg_accumulate_check_out(prefix, &array, &out) < 0) {
             goto done;
         }
     }
-    if (ufg_accumulate_axis(prefix, values[UFG_A_AXIS], array.ndim, &plan.axis) < 0) {
+    if (ufg_dtype_keyword(prefix, values[UFG_A_DTYPE], &dtype) < 0 ||
+        ufg_accumulate_axis(prefix, values[UFG_A_AXIS], array.ndim, &plan.axis) < 0) {
         goto done;
     }
 
     /* NumPy's reduction resolution picks the loop and the accumulator. */
     resolution = ufg_reduction_resolve(prefix, fn, ufunc, dtype, &array,
                                        have_out ? &out : NULL, &scratch);
-    if (resolution == NULL || (have_out && ufg_accumulate_check_out(prefix, &array, &out) < 0)) {
+    if (resolution == NULL) {
         goto done;
     }
     if (resolution->loop_index < 0) {

@@ -56,7 +56,12 @@ typedef struct ufg_function_descriptor {
     const ufg_device_loop *device_loops;
 } ufg_function_descriptor;
 
-/* The name of the capsule that carries a descriptor to ufuncgen.Function. */
-#define UFG_DESCRIPTOR_CAPSULE "ufuncgen.descriptor"
+/* The name of the capsule that carries a descriptor to ufuncgen.Function.  It names the
+ * layout of the descriptor and of what it points to (ufg_device_loop, the kernel parameter
+ * structs of device_kernel.h), so that a module built by a ufuncgen whose layout differs is
+ * refused at import, not misread at its first device call: change the number with the
+ * layout.  2: accumulate launchers in ufg_device_loop, out_scan_stride in ufg_reduce_params. */
+#define UFG_DESCRIPTOR_CAPSULE_PREFIX "ufuncgen.descriptor"
+#define UFG_DESCRIPTOR_CAPSULE UFG_DESCRIPTOR_CAPSULE_PREFIX ".2"
 
 #endif /* UFUNCGEN_DESCRIPTOR_H */
