@@ -478,14 +478,8 @@ done:
 static int
 ufg_accumulate_refuse_0d_out(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    PyObject *out = nargs > 3 ? args[3] : NULL;
-    const Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    PyObject *out = nargs > 3 ? args[3] : ufg_keyword_value(args + nargs, kwnames, "out");
 
-    for (Py_ssize_t j = 0; out == NULL && j < nkw; j++) {
-        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, j), "out") == 0) {
-            out = args[nargs + j];
-        }
-    }
     if (out != NULL && PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1) {
         out = PyTuple_GET_ITEM(out, 0);
     }

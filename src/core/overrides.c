@@ -173,8 +173,7 @@ static const char *const ufg_gufunc_call_keywords[] = {
     "signature", "sig",
 };
 
-/* Finds the keyword `name` among the call's keywords: its value or NULL. */
-static PyObject *
+PyObject *
 ufg_keyword_value(PyObject *const *values, PyObject *kwnames, const char *name)
 {
     Py_ssize_t k;

@@ -46,6 +46,10 @@ typedef enum {
 /* Intern the names used below; 0, or -1 with an exception set. */
 int ufg_overrides_init(void);
 
+/* The value of the keyword `name` among a vectorcall's keywords (values: the arguments after
+ * the positional ones), or NULL. */
+PyObject *ufg_keyword_value(PyObject *const *values, PyObject *kwnames, const char *name);
+
 /* The method's name as NumPy spells it ("__call__", "reduce", ...). */
 PyObject *ufg_overrides_method_name(ufg_ufunc_method method);
 

@@ -49,71 +49,16 @@ typedef struct {
     int64_t chunk_len;              /* 0: a line per thread; else full chunks of this length */
 } ufg_accumulate_plan;
 
-/* One axis as NumPy converts it: an integer in [-ndim, ndim) (AxisError outside, TypeError
- * for anything else), normalized into [0, ndim). */
-static int
-ufg_accumulate_one_axis(const char *prefix, PyObject *obj, int ndim, int *value)
-{
-    const int status = ufg_axis_from_object(obj, value);
-
-    if (status != 0) {
-        if (status > 0) {
-            PyErr_Format(PyExc_TypeError, "%s: axis= must be an integer, got %.100s", prefix,
-                         Py_TYPE(obj)->tp_name);
-        }
-        return -1;
-    }
-    if (*value < -ndim || *value >= ndim) {
-        PyObject *message = PyUnicode_FromFormat(
-            "%s: axis %d is out of bounds for array of dimension %d", prefix, *value, ndim);
-        if (message != NULL) {
-            PyErr_SetObject(ufg_reduction_axis_error, message);
-            Py_DECREF(message);
-        }
-        return -1;
-    }
-    if (*value < 0) {
-        *value += ndim;
-    }
-    return 0;
-}
-
-/* axis=, in NumPy's order: the axes are converted as a reduction's are (None: all of them;
- * a tuple: each checked; an integer 0 or -1 of a 0-d array: none), then a 0-d array is a
- * TypeError and any count but one axis a ValueError. */
+/* axis= (reduction.h), then NumPy's two refusals: a 0-d array, and any count of axes but
+ * one. */
 static int
 ufg_accumulate_axis(const char *prefix, PyObject *axis, int ndim, int *result)
 {
-    Py_ssize_t count = 1;
+    int axes[UFG_CALL_MAX_NDIM];
+    Py_ssize_t count;
 
-    *result = 0;
-    if (axis == Py_None) {
-        count = ndim;
-    }
-    else if (axis != NULL && PyTuple_Check(axis)) {
-        count = PyTuple_GET_SIZE(axis);
-        for (Py_ssize_t i = 0; i < count; i++) {
-            int value;
-            if (ufg_accumulate_one_axis(prefix, PyTuple_GET_ITEM(axis, i), ndim, &value) < 0) {
-                return -1;
-            }
-            if (i == 0) {
-                *result = value;
-            }
-        }
-    }
-    else if (axis != NULL) {
-        int value;
-        const int status = ufg_axis_from_object(axis, &value);
-        if (status < 0) {
-            return -1;
-        }
-        if (status == 0 && ndim == 0 && (value == 0 || value == -1)) {
-            count = 0;                  /* a scalar's axis */
-        }
-        else if (ufg_accumulate_one_axis(prefix, axis, ndim, result) < 0) {
-            return -1;
-        }
+    if (ufg_reduction_axes(prefix, axis, ndim, axes, &count) < 0) {
+        return -1;
     }
     if (ndim == 0) {
         PyErr_Format(PyExc_TypeError, "%s: cannot accumulate on a scalar", prefix);
@@ -123,33 +68,7 @@ ufg_accumulate_axis(const char *prefix, PyObject *axis, int ndim, int *result)
         PyErr_Format(PyExc_ValueError, "%s: accumulate does not allow multiple axes", prefix);
         return -1;
     }
-    return 0;
-}
-
-/* out= must be writable, on the array's device, and of the array's shape: checked first
- * (NumPy checks dtype=, axis= and the types first, then writes some outs of other shapes in
- * part, or crashes on a 0-d one; the device's documented difference). */
-static int
-ufg_accumulate_check_out(const char *prefix, const ufg_operand *array, const ufg_operand *out)
-{
-    char got[24 * UFG_CALL_MAX_NDIM + 4], want[24 * UFG_CALL_MAX_NDIM + 4];
-
-    if (out->readonly) {
-        PyErr_Format(PyExc_ValueError, "%s: out= is read-only", prefix);
-        return -1;
-    }
-    if (out->ndim != array->ndim ||
-        memcmp(out->shape, array->shape, sizeof(int64_t) * (size_t)out->ndim) != 0) {
-        PyErr_Format(PyExc_ValueError, "%s: out= has shape %s, but the result's shape is %s",
-                     prefix, ufg_reduction_format_shape(out->ndim, out->shape, got, sizeof(got)),
-                     ufg_reduction_format_shape(array->ndim, array->shape, want, sizeof(want)));
-        return -1;
-    }
-    if (out->device != array->device) {
-        PyErr_Format(PyExc_ValueError, "%s: out= is on CUDA device %d, the array on device %d",
-                     prefix, out->device, array->device);
-        return -1;
-    }
+    *result = axes[0];
     return 0;
 }
 
@@ -455,15 +374,17 @@ ufg_device_accumulate(PyObject *function, const ufg_function_descriptor *fn, PyO
     }
     have_array = 1;
 
-    /* out= (of the array's shape: the host path refuses a 0-d out= before NumPy sees it,
-     * src/core/function_object.c), then dtype= and axis=, in NumPy's order. */
+    /* out= first, of the array's shape: NumPy checks dtype=, axis= and the types first, then
+     * writes some outs of other shapes in part, or crashes on a 0-d one (the host path refuses
+     * that one first too, src/core/function_object.c); the device's documented difference.
+     * Then dtype= and axis=, in NumPy's order. */
     if (ufg_reduction_out_object(prefix, values[UFG_A_OUT], &out_obj) < 0) {
         goto done;
     }
     if (out_obj != NULL) {
         have_out = 1;
         if (ufg_reduction_out_operand(prefix, out_obj, out_what, &array, stream, &out) < 0 ||
-            ufg_accumulate_check_out(prefix, &array, &out) < 0) {
+            ufg_reduction_check_out(prefix, &array, array.ndim, array.shape, &out) < 0) {
             goto done;
         }
     }

@@ -125,74 +125,27 @@ ufg_reduce_keepdims(PyObject *obj, int *keepdims)
     return 0;
 }
 
-/* axis= as the reduced axes of an ndim-d array: reduced[d] set for each.  NumPy's order:
- * every entry converted, then every entry checked against ndim, then duplicates. */
+/* axis= as the reduced axes of an ndim-d array (reduction.h): reduced[d] set for each, a
+ * duplicate (after every entry was checked, as in NumPy) a ValueError. */
 static int
-ufg_reduce_axes(const char *name, PyObject *axis, int ndim, char *reduced)
+ufg_reduce_axes(const char *prefix, PyObject *axis, int ndim, char *reduced)
 {
-    PyObject *const *items;
-    Py_ssize_t n;
-    int small[UFG_CALL_MAX_NDIM], *values = small, status = -1;
+    int axes[UFG_CALL_MAX_NDIM];
+    Py_ssize_t count;
 
     memset(reduced, 0, UFG_CALL_MAX_NDIM);
-    if (axis == NULL) {             /* the default: axis=0 */
-        if (ndim > 0) {
-            reduced[0] = 1;
-        }
-        return 0;
-    }
-    if (axis == Py_None) {
-        memset(reduced, 1, (size_t)ndim);
-        return 0;
-    }
-    if (PyTuple_Check(axis)) {
-        items = &PyTuple_GET_ITEM(axis, 0);
-        n = PyTuple_GET_SIZE(axis);
-    }
-    else {
-        items = &axis;
-        n = 1;
-    }
-    if (n > UFG_CALL_MAX_NDIM && (values = PyMem_Malloc(sizeof(int) * (size_t)n)) == NULL) {
-        PyErr_NoMemory();
+    if (ufg_reduction_axes(prefix, axis, ndim, axes, &count) < 0) {
         return -1;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const int converted = ufg_axis_from_object(items[i], &values[i]);
-        if (converted != 0) {
-            if (converted > 0) {
-                PyErr_Format(PyExc_TypeError,
-                             "%s.reduce: axis must be None, an int or a tuple of ints", name);
-            }
-            goto done;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        /* more entries than axes repeat one, maybe past the UFG_CALL_MAX_NDIM kept */
+        if (count > ndim || reduced[axes[i]]) {
+            PyErr_Format(PyExc_ValueError, "%s: duplicate value in 'axis'", prefix);
+            return -1;
         }
+        reduced[axes[i]] = 1;
     }
-    if (!PyTuple_Check(axis) && ndim == 0 && (values[0] == 0 || values[0] == -1)) {
-        status = 0;                 /* NumPy lets axis 0 or -1 through for 0-d arrays */
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (values[i] < -ndim || values[i] >= ndim) {
-            PyErr_Format(ufg_reduction_axis_error,
-                         "%s.reduce: axis %d is out of bounds for an array of dimension %d",
-                         name, values[i], ndim);
-            goto done;
-        }
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const int value = values[i] < 0 ? values[i] + ndim : values[i];
-        if (reduced[value]) {
-            PyErr_Format(PyExc_ValueError, "%s.reduce: duplicate value in 'axis'", name);
-            goto done;
-        }
-        reduced[value] = 1;
-    }
-    status = 0;
-done:
-    if (values != small) {
-        PyMem_Free(values);
-    }
-    return status;
+    return 0;
 }
 
 /* ------------------------------------------------------------------ type resolution */
@@ -495,35 +448,6 @@ ufg_reduce_launch(const ufg_backend *backend, const ufg_reduce_plan *plan,
 
 /* ------------------------------------------------------------------ the checks */
 
-/* out= must be writable and have the result's shape (checked after the type resolution, as
- * NumPy does). */
-static int
-ufg_reduce_check_out_fits(const char *name, const ufg_operand *array,
-                          const ufg_reduce_plan *plan, const ufg_operand *out)
-{
-    char got[24 * UFG_CALL_MAX_NDIM + 4], want[24 * UFG_CALL_MAX_NDIM + 4];
-
-    if (out->readonly) {
-        PyErr_Format(PyExc_ValueError, "%s.reduce: out= is read-only", name);
-        return -1;
-    }
-    if (out->ndim != plan->out_ndim ||
-        memcmp(out->shape, plan->out_shape, sizeof(int64_t) * (size_t)out->ndim) != 0) {
-        PyErr_Format(PyExc_ValueError, "%s.reduce: out= has shape %s, but the result's shape is %s",
-                     name, ufg_reduction_format_shape(out->ndim, out->shape, got, sizeof(got)),
-                     ufg_reduction_format_shape(plan->out_ndim, plan->out_shape, want,
-                                             sizeof(want)));
-        return -1;
-    }
-    if (out->device != array->device) {
-        PyErr_Format(PyExc_ValueError,
-                     "%s.reduce: out= is on CUDA device %d, the array on device %d", name,
-                     out->device, array->device);
-        return -1;
-    }
-    return 0;
-}
-
 /* NumPy's rule: a function without an identity (and not declared reorderable without one)
  * reduces over one axis at most, since its order matters. */
 static int
@@ -734,7 +658,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     memset(&plan, 0, sizeof(plan));
     plan.ndim = array.ndim;
     if (ufg_reduce_keepdims(values[UFG_R_KEEPDIMS], &plan.keepdims) < 0 ||   /* NumPy's order */
-        ufg_reduce_axes(name, values[UFG_R_AXIS], array.ndim, plan.reduced) < 0) {
+        ufg_reduce_axes(prefix, values[UFG_R_AXIS], array.ndim, plan.reduced) < 0) {
         goto done;
     }
     for (int d = 0; d < array.ndim; d++) {
@@ -752,7 +676,8 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
                                        have_out ? &out : NULL, &scratch);
     if (resolution == NULL ||
         ufg_reduce_check_reorderable(name, fn, array.ndim, plan.reduced) < 0 ||   /* then */
-        (have_out && ufg_reduce_check_out_fits(name, &array, &plan, &out) < 0)) {
+        (have_out && ufg_reduction_check_out(prefix, &array, plan.out_ndim, plan.out_shape,
+                                             &out) < 0)) {
         goto done;
     }
     if (resolution->loop_index < 0) {

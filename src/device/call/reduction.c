@@ -74,31 +74,12 @@ ufg_reduction_init(void)
     return ufg_reduction_resolve_kwnames == NULL ? -1 : 0;
 }
 
-/* A shape as Python spells a tuple: "()", "(3,)", "(2, 4)"; buffer holds 24 * ndim + 4. */
-const char *
-ufg_reduction_format_shape(int ndim, const int64_t *shape, char *buffer, size_t size)
-{
-    size_t used = 0;
-
-    used += (size_t)PyOS_snprintf(buffer, size, "(");
-    for (int d = 0; d < ndim && used < size; d++) {
-        used += (size_t)PyOS_snprintf(buffer + used, size - used, "%s%lld", d ? ", " : "",
-                                      (long long)shape[d]);
-    }
-    if (used < size) {
-        PyOS_snprintf(buffer + used, size - used, ndim == 1 ? ",)" : ")");
-    }
-    return buffer;
-}
-
-
 /* The code of a descriptor, or -1 for one device kernels do not take (or not native). */
 static int
 ufg_reduction_code_of_descr(PyArray_Descr *descr)
 {
     return PyArray_DescrCheck(descr) ? ufg_dtype_code_of_supported(descr) : -1;
 }
-
 
 int64_t
 ufg_reduction_product(int ndim, const int64_t *shape)
@@ -131,7 +112,6 @@ ufg_reduction_collapse(int ndim, int64_t *shape, int nops,
     }
     return merged;
 }
-
 
 /* ------------------------------------------------------------------ arguments */
 
@@ -187,6 +167,95 @@ ufg_reduction_parse(const char *prefix, const char *const *names, int count, int
         PyErr_Format(PyExc_TypeError,
                      "%s: keyword argument '%S' is not supported on the device (supported "
                      "there: %s)", prefix, unknown, supported);
+        return -1;
+    }
+    return 0;
+}
+
+/* One entry of axis= as an integer (TypeError for anything else). */
+static int
+ufg_reduction_axis_value(const char *prefix, PyObject *obj, int *value)
+{
+    const int status = ufg_axis_from_object(obj, value);
+
+    if (status > 0) {
+        PyErr_Format(PyExc_TypeError, "%s: axis must be None, an integer or a tuple of "
+                     "integers, got %.100s", prefix, Py_TYPE(obj)->tp_name);
+    }
+    return status == 0 ? 0 : -1;
+}
+
+/* An axis in [-ndim, ndim) (AxisError outside), normalized into *axis. */
+static int
+ufg_reduction_axis_in_bounds(const char *prefix, int value, int ndim, int *axis)
+{
+    if (value < -ndim || value >= ndim) {
+        PyErr_Format(ufg_reduction_axis_error,
+                     "%s: axis %d is out of bounds for array of dimension %d", prefix, value,
+                     ndim);
+        return -1;
+    }
+    *axis = value < 0 ? value + ndim : value;
+    return 0;
+}
+
+int
+ufg_reduction_axes(const char *prefix, PyObject *axis, int ndim, int *axes, Py_ssize_t *count)
+{
+    int value = 0, normalized;
+
+    if (axis == Py_None) {
+        for (int d = 0; d < ndim; d++) {
+            axes[d] = d;
+        }
+        *count = ndim;
+        return 0;
+    }
+    if (axis != NULL && PyTuple_Check(axis)) {
+        *count = PyTuple_GET_SIZE(axis);
+        for (Py_ssize_t i = 0; i < *count; i++) {
+            if (ufg_reduction_axis_value(prefix, PyTuple_GET_ITEM(axis, i), &value) < 0 ||
+                ufg_reduction_axis_in_bounds(prefix, value, ndim, &normalized) < 0) {
+                return -1;
+            }
+            if (i < UFG_CALL_MAX_NDIM) {
+                axes[i] = normalized;
+            }
+        }
+        return 0;
+    }
+    /* One integer (0 when not given); NumPy lets 0 and -1 through for a 0-d array. */
+    if (axis != NULL && ufg_reduction_axis_value(prefix, axis, &value) < 0) {
+        return -1;
+    }
+    *count = ndim == 0 && (value == 0 || value == -1) ? 0 : 1;
+    return *count == 0 ? 0 : ufg_reduction_axis_in_bounds(prefix, value, ndim, &axes[0]);
+}
+
+int
+ufg_reduction_check_out(const char *prefix, const ufg_operand *array, int ndim,
+                        const int64_t *shape, const ufg_operand *out)
+{
+    PyObject *got, *want;
+
+    if (out->readonly) {
+        PyErr_Format(PyExc_ValueError, "%s: out= is read-only", prefix);
+        return -1;
+    }
+    if (out->ndim != ndim || memcmp(out->shape, shape, sizeof(int64_t) * (size_t)ndim) != 0) {
+        got = ufg_shape_repr(out->ndim, out->shape);
+        want = got == NULL ? NULL : ufg_shape_repr(ndim, shape);
+        if (want != NULL) {
+            PyErr_Format(PyExc_ValueError, "%s: out= has shape %U, but the result's shape is %U",
+                         prefix, got, want);
+        }
+        Py_XDECREF(got);
+        Py_XDECREF(want);
+        return -1;
+    }
+    if (out->device != array->device) {
+        PyErr_Format(PyExc_ValueError, "%s: out= is on CUDA device %d, the array on device %d",
+                     prefix, out->device, array->device);
         return -1;
     }
     return 0;

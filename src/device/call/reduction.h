@@ -21,10 +21,6 @@ extern PyObject *ufg_reduction_no_value;
 /* Looks up NumPy's objects and the resolution call's strings, once. */
 int ufg_reduction_init(void);
 
-/* A shape as Python spells a tuple: "()", "(3,)", "(2, 4)"; buffer holds 24 * ndim + 4. */
-const char *ufg_reduction_format_shape(int ndim, const int64_t *shape, char *buffer,
-                                       size_t size);
-
 /* The number of elements of a shape (0 when any extent is 0). */
 int64_t ufg_reduction_product(int ndim, const int64_t *shape);
 
@@ -42,6 +38,18 @@ int ufg_reduction_check_cast(int ndim, const int64_t *shape, const int64_t *src_
 int ufg_reduction_parse(const char *prefix, const char *const *names, int count, int positional,
                         const char *supported, PyObject *const *args, Py_ssize_t nargs,
                         PyObject *kwnames, PyObject **values);
+
+/* axis= as NumPy converts it for .reduce and .accumulate: None is every axis; an integer is
+ * one axis (but 0 or -1 of a 0-d array is none, as for a scalar); a tuple is its items, each
+ * converted then bounds-checked in order (TypeError for a non-integer, AxisError outside
+ * [-ndim, ndim)); NULL (not given) is axis 0.  axes[] gets the first UFG_CALL_MAX_NDIM axes,
+ * normalized into [0, ndim), and *count all of them (duplicates included). */
+int ufg_reduction_axes(const char *prefix, PyObject *axis, int ndim, int *axes,
+                       Py_ssize_t *count);
+
+/* out= of the result: writable, of the result's shape, on the array's device. */
+int ufg_reduction_check_out(const char *prefix, const ufg_operand *array, int ndim,
+                            const int64_t *shape, const ufg_operand *out);
 
 /* out=: None, an array, or a tuple of one array.  *out_obj is borrowed (NULL: allocate). */
 int ufg_reduction_out_object(const char *prefix, PyObject *value, PyObject **out_obj);
