@@ -14,7 +14,7 @@ class ElementType:
     c_type: str        # the C type a body sees and computes in: "float"
     npy_enum: str      # the NumPy type number: "NPY_FLOAT32"
     itemsize: int
-    kind: str          # "b" bool, "i" signed, "u" unsigned, "f" floating
+    kind: str          # "b" bool, "i" signed, "u" unsigned, "f" floating, "c" complex
     min_value: int | None = None   # integer range, for checking identities
     max_value: int | None = None
     # A type stored in memory as something other than c_type (float16: the bits of an IEEE
@@ -34,6 +34,15 @@ class ElementType:
         return self.kind == "f"
 
     @property
+    def is_complex(self) -> bool:
+        return self.kind == "c"
+
+    @property
+    def is_inexact(self) -> bool:
+        """Floating or complex: division by zero gives Inf or NaN, literals may have a point."""
+        return self.kind in "fc"
+
+    @property
     def storage_type(self) -> str:
         """The C type of an element in memory."""
         return self.storage or self.c_type
@@ -48,6 +57,12 @@ class ElementType:
         """How the runtime's cast kernel reads and writes the type, as a C token: the NumPy
         kind, or 'h' for half storage."""
         return "h" if self.storage == "ufg_half" else self.kind
+
+    @property
+    def component_type(self) -> str | None:
+        """The C type of a complex element's two parts (real, then imaginary); None for the
+        other types."""
+        return {"ufg_complex64": "float", "ufg_complex128": "double"}.get(self.c_type)
 
 
 def _int(name: str, c_type: str, bits: int, signed: bool) -> ElementType:
@@ -71,5 +86,9 @@ ELEMENT_TYPES: dict[str, ElementType] = {
                     load="ufg_half_to_float", store="ufg_float_to_half"),
         ElementType("float32", "float", "NPY_FLOAT32", 4, "f"),
         ElementType("float64", "double", "NPY_FLOAT64", 8, "f"),
+        # Two floats, real then imaginary, as NumPy stores them: C99's float _Complex in C,
+        # the prelude's ufg_complex<float> in CUDA C++ (ufuncgen/complex.h).
+        ElementType("complex64", "ufg_complex64", "NPY_COMPLEX64", 8, "c"),
+        ElementType("complex128", "ufg_complex128", "NPY_COMPLEX128", 16, "c"),
     )
 }

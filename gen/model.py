@@ -117,6 +117,10 @@ class TypeSignature:
         return "_".join(t.name for t in self.inputs) + "__" + "_".join(t.name for t in self.outputs)
 
     @property
+    def has_complex(self) -> bool:
+        return any(t.is_complex for t in self.all_types)
+
+    @property
     def element_type(self) -> ElementType:
         """`T` inside a body: the type of the first argument (the first output if there is none)."""
         return self.all_types[0]
@@ -775,10 +779,10 @@ def _count(n: int, noun: str) -> str:
 
 def _identity_problem(value_kind: str, literal: str, out: ElementType) -> str | None:
     if value_kind == "float":
-        return None if out.is_float else f"is not an integer ({out.name} output)"
+        return None if out.is_inexact else f"is not an integer ({out.name} output)"
     if value_kind == "bool":
         return None if out.kind == "b" else f"is a boolean ({out.name} output)"
-    if out.is_float:
+    if out.is_inexact:
         return None
     value = int(literal)
     if not out.min_value <= value <= out.max_value:
@@ -856,8 +860,8 @@ _COMPARISON = r"(?:[=!<>]=|<|>)"
 
 
 def _kind(t: ElementType) -> str:
-    """'f' for a floating type, 'i' for any other (bool and unsigned included)."""
-    return "f" if t.is_float else "i"
+    """'f' for a floating or complex type, 'i' for any other (bool and unsigned included)."""
+    return "f" if t.is_inexact else "i"
 
 
 # Simple C types by the kind of arithmetic they make: what a declaration or a cast names.

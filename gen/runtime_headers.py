@@ -14,7 +14,8 @@ from .element_types import ELEMENT_TYPES, ElementType
 from .limits import C_LIMITS
 
 # DLPack's DLDataTypeCode for each NumPy kind.
-_DLPACK_CODES = {"b": "kDLBool", "i": "kDLInt", "u": "kDLUInt", "f": "kDLFloat"}
+_DLPACK_CODES = {"b": "kDLBool", "i": "kDLInt", "u": "kDLUInt", "f": "kDLFloat",
+                 "c": "kDLComplex"}
 
 _BANNER = """\
 /*
@@ -53,8 +54,8 @@ def element_types_header() -> str:
  *
  * name is a string ("float32"), storage_type the C type of an element in memory (ufg_half,
  * from ufuncgen/half.h, for float16), kind_char NumPy's dtype.kind ('f'), access how an element
- * is read and written as a token: NumPy's kind letter (b, i, u, f), or h for a half that is
- * converted through float; dlpack_code a DLDataTypeCode enumerator (kDLFloat; needs DLPack's
+ * is read and written as a token: NumPy's kind letter (b, i, u, f, c), or h for a half that
+ * is converted through float; dlpack_code a DLDataTypeCode enumerator (kDLFloat; needs DLPack's
  * header where it is expanded).
  */
 #define UFG_ELEMENT_TYPES(X) \\

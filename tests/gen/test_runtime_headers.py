@@ -15,10 +15,10 @@ from ufuncgen.gen.__main__ import main
 from ufuncgen.gen.element_types import ELEMENT_TYPES
 from ufuncgen.gen.runtime_headers import element_types_header, limits_header
 
-X_ROW = re.compile(r"^    X\((\w+), \"(\w+)\", (\w+), (NPY_\w+), (\d), '(\w)', (\w), (kDL\w+)\)",
+X_ROW = re.compile(r"^    X\((\w+), \"(\w+)\", (\w+), (NPY_\w+), (\d+), '(\w)', (\w), (kDL\w+)\)",
                    re.MULTILINE)
 SOURCE_INCLUDE = pathlib.Path(__file__).resolve().parents[2] / "src" / "include"
-DLPACK = {"b": "kDLBool", "i": "kDLInt", "u": "kDLUInt", "f": "kDLFloat"}
+DLPACK = {"b": "kDLBool", "i": "kDLInt", "u": "kDLUInt", "f": "kDLFloat", "c": "kDLComplex"}
 
 
 def test_the_element_types_header_lists_exactly_the_generators_element_types_in_order():
@@ -67,6 +67,7 @@ def test_the_element_types_header_compiles_and_its_rows_agree_with_c(tmp_path):
 #include <stdbool.h>
 #include <stdint.h>
 #include "ufuncgen/half.h"
+#include "ufuncgen/complex.h"
 #include "ufuncgen/element_types.h"
 #define CHECK(CODE, name, c_type, npy, itemsize, kind_char, kind, dl) \\
     _Static_assert(sizeof(c_type) == itemsize, name);

@@ -23,6 +23,7 @@ from ufuncgen.gen import generate
 INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 SIGNED = ["int8", "int16", "int32", "int64"]
 FLOATS = ["float32", "float64"]
+COMPLEX = ["complex64", "complex128"]
 BACKEND = device.backend()
 ON_GPU = BACKEND == "cuda" and device.is_available()
 
@@ -38,6 +39,11 @@ class Case:
     reference: object
     output: str | None = None       # the output type, when it is not T
     libm: bool = False              # a libm function: host and device may differ by ULPS[...]
+    numpy_rounds: bool = False      # NumPy's own loop rounds otherwise (an FMA, another
+                                    # formula): host and device agree bit for bit, NumPy
+                                    # within REFERENCE_ULPS
+    normwise: bool = False          # complex results whose parts may cancel: the reference
+                                    # within NORMWISE_EPS * |reference|
 
 
 def _wrapped(values, dtype):
@@ -113,6 +119,32 @@ CORPUS = [
     Case("wrap_neg", "y = -x0;", 1, tuple(SIGNED), _by_python(lambda a: -a)),
     Case("wrap_increment_compares", "y = (T)(x0 + 1 > x0);", 1, ("int32", "int64"),
          lambda x: (x != np.iinfo(x.dtype).max).astype(x.dtype)),
+    # Complex numbers (ufuncgen/complex.h): C's operators under -fcx-fortran-rules, the C99
+    # complex functions.  NumPy's multiply fuses a product into an FMA on AVX2 machines and
+    # its division is another form of Smith's formula; a real operand touches only the parts
+    # it meets, as in C.
+    Case("cadd", "y = x0 + x1;", 2, tuple(COMPLEX), np.add),
+    Case("csub", "y = x0 - x1;", 2, tuple(COMPLEX), np.subtract),
+    Case("cmul", "y = x0 * x1;", 2, tuple(COMPLEX), lambda a, b: _plain_product(a, b)),
+    Case("cdiv", "y = x0 / x1;", 2, tuple(COMPLEX), lambda a, b: _smith_quotient(a, b)),
+    Case("cneg", "y = -x0;", 1, tuple(COMPLEX), np.negative),
+    Case("cscale", "y = x0 * 2 + 1;", 1, tuple(COMPLEX),
+         lambda z: _complex(z.real * 2 + 1, z.imag * 2, z.dtype)),
+    Case("cconj", "y = conj(x0);", 1, tuple(COMPLEX), np.conj),
+    Case("creal", "y = real(x0);", 1, tuple(COMPLEX), np.real, output="part"),
+    Case("cimag", "y = imag(x0);", 1, tuple(COMPLEX), np.imag, output="part"),
+    Case("cabs", "y = abs(x0);", 1, tuple(COMPLEX), np.abs, output="part", numpy_rounds=True),
+    Case("carg", "y = arg(x0);", 1, tuple(COMPLEX), np.angle, output="part", libm=True),
+    Case("cexp", "y = exp(x0);", 1, tuple(COMPLEX), np.exp, libm=True),
+    Case("clog", "y = log(x0);", 1, tuple(COMPLEX), np.log, libm=True),
+    Case("csqrt", "y = sqrt(x0);", 1, tuple(COMPLEX), np.sqrt, libm=True),
+    Case("csin", "y = sin(x0);", 1, tuple(COMPLEX), np.sin, libm=True),
+    # C99 defines cpow as cexp(y clog x) (on ordinary values: the special ones are libm's own);
+    # NumPy's power has other special values and multiplies out small integer exponents.
+    Case("cpow", "y = pow(x0, x1);", 2, tuple(COMPLEX), lambda x, y: np.exp(y * np.log(x)),
+         libm=True, normwise=True),
+    Case("real_parts", "y = real(x0) + imag(x0) + conj(x0);", 1, tuple(FLOATS),
+         lambda x: (x + x.dtype.type(0)) + x),
     # Float to integer conversion truncates towards zero when the value fits (NaN, Inf and out
     # of range values are left undefined: x86 and the GPU give different answers).
     Case("to_int32", "y = (int32_t)x0;", 1, ("float64",),
@@ -120,9 +152,43 @@ CORPUS = [
 ]
 
 
+def _plain_product(a, b):
+    """a * b as NumPy's formula, each product rounded on its own (NumPy's AVX2 loop fuses one
+    product of each part into an FMA: checked against it below)."""
+    with np.errstate(all="ignore"):
+        return _complex(a.real * b.real - a.imag * b.imag, a.real * b.imag + a.imag * b.real,
+                        a.dtype)
+
+
+def _smith_quotient(a, b):
+    """a / b as GCC's -fcx-fortran-rules (and complex.h's class) compute it: Smith's formula,
+    divided through by the larger part of b.  NumPy's own quotient differs by an ULP, and
+    gives (inf or nan) parts where b is 0; this reference is checked against it below."""
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    small_real = np.abs(br) < np.abs(bi)
+    with np.errstate(all="ignore"):
+        ratio = np.where(small_real, br / bi, bi / br)
+        scale = np.where(small_real, br * ratio + bi, bi * ratio + br)
+        re = np.where(small_real, ar * ratio + ai, ai * ratio + ar) / scale
+        im = np.where(small_real, ai * ratio - ar, ai - ar * ratio) / scale
+    return _complex(re, im, a.dtype)
+
+
+def _complex(re, im, dtype):
+    out = np.empty(re.shape, dtype=dtype)
+    out.real, out.imag = re, im
+    return out
+
+
+def _output_type(case: Case, t: str) -> str:
+    if case.output == "part":
+        return {"complex64": "float32", "complex128": "float64"}[t]
+    return case.output or t
+
+
 def _types_line(case: Case, t: str) -> str:
     ins = [t] * case.arity
-    return f"{case.output or t}({', '.join(ins)})"
+    return f"{_output_type(case, t)}({', '.join(ins)})"
 
 
 def _corpus_file() -> str:
@@ -153,13 +219,30 @@ def _int_values(dtype) -> np.ndarray:
     return np.array(values, dtype=dtype)
 
 
+def _complex_values(dtype) -> np.ndarray:
+    """Every pair of a few edge values as (real, imaginary) parts, and some ordinary ones."""
+    part = np.dtype(dtype).type(0).real.dtype
+    info = np.finfo(part)
+    edges = [0.0, -0.0, 1.0, -2.5, 0.75, float(info.max), float(info.smallest_subnormal),
+             np.inf, -np.inf, np.nan]
+    re, im = np.meshgrid(np.array(edges, part), np.array(edges, part))
+    rng = np.random.default_rng(15)
+    return np.concatenate([_complex(re.ravel(), im.ravel(), dtype),
+                           _complex(rng.normal(size=20), rng.normal(size=20), dtype)])
+
+
 def _operands(case: Case, t: str) -> list[np.ndarray]:
-    values = _float_values(t) if t in FLOATS else _int_values(t)
+    values = (_float_values(t) if t in FLOATS else _complex_values(t) if t in COMPLEX
+              else _int_values(t))
     if case.name == "ipow":     # exponents that stay meaningful: small, negative, huge
         exponents = np.array([0, 1, 2, 3, 5, 63, 64, 65, 127] + ([-1, -2, -3] if t in SIGNED else []),
                              dtype=t)
         pairs = list(itertools.product(values, exponents))
         return [np.array([p[0] for p in pairs], dtype=t), np.array([p[1] for p in pairs], dtype=t)]
+    if case.name == "cpow":     # ordinary values only (see CORPUS)
+        values = values[np.isfinite(values) & (np.abs(values) > 0.1) & (np.abs(values) < 10)]
+        pairs = list(itertools.product(values, values))
+        return [np.array([p[k] for p in pairs], dtype=t) for k in range(2)]
     if case.name == "to_int32":
         return [np.array([0.0, -0.0, 0.5, -0.5, 2.9, -2.9, 2**31 - 1, -2**31, 1e9, -1e9,
                           2147483647.9, -2147483648.9], dtype=t)]
@@ -181,6 +264,18 @@ def _operands(case: Case, t: str) -> list[np.ndarray]:
 HOST_VS_SIM_ULPS = 1
 HOST_VS_GPU_ULPS = {"float32": 4, "float64": 2}
 REFERENCE_ULPS = {"float32": 4, "float64": 2}    # against NumPy's own (SIMD) math
+NORMWISE_EPS = 8
+
+
+def _assert_close_normwise(got, want, scale, what):
+    """|got - want| <= NORMWISE_EPS * eps * scale, elementwise (complex: the modulus), or a
+    few subnormals where the scale underflows."""
+    info = np.finfo(got.real.dtype)
+    with np.errstate(all="ignore"):
+        bad = ~((got == want) |
+                (np.abs(got - want) <= NORMWISE_EPS * (info.eps * scale + info.smallest_subnormal)))
+    assert not bad.any(), (f"{what}: {int(bad.sum())} of {bad.size} differ by more than "
+                           f"{NORMWISE_EPS} eps: got {got[bad][:3]}, expected {want[bad][:3]}")
 
 
 def _ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -201,6 +296,9 @@ def _ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _assert_agree(got, want, ulps, what):
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, expected {want.dtype}"
+    if got.dtype.kind == "c":       # each part on its own
+        part = got.real.dtype
+        got, want = got.view(part), np.ascontiguousarray(want).view(part)
     if got.dtype.kind != "f":
         bad = got != want
     elif ulps == 0:
@@ -240,15 +338,53 @@ def test_host_and_device_compute_the_same_and_what_the_reference_computes(corpus
     if case.libm:
         between = HOST_VS_GPU_ULPS[t] if ON_GPU else HOST_VS_SIM_ULPS
     _assert_agree(on_device, host, between, f"{case.name}({t}) on {BACKEND} vs host")
-    _assert_agree(host, want.astype(host.dtype), REFERENCE_ULPS.get(t, 0) if case.libm else 0,
+    part = np.dtype(t).type(0).real.dtype.name
+    if case.normwise:
+        _assert_close_normwise(host, want.astype(host.dtype), np.abs(want),
+                               f"{case.name}({t}) on the host vs the reference")
+        return
+    _assert_agree(host, want.astype(host.dtype),
+                  REFERENCE_ULPS.get(part, 0) if case.libm or case.numpy_rounds else 0,
                   f"{case.name}({t}) on the host vs the reference")
+
+
+def _complex_pairs(t):
+    return (np.array(p, dtype=t) for p in zip(*itertools.product(_complex_values(t), repeat=2)))
+
+
+@pytest.mark.parametrize("t", COMPLEX)
+def test_the_complex_product_is_numpys_within_rounding_where_both_are_finite(t):
+    a, b = _complex_pairs(t)
+    with np.errstate(all="ignore"):
+        ours, numpy = _plain_product(a, b), np.multiply(a, b)
+    finite = np.isfinite(ours) & np.isfinite(numpy) & np.isfinite(a) & np.isfinite(b)
+    assert finite.sum() > 1000
+    # An FMA rounds a product once less: the parts may differ by an ULP of |a| |b|.
+    _assert_close_normwise(ours[finite], numpy[finite], np.abs(a[finite]) * np.abs(b[finite]),
+                           f"the product ({t}) vs np.multiply")
+
+
+@pytest.mark.parametrize("t", COMPLEX)
+def test_the_complex_quotient_is_numpys_within_two_ulps_but_nan_for_a_zero_divisor(t):
+    a, b = _complex_pairs(t)
+    with np.errstate(all="ignore"):
+        ours, numpy = _smith_quotient(a, b), np.divide(a, b)
+    zero = b == 0
+    assert np.isnan(ours[zero].real).all() and np.isnan(ours[zero].imag).all()
+    # NumPy multiplies by the reciprocal of the scaled divisor, which overflows when b's
+    # larger part is below 1/max: nan there, where dividing gives the quotient.
+    tiny = ~zero & (np.maximum(np.abs(b.real), np.abs(b.imag)) < 1 / np.finfo(b.real.dtype).max)
+    assert not np.isnan(ours[tiny & np.isfinite(a)]).any()
+    rest = ~zero & ~tiny
+    _assert_agree(ours[rest], numpy[rest], 2, f"Smith's quotient ({t}) vs np.divide")
 
 
 def test_the_corpus_covers_every_prelude_name_and_type():
     names = {c.body.split("(")[0].split("=")[-1].strip() for c in CORPUS}
     assert {"abs", "sign", "min", "max", "clamp", "pow", "fabs", "fmin", "fmax", "copysign",
             "fmod", "hypot", "atan2", "floor", "ceil", "trunc", "rint", "sqrt", "exp", "log",
-            "sin", "tanh"} <= names
+            "sin", "tanh", "conj", "real", "imag", "arg"} <= names
+    assert {t for c in CORPUS for t in c.types} == set(INTS + FLOATS + COMPLEX)
     values = sum(len(_operands(c, t)[0]) for c in CORPUS for t in c.types)
     assert values > 10_000, values
 
@@ -324,7 +460,8 @@ def test_nvcc_keeps_the_comparison_that_wrapping_makes_false_at_the_maximum(tmp_
 GXX = shutil.which("g++")
 C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
            "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
-           "float32": "float", "float64": "double"}
+           "float32": "float", "float64": "double", "complex64": "ufg_complex64",
+           "complex128": "ufg_complex128"}
 # Signed overflow is undefined in C++ as compiled by nvcc and g++ (the open item above).
 CXX_CASES = [c for c in CORPUS if not c.name.startswith("wrap_")]
 
@@ -340,7 +477,7 @@ def _cxx_harness(bodies: Path) -> str:
         for t in case.types:
             body = re.search(rf"\bufg_body_{case.name}_{t}(?:__\w+)?(?=\()", text).group(0)
             ins = ", ".join(f"((const {C_TYPES[t]} *)args[{k}])[i]" for k in range(case.arity))
-            out = C_TYPES[case.output or t]
+            out = C_TYPES[_output_type(case, t)]
             lines.append(f'extern "C" void run_{case.name}_{t}(char **args, int64_t n)\n'
                          f"{{ for (int64_t i = 0; i < n; i++) "
                          f"{body}({ins}, &(({out} *)args[{case.arity}])[i]); }}")

@@ -243,6 +243,14 @@ function(ufuncgen_add_module target)
     # UBSan found add(int64) overflowing at INT64_MAX + 1 in the shipped examples.
     target_compile_options(${target} PRIVATE
       "$<$<COMPILE_LANGUAGE:C>:-O3;-fwrapv;-fopenmp-simd;-fno-math-errno;-ffp-contract=off;-Wall;-Wdouble-promotion;-Wfloat-conversion;-Wno-unknown-pragmas>")
+    # -fcx-fortran-rules: a complex product is NumPy's plain formula and a quotient Smith's,
+    # without C99 Annex G's recovery of infinities (ufuncgen/complex.h; the CUDA class computes
+    # the same).  A compiler without it keeps Annex G (README, "Complex numbers").
+    include(CheckCCompilerFlag)
+    check_c_compiler_flag(-fcx-fortran-rules UFUNCGEN_HAVE_CX_FORTRAN_RULES)
+    if(UFUNCGEN_HAVE_CX_FORTRAN_RULES)
+      target_compile_options(${target} PRIVATE "$<$<COMPILE_LANGUAGE:C>:-fcx-fortran-rules>")
+    endif()
     if(CMAKE_C_COMPILER_ID STREQUAL "GNU")
       # Bodies with data-dependent loops (benchmarks/host.py, "Scalar bodies") run as scalar
       # code, where a branch on a data bit mispredicts half the time; Numba's LLVM emits

@@ -14,7 +14,7 @@
 PyObject *
 ufg_device_array_cai(ufg_DeviceArrayObject *self, void *Py_UNUSED(closure))
 {
-    char typestr[4];
+    char typestr[UFG_TYPESTR_SIZE];
     const uintptr_t stream = self->stream != 0 ? self->stream : UFG_CAI_LEGACY_DEFAULT_STREAM;
     PyObject *shape = NULL, *strides = NULL, *result = NULL;
 

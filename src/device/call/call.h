@@ -56,9 +56,9 @@ typedef struct {
     int has_producer;               /* CAI v3 'stream': work to wait for before reading */
     uintptr_t producer;
     PyObject *owner;                /* a new reference or NULL: keeps imported memory alive */
-    /* A scalar: Python int and float are "weak" (NEP 50: the arrays' dtypes decide); a Python
+    /* A scalar: Python int, float and complex are "weak" (NEP 50: the arrays' dtypes decide); a Python
      * bool or a NumPy scalar has the dtype `code`. */
-    int weak;                       /* 0, or 'i' / 'f' for a Python int / float */
+    int weak;                       /* 0, or 'i' / 'f' / 'c': a Python int / float / complex */
 } ufg_operand;
 
 /* where=: every element, none (where=False), or a bool mask buffer. */

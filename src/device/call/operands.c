@@ -558,15 +558,10 @@ ufg_classify(PyObject *obj, const char *what, const char *hint, uintptr_t consum
         op->code = UFG_DT_BOOL;
         return 0;
     }
-    if (PyLong_Check(obj) || PyFloat_Check(obj)) {
+    if (PyLong_Check(obj) || PyFloat_Check(obj) || PyComplex_Check(obj)) {
         op->kind = UFG_OPERAND_SCALAR;
-        op->weak = PyLong_Check(obj) ? 'i' : 'f';
+        op->weak = PyLong_Check(obj) ? 'i' : PyFloat_Check(obj) ? 'f' : 'c';
         return 0;
-    }
-    if (PyComplex_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "%s is a complex number; device kernels take %s", what,
-                     UFG_ELEMENT_TYPE_NAMES);
-        return -1;
     }
     is_device = ufg_is_device_object(obj);
     if (is_device < 0) {

@@ -205,7 +205,7 @@ ufg_scalar_bytes(ufg_call *c, int k, unsigned char *bytes)
     PyArrayObject *array;
     char what[160];
 
-    memset(bytes, 0, 8);
+    memset(bytes, 0, UFG_MAX_ITEMSIZE);
     if (op->weak == 'i') {
         memcpy(bytes, c->int_values[k].bytes, sizeof c->int_values[k].bytes);
         return 0;

@@ -14,6 +14,7 @@
 enum {
     UFG_KEY_WEAK_INT = 0x40,
     UFG_KEY_WEAK_FLOAT = 0x41,
+    UFG_KEY_WEAK_COMPLEX = 0x42,
     UFG_KEY_ABSENT = 0xFF,
 };
 
@@ -109,7 +110,8 @@ ufg_resolution_dtypes(ufg_call *c)
             continue;
         }
         else if (op->weak) {
-            item = (PyObject *)(op->weak == 'i' ? &PyLong_Type : &PyFloat_Type);
+            item = (PyObject *)(op->weak == 'i' ? &PyLong_Type
+                                : op->weak == 'f' ? &PyFloat_Type : &PyComplex_Type);
         }
         else {
             item = (PyObject *)ufg_call_descr(op->code);
@@ -262,8 +264,9 @@ ufg_pack_ints(ufg_call *c, const unsigned char *codes)
     return 0;
 }
 
-/* casting='equiv' and a Python scalar: NumPy takes a Python int only into an int64 loop and a
- * Python float only into a float64 one (their default types); casting='no' takes both. */
+/* casting='equiv' and a Python scalar: NumPy takes a Python int only into an int64 loop, a
+ * Python float only into a float64 one and a complex into complex128 (their default types);
+ * casting='no' takes all three. */
 static int
 ufg_check_weak_scalars_equiv(ufg_call *c, const unsigned char *codes)
 {
@@ -272,9 +275,12 @@ ufg_check_weak_scalars_equiv(ufg_call *c, const unsigned char *codes)
     }
     for (int k = 0; k < c->nin; k++) {
         const int weak = c->ops[k].weak;
-        if (weak && codes[k] != (weak == 'i' ? UFG_DT_INT64 : UFG_DT_FLOAT64)) {
+        const int natural = weak == 'i' ? UFG_DT_INT64
+                          : weak == 'f' ? UFG_DT_FLOAT64 : UFG_DT_COMPLEX128;
+        if (weak && codes[k] != natural) {
             PyErr_Format(PyExc_TypeError, "%s: cannot cast Python %s to %S under the casting "
-                         "rule 'equiv'", c->fn->name, weak == 'i' ? "int" : "float",
+                         "rule 'equiv'", c->fn->name,
+                         weak == 'i' ? "int" : weak == 'f' ? "float" : "complex",
                          (PyObject *)ufg_call_descr((ufg_dtype_code)codes[k]));
             return -1;
         }
@@ -353,7 +359,8 @@ ufg_call_resolve_types(ufg_call *c)
         const ufg_operand *op = &c->ops[k];
         key[k] = op->kind == UFG_OPERAND_ABSENT ? UFG_KEY_ABSENT
                : op->weak == 'i' ? UFG_KEY_WEAK_INT
-               : op->weak == 'f' ? UFG_KEY_WEAK_FLOAT : (unsigned char)op->code;
+               : op->weak == 'f' ? UFG_KEY_WEAK_FLOAT
+               : op->weak == 'c' ? UFG_KEY_WEAK_COMPLEX : (unsigned char)op->code;
     }
     ufg_dtype_key(c, &key[UFG_CALL_MAX_OPERANDS], &other_dtype);
     key[UFG_CALL_MAX_OPERANDS + 1] = (unsigned char)c->casting;

@@ -141,7 +141,7 @@ int
 ufg_dtype_from_dlpack(DLDataType type, const char *context)
 {
     static const char kinds[] = {
-        [kDLInt] = 'i', [kDLUInt] = 'u', [kDLFloat] = 'f', [kDLBool] = 'b'};
+        [kDLInt] = 'i', [kDLUInt] = 'u', [kDLFloat] = 'f', [kDLBool] = 'b', [kDLComplex] = 'c'};
     int code = -1;
 
     if (type.code < sizeof(kinds) && kinds[type.code] != 0 && type.bits % 8 == 0) {
@@ -175,10 +175,8 @@ ufg_dtype_typestr(ufg_dtype_code code, char *buffer)
     const int itemsize = ufg_dtypes[code].itemsize;
     const char little = *(const char *)&one == 1;
 
-    buffer[0] = itemsize == 1 ? '|' : (little ? '<' : '>');
-    buffer[1] = ufg_dtypes[code].kind;
-    buffer[2] = (char)('0' + itemsize);
-    buffer[3] = '\0';
+    PyOS_snprintf(buffer, UFG_TYPESTR_SIZE, "%c%c%d", itemsize == 1 ? '|' : (little ? '<' : '>'),
+                  ufg_dtypes[code].kind, itemsize);
 }
 
 PyObject *

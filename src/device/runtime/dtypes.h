@@ -43,7 +43,8 @@ DLDataType ufg_dtype_to_dlpack(ufg_dtype_code code);
 /* The code of a DLPack type, or -1 with TypeError set when it is not supported. */
 int ufg_dtype_from_dlpack(DLDataType type, const char *context);
 
-/* Fills the CUDA array interface typestr ("<f4", "|b1", ...); buffer holds 4 bytes. */
+/* The CAI typestr of a type ("<f8", "|b1", "<c16"), into a buffer of UFG_TYPESTR_SIZE. */
+#define UFG_TYPESTR_SIZE 8
 void ufg_dtype_typestr(ufg_dtype_code code, char *buffer);
 
 /* The supported dtypes' names as a new tuple, in code order ("bool", ..., "float64"). */

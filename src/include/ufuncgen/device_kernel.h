@@ -22,6 +22,7 @@
 /* UFG_DEVICE_MAX_DIMS, _ARGS, _CORE_DIMS, _CORE_STRIDES: generated from gen/limits.py, which
  * the generator checks signature files against. */
 #include "ufuncgen/limits.h"
+#include "ufuncgen/element_types.h"     /* UFG_MAX_ITEMSIZE */
 
 /* One scalar passed by value (a Python scalar argument), in the loop's C type. */
 typedef union {
@@ -29,7 +30,7 @@ typedef union {
     uint64_t u64;
     double f64;
     float f32;
-    unsigned char bytes[8];
+    unsigned char bytes[UFG_MAX_ITEMSIZE];     /* complex128: two doubles */
 } ufg_value;
 
 /* An elementwise or gufunc launch: `n` outer elements over an N-d (collapsed) shape. */

@@ -24,8 +24,8 @@
 #ifdef UFG_SIMD_SIN_COS
 #undef sin
 #undef cos
-#define sin(x) __builtin_tgmath(ufg_sinf, ufg_sin, sinl, (x))
-#define cos(x) __builtin_tgmath(ufg_cosf, ufg_cos, cosl, (x))
+#define sin(x) __builtin_tgmath(ufg_sinf, ufg_sin, sinl, csinf, csin, csinl, (x))
+#define cos(x) __builtin_tgmath(ufg_cosf, ufg_cos, cosl, ccosf, ccos, ccosl, (x))
 #endif
 
 #include <numpy/ndarraytypes.h>

@@ -33,6 +33,7 @@
 #endif
 
 #include "ufuncgen/half.h"     /* float16 elements: loaded as float, stored rounded */
+#include "ufuncgen/complex.h"  /* complex64, complex128: C99 complex, or a class in CUDA C++ */
 
 #if defined(__CUDACC__)
 #define UFG_PRELUDE_FN static __device__ __forceinline__
@@ -150,6 +151,22 @@ UFG_PRELUDE_FN float ufg_hypot_f(float x, float y)
     return result;
 }
 
+/* real, imag, conj and arg of a real value, as np.real, np.imag, np.conj and np.angle give
+ * them: itself, 0, itself, and 0 or pi (arg computes in double for integers, as <math.h>). */
+#define UFG_DEFINE_REAL_PARTS(S, TYPE, UTYPE) \
+    UFG_PRELUDE_FN TYPE ufg_real_##S(TYPE x) { return x; } \
+    UFG_PRELUDE_FN TYPE ufg_imag_##S(TYPE x) { (void)x; return (TYPE)0; } \
+    UFG_PRELUDE_FN TYPE ufg_conj_##S(TYPE x) { return x; }
+UFG_SIGNED_TYPES(UFG_DEFINE_REAL_PARTS)
+UFG_UNSIGNED_TYPES(UFG_DEFINE_REAL_PARTS)
+UFG_FLOAT_TYPES(UFG_DEFINE_REAL_PARTS)
+#define UFG_DEFINE_ARG_INTEGER(S, TYPE, UTYPE) \
+    UFG_PRELUDE_FN double ufg_arg_##S(TYPE x) { return (atan2)(0.0, (double)x); }
+UFG_SIGNED_TYPES(UFG_DEFINE_ARG_INTEGER)
+UFG_UNSIGNED_TYPES(UFG_DEFINE_ARG_INTEGER)
+UFG_PRELUDE_FN float ufg_arg_f(float x) { return (atan2f)(0.0f, x); }
+UFG_PRELUDE_FN double ufg_arg_d(double x) { return (atan2)(0.0, x); }
+
 /* ---------------------------------------------------------------- the math functions' lists */
 
 /* One argument: float computes in float, double and integers in double. */
@@ -172,12 +189,20 @@ UFG_PRELUDE_FN float ufg_hypot_f(float x, float y)
 
 #undef pow
 #undef fma
-#define abs(x) _Generic(+(x), UFG_ARMS(abs))(x)
+#define abs(x) _Generic(+(x), UFG_ARMS(abs), float _Complex: cabsf, double _Complex: (cabs))(x)
 #define sign(x) _Generic(+(x), UFG_ARMS(sign))(x)
 #define min(a, b) _Generic((a) + (b), UFG_ARMS(min))((a), (b))
 #define max(a, b) _Generic((a) + (b), UFG_ARMS(max))((a), (b))
 #define clamp(x, lo, hi) _Generic((x) + (lo) + (hi), UFG_ARMS(clamp))((x), (lo), (hi))
-#define pow(a, b) _Generic((a) + (b), UFG_ARMS(pow))((a), (b))
+#define pow(a, b) _Generic((a) + (b), UFG_ARMS(pow), float _Complex: cpowf, \
+                          double _Complex: (cpow))((a), (b))
+/* The parts of a complex value, its conjugate and its argument; a real value is its own real
+ * part and conjugate, with imaginary part 0 (np.real, np.imag, np.conj, np.angle). */
+#undef conj
+#define real(x) _Generic(+(x), UFG_ARMS(real), float _Complex: crealf, double _Complex: (creal))(x)
+#define imag(x) _Generic(+(x), UFG_ARMS(imag), float _Complex: cimagf, double _Complex: (cimag))(x)
+#define conj(x) _Generic(+(x), UFG_ARMS(conj), float _Complex: conjf, double _Complex: (conj))(x)
+#define arg(x) _Generic(+(x), UFG_ARMS(arg), float _Complex: cargf, double _Complex: (carg))(x)
 #define fma(a, b, c) _Generic((a) + (b) + (c), float: fmaf, default: (fma))((a), (b), (c))
 /* <tgmath.h> already gives the one-argument functions this file's meaning; the two-argument
  * ones follow `a + b` here, where <tgmath.h> would compute float beside an integer in double. */
@@ -269,6 +294,43 @@ UFG_DEFINE_MATH_2_AS(hypot, ufg_hypot_f, ::hypot)
 UFG_DEFINE_MATH_2_AS(fmin, ufg_fmin_f, ufg_fmin_d)
 UFG_DEFINE_MATH_2_AS(fmax, ufg_fmax_f, ufg_fmax_d)
 
+/* Complex arguments: the C99 complex functions, as <tgmath.h> picks them in C. */
+#define UFG_COMPLEX_MATH_1(X) \
+    X(sqrt) X(exp) X(log) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) \
+    X(sinh) X(cosh) X(tanh) X(asinh) X(acosh) X(atanh)
+#define UFG_DEFINE_COMPLEX_MATH_1(name) \
+    template <class R> UFG_PRELUDE_FN ufg_complex<R> ufg_##name(ufg_complex<R> z) \
+    { return ufg_complex_from_std(UFG_COMPLEX_STD::name(ufg_complex_to_std(z))); }
+UFG_COMPLEX_MATH_1(UFG_DEFINE_COMPLEX_MATH_1)
+template <class R> UFG_PRELUDE_FN ufg_complex<R> ufg_complex_pow(ufg_complex<R> a, ufg_complex<R> b)
+{ return ufg_complex_from_std(UFG_COMPLEX_STD::pow(ufg_complex_to_std(a), ufg_complex_to_std(b))); }
+template <class A, class B> UFG_PRELUDE_FN UFG_COMPLEX_OF(A, B) ufg_pow(ufg_complex<A> a, ufg_complex<B> b)
+{ return ufg_complex_pow<typename ufg_complex_common<A, B>::type>(a, b); }
+template <class A, class S, UFG_IF_REAL(S)> UFG_PRELUDE_FN UFG_COMPLEX_OF(A, S) ufg_pow(ufg_complex<A> a, S b)
+{ return ufg_complex_pow<typename ufg_complex_common<A, S>::type>(a, b); }
+template <class A, class S, UFG_IF_REAL(S)> UFG_PRELUDE_FN UFG_COMPLEX_OF(A, S) ufg_pow(S a, ufg_complex<A> b)
+{ return ufg_complex_pow<typename ufg_complex_common<A, S>::type>(a, b); }
+/* |z| is hypot of the parts, as C's cabs computes it. */
+template <class R> UFG_PRELUDE_FN R ufg_abs(ufg_complex<R> z) { return ufg_hypot(z.re, z.im); }
+template <class R> UFG_PRELUDE_FN R ufg_fabs(ufg_complex<R> z) { return ufg_hypot(z.re, z.im); }
+UFG_OVERLOADS(real)
+UFG_OVERLOADS(imag)
+UFG_OVERLOADS(conj)
+UFG_PRELUDE_FN float ufg_arg(float x) { return ufg_arg_f(x); }
+template <class A> UFG_PRELUDE_FN double ufg_arg(A x) { return ufg_arg_d(static_cast<double>(x)); }
+template <class R> UFG_PRELUDE_FN R ufg_real(ufg_complex<R> z) { return z.re; }
+template <class R> UFG_PRELUDE_FN R ufg_imag(ufg_complex<R> z) { return z.im; }
+template <class R> UFG_PRELUDE_FN ufg_complex<R> ufg_conj(ufg_complex<R> z) { return {z.re, -z.im}; }
+template <class R> UFG_PRELUDE_FN R ufg_arg(ufg_complex<R> z) { return ufg_atan2(z.im, z.re); }
+/* C's imaginary unit, a complex64 (<complex.h>'s I). */
+#ifndef I
+#define I (ufg_complex<float>(0.0f, 1.0f))
+#endif
+
+#define real(x) ufg_real(x)
+#define imag(x) ufg_imag(x)
+#define conj(x) ufg_conj(x)
+#define arg(x) ufg_arg(x)
 #define abs(x) ufg_abs(x)
 #define sign(x) ufg_sign(x)
 #define min(a, b) ufg_min((a), (b))
