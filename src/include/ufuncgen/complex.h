@@ -16,8 +16,8 @@
  * type is C's usual conversion of the two real types (complex64 * double is complex128,
  * complex64 * int stays complex64).
  *
- * The functions of a complex argument (exp, log, sqrt, sin, ..., pow, abs) are the prelude's
- * (prelude.h): C's <complex.h> functions in C, libcu++'s on the GPU.
+ * The functions of a complex argument are the prelude's (prelude.h): exp, log, sqrt, sin, ...,
+ * pow from C's <complex.h> in C and libcu++ on the GPU; abs its own, the same in both.
  */
 #ifndef UFUNCGEN_COMPLEX_H
 #define UFUNCGEN_COMPLEX_H
@@ -28,20 +28,6 @@
 
 typedef float _Complex ufg_complex64;
 typedef double _Complex ufg_complex128;
-
-/* Around the code of a signature with complex types (bodies, host loops, simulator kernels):
- * no auto-vectorization.  GCC 12's vectorizer turns the product (ar br - ai bi) +
- * (ar bi + ai br) i into vfmaddsub, one rounding instead of two, even under
- * -ffp-contract=off, and only in its x86-64-v3 clone's vector iterations, so one element's
- * bits would depend on its position and on the CPU. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define UFG_COMPLEX_EXACT_BEGIN \
-    _Pragma("GCC push_options") _Pragma("GCC optimize(\"no-tree-vectorize\")")
-#define UFG_COMPLEX_EXACT_END _Pragma("GCC pop_options")
-#else
-#define UFG_COMPLEX_EXACT_BEGIN
-#define UFG_COMPLEX_EXACT_END
-#endif
 
 #else /* C++: nvcc's kernels, and g++ in tests/prelude */
 
@@ -205,9 +191,6 @@ template <class R> UFG_COMPLEX_FN UFG_COMPLEX_STD::complex<R> ufg_complex_to_std
 { return UFG_COMPLEX_STD::complex<R>(z.re, z.im); }
 template <class R> UFG_COMPLEX_FN ufg_complex<R> ufg_complex_from_std(UFG_COMPLEX_STD::complex<R> z)
 { return {z.real(), z.imag()}; }
-
-#define UFG_COMPLEX_EXACT_BEGIN
-#define UFG_COMPLEX_EXACT_END
 
 #endif /* C++ */
 

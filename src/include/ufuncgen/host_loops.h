@@ -49,8 +49,15 @@ typedef npy_intp ufg_stride_t;
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(UFG_NO_TARGET_CLONES)
 #define UFG_TARGET_CLONES \
     __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
+/* For the loops of complex signatures: GCC 12's vectorizer turns a complex product
+ * (ar br - ai bi) + (ar bi + ai br) i into vfmaddsub, rounding once where the scalar code
+ * rounds twice, even under -ffp-contract=off.  Without FMA in the clone it uses vaddsubpd,
+ * which rounds as the scalar code does, so an element's bits do not depend on its position
+ * or on the CPU. */
+#define UFG_TARGET_CLONES_WITHOUT_FMA __attribute__((target_clones("default", "avx2")))
 #else
 #define UFG_TARGET_CLONES
+#define UFG_TARGET_CLONES_WITHOUT_FMA
 #endif
 
 /* A function's `fastmath: true` turns on -ffast-math for its loops alone. */

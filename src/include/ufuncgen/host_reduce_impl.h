@@ -1,10 +1,11 @@
 /*
  * The typed half of a reorderable loop's reduction (host_reduce.h explains the order).
- * Included by a generated module once per loop, with three macros defined:
+ * Included by a generated module once per loop, with four macros defined:
  *
  *   UFG_REDUCE_T            the element type                       float
  *   UFG_REDUCE_BODY         the body function: (T, T, T *)          ufg_body_add_float32
  *   UFG_REDUCE_NAME(part)   this loop's names                       ufg_reduce_add_float32##part
+ *   UFG_REDUCE_CLONES       the loop's target clones                UFG_TARGET_CLONES
  *
  * It defines `static const ufg_reduce_ops UFG_REDUCE_NAME(_ops)` and undefines the macros.
  * No guard: each inclusion is another type.
@@ -82,7 +83,7 @@ UFG_REDUCE_NAME(_fold)(const UFG_REDUCE_NAME(_tree) *tree)
 }
 
 /* ufg_reduce_ops.range: compiled for each CPU level, as the elementwise kernels are. */
-UFG_TARGET_CLONES static void
+UFG_REDUCE_CLONES static void
 UFG_REDUCE_NAME(_range)(npy_intp n, const char *in, npy_intp stride, char *result)
 {
     UFG_REDUCE_NAME(_tree) tree;
@@ -149,3 +150,4 @@ static const ufg_reduce_ops UFG_REDUCE_NAME(_ops) = {
 #undef UFG_REDUCE_T
 #undef UFG_REDUCE_BODY
 #undef UFG_REDUCE_NAME
+#undef UFG_REDUCE_CLONES
