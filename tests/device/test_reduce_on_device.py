@@ -276,3 +276,19 @@ def test_a_refused_reduce_writes_nothing():
     np.testing.assert_array_equal(host(out), np.full(4, 7))
     with pytest.raises(np.exceptions.AxisError):
         ex.add.reduce(x, axis=(0, 5), out=to_dev(np.zeros(())))
+
+
+@pytest.mark.parametrize("out_dtype", [np.int64, np.int8, np.float16, np.bool_])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_a_reduction_without_identity_starts_from_its_first_elements_cast_through_out(
+        out_dtype, axis, rng):
+    # custom_op (x*y + x, float64 only) has no identity: NumPy copies the first elements into
+    # out= (1.92 into an int64 out is 1) and goes on from there in float64.
+    array = rng.uniform(0.5, 2.5, (3, 4)).astype(np.float32)
+    want = np.zeros(array.shape[1 if axis == 0 else 0], dtype=out_dtype)
+    with np.errstate(all="ignore"):
+        ex.custom_op.reduce(array, axis=axis, out=want)
+    out = to_dev(np.zeros_like(want))
+    with np.errstate(all="ignore"):
+        ex.custom_op.reduce(to_dev(array), axis=axis, out=out)
+    np.testing.assert_array_equal(host(out), want)

@@ -250,6 +250,8 @@ typedef struct {
                                      * first element (or first partial result) */
     int chunks_from_first;          /* no identity: the chunks of step 1 start from theirs */
     int copy_input;                 /* the array is cast to acc first */
+    int first_through_out;          /* from_first into an out= of another dtype: the first
+                                     * elements pass through out's dtype (below) */
     const int64_t *mask_strides;    /* where=: the copy holds the identity where it is False */
     int direct;                     /* the kernel writes into out= itself */
     int cast_result;                /* a temporary result is cast into out= */
@@ -499,6 +501,33 @@ ufg_reduce_masked_copy(ufg_call *c, const ufg_reduce_plan *plan, const ufg_opera
         ? -1 : 0;
 }
 
+/* NumPy starts a reduction without an initial value by copying the first elements (index 0
+ * on every reduced axis) into out=, and reduces the rest into out= through the loop's dtype:
+ * the first elements are cast to out's dtype and back (float32 1.9 into an int64 out starts
+ * from 1.0).  `source` holds the array cast to the accumulator; its first elements are
+ * replaced by the array's, cast to out's dtype and then to the accumulator's. */
+static int
+ufg_reduce_first_through_out(ufg_call *c, const ufg_reduce_plan *plan, const ufg_operand *array,
+                             const ufg_operand *source, const ufg_operand *out)
+{
+    ufg_operand first = *array, first_in_source = *source, passed;
+    ufg_DeviceArrayObject *through;
+
+    for (int d = 0; d < plan->ndim; d++) {
+        if (plan->reduced[d]) {
+            first.shape[d] = first_in_source.shape[d] = 1;
+        }
+    }
+    through = ufg_call_empty(c, first.ndim, first.shape, out->code);
+    if (through == NULL) {
+        return -1;
+    }
+    memset(&passed, 0, sizeof(passed));
+    ufg_operand_from_array(through, &passed);
+    return ufg_call_cast(c, &first, &passed, NULL) < 0 ||
+           ufg_call_cast(c, &passed, &first_in_source, NULL) < 0 ? -1 : 0;
+}
+
 /* Everything is checked: queues the casts and launches, and returns the result. */
 static PyObject *
 ufg_reduce_run(ufg_call *c, const ufg_reduce_plan *plan, PyObject *array_obj,
@@ -530,6 +559,10 @@ ufg_reduce_run(ufg_call *c, const ufg_reduce_plan *plan, PyObject *array_obj,
         ufg_operand_from_array(source, &source_op);
         if (mask != NULL ? ufg_reduce_masked_copy(c, plan, array, mask, source) < 0
                          : ufg_call_cast(c, array, &source_op, NULL) < 0) {
+            return NULL;
+        }
+        if (plan->first_through_out &&
+            ufg_reduce_first_through_out(c, plan, array, &source_op, out) < 0) {
             return NULL;
         }
         in = source->ptr;
@@ -759,7 +792,8 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     /* The launches: the source is the array, or its copy in the accumulator's dtype; the
      * target out= itself when it has that dtype and does not overlap the array, else a new
      * C-contiguous result (cast into out= after). */
-    plan.copy_input = array.code != plan.acc || have_mask;
+    plan.first_through_out = plan.from_first && have_out && out.code != plan.acc;
+    plan.copy_input = array.code != plan.acc || have_mask || plan.first_through_out;
     plan.mask_strides = have_mask ? mask_strides : NULL;
     if (plan.copy_input) {
         ufg_c_strides(array.ndim, array.shape, ufg_dtype_itemsize(plan.acc), in_strides);
