@@ -67,7 +67,7 @@ ufg_load_device_api(void)
     return ufg_device_api;
 }
 
-/* A call (or .reduce, .accumulate, .outer: `method`) with a CUDA argument: the device
+/* A call (or .reduce, .accumulate, .reduceat, .outer: `method`) with a CUDA argument: the device
  * runtime's.
  * Kept out of line so the host fast path in ufg_function_vectorcall stays a small frame
  * that saves no extra registers. */
@@ -90,6 +90,7 @@ ufg_function_call_device(ufg_ufunc_method method, ufg_FunctionObject *self,
     }
     entry = method == UFG_METHOD_REDUCE     ? api->reduce
           : method == UFG_METHOD_ACCUMULATE ? api->accumulate
+          : method == UFG_METHOD_REDUCEAT   ? api->reduceat
           : method == UFG_METHOD_OUTER      ? api->outer
                                             : api->call;
     return entry((PyObject *)self, self->descriptor, self->ufunc, args, nargs, kwnames);
@@ -570,7 +571,8 @@ ufg_function_host_method_unless_overridden(PyObject *op, ufg_ufunc_method which,
                                     nargs, kwnames);
 }
 
-/* A method that device arrays take to the device runtime (reduce, accumulate, outer). */
+/* A method that device arrays take to the device runtime (reduce, accumulate, reduceat,
+ * outer). */
 static PyObject *
 ufg_function_device_method(PyObject *op, ufg_ufunc_method which, PyObject *const *args,
                            Py_ssize_t nargs, PyObject *kwnames)
@@ -613,6 +615,13 @@ ufg_function_accumulate_method(PyObject *op, PyObject *const *args,
     return ufg_function_device_method(op, UFG_METHOD_ACCUMULATE, args, nargs, kwnames);
 }
 
+static PyObject *
+ufg_function_reduceat_method(PyObject *op, PyObject *const *args,
+                             Py_ssize_t nargs, PyObject *kwnames)
+{
+    return ufg_function_device_method(op, UFG_METHOD_REDUCEAT, args, nargs, kwnames);
+}
+
 #define UFG_HOST_METHOD(name, which)                                          \
     static PyObject *ufg_function_##name##_method(                            \
         PyObject *op, PyObject *const *args, Py_ssize_t nargs,                \
@@ -621,7 +630,6 @@ ufg_function_accumulate_method(PyObject *op, PyObject *const *args,
         return ufg_function_host_method_unless_overridden(op, which, args,    \
                                                           nargs, kwnames);    \
     }
-UFG_HOST_METHOD(reduceat, UFG_METHOD_REDUCEAT)
 UFG_HOST_METHOD(at, UFG_METHOD_AT)
 #undef UFG_HOST_METHOD
 
@@ -640,7 +648,7 @@ static PyMethodDef ufg_function_methods[] = {
     {"reduceat", (PyCFunction)(void (*)(void))ufg_function_reduceat_method,
      METH_FASTCALL | METH_KEYWORDS,
      "reduceat(array, indices, axis=0, dtype=None, out=None)\n--\n\n"
-     "numpy.ufunc.reduceat of the wrapped ufunc."},
+     "numpy.ufunc.reduceat of the wrapped ufunc; device arrays are reduced on the device."},
     {"outer", (PyCFunction)(void (*)(void))ufg_function_outer_method,
      METH_FASTCALL | METH_KEYWORDS,
      "outer(A, B, /, **kwargs)\n--\n\n"

@@ -6,7 +6,7 @@ import pytest
 
 import ufuncgen.examples as ex
 
-from .conftest import host, to_dev
+from .conftest import assert_same as _same, host, to_dev
 
 LAYOUTS = ["contiguous", "strided", "reversed", "fortran"]
 
@@ -37,16 +37,6 @@ def _close_to_exact(got, x, axis):
     bound = (j + 1) * np.finfo(x.dtype).eps * np.cumsum(np.abs(wide), axis=axis)
     assert got.dtype == x.dtype and got.shape == x.shape
     assert (np.abs(got.astype(np.longdouble) - exact) <= bound).all()
-
-
-def _same(got, want):
-    """Equal bit for bit (NaN where NaN): the device accumulates in NumPy's order."""
-    assert got.shape == want.shape and got.dtype == want.dtype, (got, want)
-    if want.dtype.kind == "f":
-        same = (got == want) | (np.isnan(got) & np.isnan(want))
-        assert same.all(), f"{int((~same).sum())} differ: got {got[~same][:4]}, want {want[~same][:4]}"
-    else:
-        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("name, dtype", [

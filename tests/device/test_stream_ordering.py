@@ -202,6 +202,19 @@ def test_an_accumulation_is_ordered_after_its_producer_and_before_its_reader(n, 
     np.testing.assert_array_equal(host(read), np.cumsum(values + 1))
 
 
+def test_a_reduceat_is_ordered_after_its_producer_and_before_its_reader(rng):
+    a, b = side_stream(), side_stream()
+    values = rng.integers(-1000, 1000, (3, 500))
+    src = device.to_device(values)
+    device.synchronize()
+    _device.sim_stall(a.handle, LATE)
+    written = ex.add(src, 1, stream=a)                              # late on a
+    sums = ex.add.reduceat(written, [0, 10, 400], axis=1, stream=b)  # must wait for a's write
+    _device.sim_stall(b.handle, LATE)
+    read = ex.add(sums, 0, stream=a)                                # must wait for b's sums
+    np.testing.assert_array_equal(host(read), np.add.reduceat(values + 1, [0, 10, 400], axis=1))
+
+
 @pytest.mark.parametrize("protocol", ["cai2", "cai3", "dlpack"])
 def test_a_library_array_used_on_another_stream_outlives_the_work_that_uses_it(x, protocol):
     """Dropped right after the call, a library array used on a stream= of the caller's goes

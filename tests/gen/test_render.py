@@ -78,6 +78,10 @@ def test_binary_functions_get_device_reduce_kernels_with_an_identity_or_without(
     assert "UFG_LAUNCHER(accumulate_lucas" not in kernels
     module = examples["ex_module.c"]
     assert "{ufg_launch_sim_accumulate_add_float64, UFG_CUDA_LAUNCHER(accumulate_add_float64)}" in module
+    # .reduceat's segments: the same loops again
+    assert "UFG_LAUNCHER(reduceat_add_float64)" in kernels
+    assert "UFG_LAUNCHER(reduceat_lucas" not in kernels
+    assert "{ufg_launch_sim_reduceat_add_float64, UFG_CUDA_LAUNCHER(reduceat_add_float64)}" in module
 
 
 def test_only_associative_functions_get_host_reductions_and_pass_them_to_the_loop_driver(examples):

@@ -27,6 +27,7 @@
 /* The arguments: four positional-or-keyword, then stream= by keyword only. */
 enum { UFG_A_ARRAY, UFG_A_AXIS, UFG_A_DTYPE, UFG_A_OUT, UFG_A_STREAM, UFG_A_COUNT };
 #define UFG_A_POSITIONAL 4
+_Static_assert(UFG_A_COUNT <= UFG_REDUCTION_MAX_ARGS, "a session holds every argument");
 
 static const char *const ufg_accumulate_names[UFG_A_COUNT] = {
     "array", "axis", "dtype", "out", "stream"};
@@ -40,12 +41,9 @@ typedef struct {
     ufg_elementwise_launcher combine;   /* the function's elementwise kernel, for chunks */
     int copy_input;                 /* cast (or copy) the array into a C-contiguous temporary */
     int direct;                     /* the kernel writes out= itself */
-    /* The lines along the axis: the other axes (merged where contiguous), their strides in
-     * the kernel's input and output, the axis' length and strides. */
-    int keep_ndim;
-    int64_t keep_shape[UFG_DEVICE_MAX_DIMS];
-    int64_t in_keep[UFG_DEVICE_MAX_DIMS], out_keep[UFG_DEVICE_MAX_DIMS];
-    int64_t n_lines, n, in_step, out_step;
+    /* The lines along the axis, the axis' length and strides. */
+    ufg_reduction_lines lines;
+    int64_t n, in_step, out_step;
     int64_t chunk_len;              /* 0: a line per thread; else full chunks of this length */
 } ufg_accumulate_plan;
 
@@ -82,32 +80,16 @@ ufg_accumulate_same_elements(const ufg_operand *array, const ufg_operand *out)
            memcmp(array->strides, out->strides, sizeof(int64_t) * (size_t)array->ndim) == 0;
 }
 
-/* The lines: every axis but the plan's axis, merged where contiguous, with the kernel's input
- * and output strides (in_strides, out_strides over all axes). */
+/* The lines along the plan's axis, with the kernel's input and output strides (in_strides,
+ * out_strides over all axes). */
 static int
 ufg_accumulate_plan_lines(const ufg_operand *array, const int64_t *in_strides,
                           const int64_t *out_strides, ufg_accumulate_plan *plan)
 {
-    int64_t shape[UFG_CALL_MAX_NDIM], strides[2][UFG_CALL_MAX_NDIM];
-    int ndim = 0;
-
-    for (int d = 0; d < array->ndim; d++) {
-        if (d != plan->axis) {
-            shape[ndim] = array->shape[d];
-            strides[0][ndim] = in_strides[d];
-            strides[1][ndim] = out_strides[d];
-            ndim++;
-        }
-    }
-    plan->n_lines = ufg_reduction_product(ndim, shape);
-    ndim = ufg_reduction_collapse(ndim, shape, 2, strides);
-    if (ndim < 0) {
+    if (ufg_reduction_plan_lines(array->ndim, array->shape, plan->axis, in_strides,
+                                 out_strides, &plan->lines) < 0) {
         return -1;
     }
-    plan->keep_ndim = ndim;
-    memcpy(plan->keep_shape, shape, sizeof(int64_t) * (size_t)ndim);
-    memcpy(plan->in_keep, strides[0], sizeof(int64_t) * (size_t)ndim);
-    memcpy(plan->out_keep, strides[1], sizeof(int64_t) * (size_t)ndim);
     plan->n = array->shape[plan->axis];
     plan->in_step = in_strides[plan->axis];
     plan->out_step = out_strides[plan->axis];
@@ -123,7 +105,7 @@ ufg_accumulate_plan_chunks(const ufg_backend *backend, int device, int associati
 {
     int64_t threads, per_line, chunk_len;
     const int multiprocessors = associative && plan->n >= UFG_REDUCE_MIN_SPLIT &&
-                                plan->keep_ndim + 2 <= UFG_DEVICE_MAX_DIMS
+                                plan->lines.keep_ndim + 2 <= UFG_DEVICE_MAX_DIMS
                               ? ufg_runtime_multiprocessors(backend, device) : 0;
 
     plan->chunk_len = 0;
@@ -131,10 +113,10 @@ ufg_accumulate_plan_chunks(const ufg_backend *backend, int device, int associati
         return -1;
     }
     threads = (int64_t)multiprocessors * UFG_REDUCE_THREADS_PER_SM;
-    if (plan->n_lines == 0 || plan->n_lines >= threads) {
+    if (plan->lines.n_lines == 0 || plan->lines.n_lines >= threads) {
         return 0;
     }
-    per_line = threads / plan->n_lines;
+    per_line = threads / plan->lines.n_lines;
     chunk_len = (plan->n + per_line - 1) / per_line;
     if (chunk_len < UFG_REDUCE_MIN_CHUNK) {
         chunk_len = UFG_REDUCE_MIN_CHUNK;
@@ -155,12 +137,12 @@ ufg_accumulate_scan(const ufg_call *c, const ufg_accumulate_plan *plan, const ch
 {
     ufg_launch launch = {NULL, NULL, NULL, NULL};
     ufg_reduce_params p;
-    int k = plan->keep_ndim;
+    int k = plan->lines.keep_ndim;
 
     memset(&p, 0, sizeof(p));
-    memcpy(p.keep_shape, plan->keep_shape, sizeof(int64_t) * (size_t)k);
-    memcpy(p.in_keep_strides, plan->in_keep, sizeof(int64_t) * (size_t)k);
-    memcpy(p.out_keep_strides, plan->out_keep, sizeof(int64_t) * (size_t)k);
+    memcpy(p.keep_shape, plan->lines.keep_shape, sizeof(int64_t) * (size_t)k);
+    memcpy(p.in_keep_strides, plan->lines.in_keep, sizeof(int64_t) * (size_t)k);
+    memcpy(p.out_keep_strides, plan->lines.out_keep, sizeof(int64_t) * (size_t)k);
     if (lines > 1) {                /* the chunks: one more kept dimension, innermost */
         p.keep_shape[k] = lines;
         p.in_keep_strides[k] = in_line_step;
@@ -168,7 +150,7 @@ ufg_accumulate_scan(const ufg_call *c, const ufg_accumulate_plan *plan, const ch
         k++;
     }
     p.keep_ndim = k;
-    p.n_out = plan->n_lines * lines;
+    p.n_out = plan->lines.n_lines * lines;
     p.reduce_ndim = 1;
     p.n_reduce = p.reduce_shape[0] = n;
     p.in_reduce_strides[0] = in_step;
@@ -199,19 +181,19 @@ ufg_accumulate_combine(const ufg_call *c, const ufg_accumulate_plan *plan, char 
 {
     ufg_launch launch = {NULL, NULL, NULL, NULL};
     ufg_kernel_params p;
-    const int k = plan->keep_ndim;
+    const int k = plan->lines.keep_ndim;
 
     memset(&p, 0, sizeof(p));
-    memcpy(p.shape, plan->keep_shape, sizeof(int64_t) * (size_t)k);
+    memcpy(p.shape, plan->lines.keep_shape, sizeof(int64_t) * (size_t)k);
     p.shape[k] = groups;
     p.shape[k + 1] = count;
     p.ndim = k + 2;
     p.nargs = 3;
-    p.n = plan->n_lines * groups * count;
+    p.n = plan->lines.n_lines * groups * count;
     p.data[0] = totals;
     p.data[1] = p.data[2] = first;
     for (int a = 0; a < 3; a++) {
-        memcpy(p.strides[a], plan->out_keep, sizeof(int64_t) * (size_t)k);
+        memcpy(p.strides[a], plan->lines.out_keep, sizeof(int64_t) * (size_t)k);
         p.strides[a][k] = group_step;
         p.strides[a][k + 1] = a == 0 ? 0 : plan->out_step;
     }
@@ -270,66 +252,15 @@ static PyObject *
 ufg_accumulate_run(ufg_call *c, const ufg_accumulate_plan *plan, PyObject *array_obj,
                    const ufg_operand *array, PyObject *out_obj, const ufg_operand *out)
 {
-    ufg_DeviceArrayObject *source = NULL, *result = NULL;
-    ufg_operand source_op, result_op;
-    const ufg_operand *in = array, *target = out;
+    ufg_reduction_buffers b;
 
-    if (ufg_call_wait_for_operand(c, array) < 0 ||
-        (out_obj != NULL && ufg_call_wait_for_operand(c, out) < 0) ||
-        ufg_call_note_use(c, array) < 0 || (out_obj != NULL && ufg_call_note_use(c, out) < 0)) {
+    if (ufg_reduction_buffers_new(c, array, out_obj != NULL ? out : NULL, plan->acc,
+                                  plan->copy_input, plan->direct, array->ndim, array->shape,
+                                  &b) < 0 ||
+        ufg_accumulate_lines(c, plan, b.in->ptr, b.target->ptr) < 0) {
         return NULL;
     }
-    if (plan->copy_input) {
-        if ((source = ufg_call_empty(c, array->ndim, array->shape, plan->acc)) == NULL) {
-            return NULL;
-        }
-        memset(&source_op, 0, sizeof(source_op));
-        ufg_operand_from_array(source, &source_op);
-        if (ufg_call_cast(c, array, &source_op, NULL) < 0) {
-            return NULL;
-        }
-        in = &source_op;
-    }
-    if (!plan->direct) {
-        if ((result = ufg_call_empty(c, array->ndim, array->shape, plan->acc)) == NULL) {
-            return NULL;
-        }
-        memset(&result_op, 0, sizeof(result_op));
-        ufg_operand_from_array(result, &result_op);
-        target = &result_op;
-    }
-    if (ufg_accumulate_lines(c, plan, in->ptr, target->ptr) < 0) {
-        return NULL;
-    }
-    if (out_obj != NULL) {
-        if (!plan->direct && ufg_call_cast(c, &result_op, out, NULL) < 0) {
-            return NULL;
-        }
-        return Py_NewRef(out_obj);
-    }
-    return ufg_wrap_like(array_obj, (PyObject *)result);
-}
-
-/* The function can accumulate: a binary, elementwise function with device kernels. */
-static int
-ufg_accumulate_check_function(const char *prefix, const ufg_function_descriptor *fn)
-{
-    if (fn->signature != NULL) {        /* NumPy's exception types for these two */
-        PyErr_Format(PyExc_RuntimeError, "%s: Reduction not defined on ufunc with signature",
-                     prefix);
-        return -1;
-    }
-    if (fn->nin != 2 || fn->nout != 1) {
-        PyErr_Format(PyExc_ValueError, "%s: accumulate only supported for binary functions",
-                     prefix);
-        return -1;
-    }
-    if (fn->device_loops == NULL) {
-        PyErr_Format(PyExc_TypeError, "%s: %s was built without device kernels", prefix,
-                     fn->name);
-        return -1;
-    }
-    return 0;
+    return ufg_reduction_buffers_finish(c, &b, array_obj, out_obj, out);
 }
 
 /* ------------------------------------------------------------------ the entry point */
@@ -338,120 +269,63 @@ PyObject *
 ufg_device_accumulate(PyObject *function, const ufg_function_descriptor *fn, PyObject *ufunc,
                       PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    PyObject *values[UFG_A_COUNT] = {NULL};
-    PyObject *array_obj, *out_obj = NULL, *result = NULL;
-    PyObject *default_keeper = NULL;    /* the default stream's owner, when not stream= */
-    PyArray_Descr *dtype = NULL;
-    const ufg_backend *backend;
-    ufg_reduce_resolution scratch, *resolution;
+    ufg_reduction_session s;
     ufg_accumulate_plan plan;
-    ufg_operand array, out;
-    int have_array = 0, have_out = 0, stream_given;
-    char prefix[160], what[200], out_what[200];
+    const ufg_operand *array = &s.array, *out = &s.out;
     int64_t in_strides[UFG_CALL_MAX_NDIM], out_strides[UFG_CALL_MAX_NDIM];
-    uintptr_t stream = 0;
-    ufg_call *c = NULL;
 
     (void)function;
-    PyOS_snprintf(prefix, sizeof(prefix), "%s.accumulate", fn->name);
-    if (ufg_accumulate_check_function(prefix, fn) < 0 ||
-        ufg_reduction_parse(prefix, ufg_accumulate_names, UFG_A_COUNT, UFG_A_POSITIONAL,
-                            "axis, dtype, out, stream", args, nargs, kwnames, values) < 0 ||
-        ufg_reduction_start(values[UFG_A_STREAM], &stream, &backend) < 0) {
-        return NULL;
-    }
-
-    /* The array: a CUDA array (of one dimension at least: checked with the axis). */
-    PyOS_snprintf(what, sizeof(what), "%s: argument 'array'", prefix);
-    PyOS_snprintf(out_what, sizeof(out_what), "%s: out=", prefix);
-    array_obj = values[UFG_A_ARRAY];
-    stream_given = values[UFG_A_STREAM] != NULL && values[UFG_A_STREAM] != Py_None;
-    memset(&out, 0, sizeof(out));
     memset(&plan, 0, sizeof(plan));
-    if (ufg_reduction_array(what, array_obj, stream_given, &stream, &default_keeper,
-                            &array) < 0) {
-        return NULL;
+    if (ufg_reduction_begin(&s, fn, ufunc, UFG_REDUCTION_ACCUMULATE, ufg_accumulate_names,
+                            UFG_A_COUNT, UFG_A_POSITIONAL, "axis, dtype, out, stream", args,
+                            nargs, kwnames) < 0) {
+        return ufg_reduction_end(&s, NULL);
     }
-    have_array = 1;
 
     /* out= first, of the array's shape: NumPy checks dtype=, axis= and the types first, then
      * writes some outs of other shapes in part, or crashes on a 0-d one (the host path refuses
      * that one first too, src/core/function_object.c); the device's documented difference.
-     * Then dtype= and axis=, in NumPy's order. */
-    if (ufg_reduction_out_object(prefix, values[UFG_A_OUT], &out_obj) < 0) {
-        goto done;
+     * Then dtype= and axis=, in NumPy's order, and NumPy's reduction resolution. */
+    if (ufg_reduction_take_out(&s, s.values[UFG_A_OUT], array->ndim, array->shape) < 0 ||
+        ufg_dtype_keyword(s.prefix, s.values[UFG_A_DTYPE], &s.dtype) < 0 ||
+        ufg_accumulate_axis(s.prefix, s.values[UFG_A_AXIS], array->ndim, &plan.axis) < 0 ||
+        ufg_reduction_pick_loop(&s) < 0) {
+        return ufg_reduction_end(&s, NULL);
     }
-    if (out_obj != NULL) {
-        have_out = 1;
-        if (ufg_reduction_out_operand(prefix, out_obj, out_what, &array, stream, &out) < 0 ||
-            ufg_reduction_check_out(prefix, &array, array.ndim, array.shape, &out) < 0) {
-            goto done;
-        }
-    }
-    if (ufg_dtype_keyword(prefix, values[UFG_A_DTYPE], &dtype) < 0 ||
-        ufg_accumulate_axis(prefix, values[UFG_A_AXIS], array.ndim, &plan.axis) < 0) {
-        goto done;
-    }
-
-    /* NumPy's reduction resolution picks the loop and the accumulator. */
-    resolution = ufg_reduction_resolve(prefix, fn, ufunc, dtype, &array,
-                                       have_out ? &out : NULL, &scratch);
-    if (resolution == NULL) {
-        goto done;
-    }
-    if (resolution->loop_index < 0) {
-        PyErr_Format(PyExc_TypeError, "%s: no device accumulate loop for %s", prefix,
-                     ufg_dtype_name(array.code));
-        goto done;
-    }
-    plan.loop_index = resolution->loop_index;
-    plan.acc = (ufg_dtype_code)resolution->acc;
-    plan.launcher = fn->device_loops[plan.loop_index].accumulate[backend->id];
-    if (plan.launcher == NULL) {
-        ufg_call_missing_launcher(backend, fn->name, plan.loop_index);
-        goto done;
-    }
-    if (ufg_operand_check_alignment(&array, what) < 0 ||
-        (have_out && ufg_operand_check_alignment(&out, out_what) < 0)) {
-        goto done;
-    }
+    plan.loop_index = s.loop_index;
+    plan.acc = s.acc;
+    plan.launcher = s.launcher;
 
     /* The kernel reads the array itself unless it must be cast, or out= overlaps it other
      * than element for element; it writes out= itself when out= has the accumulator's
      * dtype, else a new result that is cast into out= after. */
-    plan.copy_input = array.code != plan.acc ||
-                      (have_out && ufg_operands_overlap(&array, &out) &&
-                       !ufg_accumulate_same_elements(&array, &out));
-    plan.direct = have_out && out.code == plan.acc;
+    plan.copy_input = array->code != plan.acc ||
+                      (s.have_out && ufg_operands_overlap(array, out) &&
+                       !ufg_accumulate_same_elements(array, out));
+    plan.direct = s.have_out && out->code == plan.acc;
     if (plan.copy_input) {
-        ufg_c_strides(array.ndim, array.shape, ufg_dtype_itemsize(plan.acc), in_strides);
+        ufg_c_strides(array->ndim, array->shape, ufg_dtype_itemsize(plan.acc), in_strides);
     }
     if (!plan.direct) {
-        ufg_c_strides(array.ndim, array.shape, ufg_dtype_itemsize(plan.acc), out_strides);
+        ufg_c_strides(array->ndim, array->shape, ufg_dtype_itemsize(plan.acc), out_strides);
     }
-    plan.combine = fn->device_loops[plan.loop_index].elementwise[backend->id];
-    if (ufg_accumulate_plan_lines(&array, plan.copy_input ? in_strides : array.strides,
-                                  plan.direct ? out.strides : out_strides, &plan) < 0 ||
-        ufg_accumulate_plan_chunks(backend, array.device,
+    plan.combine = fn->device_loops[plan.loop_index].elementwise[s.backend->id];
+    if (ufg_accumulate_plan_lines(array, plan.copy_input ? in_strides : array->strides,
+                                  plan.direct ? out->strides : out_strides, &plan) < 0 ||
+        ufg_accumulate_plan_chunks(s.backend, array->device,
                                    (fn->flags & UFG_FN_ASSOCIATIVE) != 0 && plan.combine != NULL,
                                    &plan) < 0 ||
         (plan.copy_input &&
-         ufg_reduction_check_cast(array.ndim, array.shape, array.strides, in_strides) < 0) ||
-        (have_out && !plan.direct &&
-         ufg_reduction_check_cast(array.ndim, array.shape, out_strides, out.strides) < 0)) {
-        goto done;
+         ufg_reduction_check_cast(array->ndim, array->shape, array->strides, in_strides) < 0) ||
+        (s.have_out && !plan.direct &&
+         ufg_reduction_check_cast(array->ndim, array->shape, out_strides, out->strides) < 0)) {
+        return ufg_reduction_end(&s, NULL);
     }
 
     /* Everything is checked: from here on the call runs. */
-    c = ufg_reduction_call_new(fn, ufunc, backend, stream, values[UFG_A_STREAM],
-                               default_keeper, array.device, plan.loop_index);
-    if (c == NULL) {
-        goto done;
+    if (ufg_reduction_open_call(&s) < 0) {
+        return ufg_reduction_end(&s, NULL);
     }
-    result = ufg_accumulate_run(c, &plan, array_obj, &array, out_obj, &out);
-
-done:
-    ufg_reduction_finish(c, dtype, default_keeper, have_out ? &out : NULL,
-                         have_array ? &array : NULL);
-    return result;
+    return ufg_reduction_end(&s, ufg_accumulate_run(s.c, &plan, s.values[UFG_A_ARRAY], array,
+                                                    s.out_obj, out));
 }

@@ -113,6 +113,55 @@ ufg_reduction_collapse(int ndim, int64_t *shape, int nops,
     return merged;
 }
 
+int
+ufg_reduction_plan_lines(int ndim, const int64_t *shape, int axis, const int64_t *in_strides,
+                         const int64_t *out_strides, ufg_reduction_lines *lines)
+{
+    int64_t kept[UFG_CALL_MAX_NDIM], strides[2][UFG_CALL_MAX_NDIM];
+    int n = 0;
+
+    for (int d = 0; d < ndim; d++) {
+        if (d != axis) {
+            kept[n] = shape[d];
+            strides[0][n] = in_strides[d];
+            strides[1][n] = out_strides[d];
+            n++;
+        }
+    }
+    lines->n_lines = ufg_reduction_product(n, kept);
+    n = ufg_reduction_collapse(n, kept, 2, strides);
+    if (n < 0) {
+        return -1;
+    }
+    lines->keep_ndim = n;
+    memcpy(lines->keep_shape, kept, sizeof(int64_t) * (size_t)n);
+    memcpy(lines->in_keep, strides[0], sizeof(int64_t) * (size_t)n);
+    memcpy(lines->out_keep, strides[1], sizeof(int64_t) * (size_t)n);
+    return 0;
+}
+
+int
+ufg_reduction_check_function(const char *prefix, const char *method,
+                             const ufg_function_descriptor *fn)
+{
+    if (fn->signature != NULL) {
+        PyErr_Format(PyExc_RuntimeError, "%s: Reduction not defined on ufunc with signature",
+                     prefix);
+        return -1;
+    }
+    if (fn->nin != 2 || fn->nout != 1) {
+        PyErr_Format(PyExc_ValueError, "%s: %s only supported for binary functions", prefix,
+                     method);
+        return -1;
+    }
+    if (fn->device_loops == NULL) {
+        PyErr_Format(PyExc_TypeError, "%s: %s was built without device kernels", prefix,
+                     fn->name);
+        return -1;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------ arguments */
 
 /* The vectorcall arguments into values[count] (borrowed; NULL: not given): the first
@@ -563,4 +612,149 @@ ufg_reduction_call_free(ufg_call *c)
         ufg_call_release(c);
         PyMem_Free(c);
     }
+}
+
+/* ------------------------------------------------------------------ buffers */
+
+int
+ufg_reduction_buffers_new(ufg_call *c, const ufg_operand *array, const ufg_operand *out,
+                          ufg_dtype_code acc, int copy_input, int direct, int result_ndim,
+                          const int64_t *result_shape, ufg_reduction_buffers *b)
+{
+    ufg_DeviceArrayObject *copy;
+
+    memset(b, 0, sizeof(*b));
+    b->in = array;
+    b->target = out;
+    if (ufg_call_wait_for_operand(c, array) < 0 ||
+        (out != NULL && ufg_call_wait_for_operand(c, out) < 0) ||
+        ufg_call_note_use(c, array) < 0 || (out != NULL && ufg_call_note_use(c, out) < 0)) {
+        return -1;
+    }
+    if (copy_input) {
+        if ((copy = ufg_call_empty(c, array->ndim, array->shape, acc)) == NULL) {
+            return -1;
+        }
+        ufg_operand_from_array(copy, &b->copy);
+        if (ufg_call_cast(c, array, &b->copy, NULL) < 0) {
+            return -1;
+        }
+        b->in = &b->copy;
+    }
+    if (!direct) {
+        if ((b->result = ufg_call_empty(c, result_ndim, result_shape, acc)) == NULL) {
+            return -1;
+        }
+        ufg_operand_from_array(b->result, &b->fresh);
+        b->target = &b->fresh;
+    }
+    return 0;
+}
+
+PyObject *
+ufg_reduction_buffers_finish(ufg_call *c, const ufg_reduction_buffers *b, PyObject *array_obj,
+                             PyObject *out_obj, const ufg_operand *out)
+{
+    if (out_obj == NULL) {
+        return ufg_wrap_like(array_obj, (PyObject *)b->result);
+    }
+    if (b->result != NULL && ufg_call_cast(c, &b->fresh, out, NULL) < 0) {
+        return NULL;
+    }
+    return Py_NewRef(out_obj);
+}
+
+/* ------------------------------------------------------------------ one call, in order */
+
+int
+ufg_reduction_begin(ufg_reduction_session *s, const ufg_function_descriptor *fn,
+                    PyObject *ufunc, ufg_reduction_method method, const char *const *names,
+                    int count, int positional, const char *supported, PyObject *const *args,
+                    Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *const method_names[] = {"accumulate", "reduceat"};
+    PyObject *stream_obj;
+
+    memset(s, 0, sizeof(*s));
+    s->fn = fn;
+    s->ufunc = ufunc;
+    s->method = method;
+    s->count = count;
+    PyOS_snprintf(s->prefix, sizeof(s->prefix), "%s.%s", fn->name, method_names[method]);
+    PyOS_snprintf(s->what, sizeof(s->what), "%s: argument 'array'", s->prefix);
+    PyOS_snprintf(s->out_what, sizeof(s->out_what), "%s: out=", s->prefix);
+    if (ufg_reduction_check_function(s->prefix, method_names[method], fn) < 0 ||
+        ufg_reduction_parse(s->prefix, names, count, positional, supported, args, nargs,
+                            kwnames, s->values) < 0) {
+        return -1;
+    }
+    stream_obj = s->values[count - 1];
+    if (ufg_reduction_start(stream_obj, &s->stream, &s->backend) < 0 ||
+        ufg_reduction_array(s->what, s->values[0], stream_obj != NULL && stream_obj != Py_None,
+                            &s->stream, &s->default_keeper, &s->array) < 0) {
+        return -1;
+    }
+    s->have_array = 1;
+    return 0;
+}
+
+int
+ufg_reduction_take_out(ufg_reduction_session *s, PyObject *value, int ndim,
+                       const int64_t *shape)
+{
+    if (ufg_reduction_out_object(s->prefix, value, &s->out_obj) < 0) {
+        return -1;
+    }
+    if (s->out_obj == NULL) {
+        return 0;
+    }
+    s->have_out = 1;
+    return ufg_reduction_out_operand(s->prefix, s->out_obj, s->out_what, &s->array, s->stream,
+                                     &s->out) < 0 ||
+           ufg_reduction_check_out(s->prefix, &s->array, ndim, shape, &s->out) < 0 ? -1 : 0;
+}
+
+int
+ufg_reduction_pick_loop(ufg_reduction_session *s)
+{
+    const ufg_reduce_resolution *resolution;
+    const ufg_device_loop *loop;
+
+    resolution = ufg_reduction_resolve(s->prefix, s->fn, s->ufunc, s->dtype, &s->array,
+                                       s->have_out ? &s->out : NULL, &s->scratch);
+    if (resolution == NULL) {
+        return -1;
+    }
+    if (resolution->loop_index < 0) {
+        PyErr_Format(PyExc_TypeError, "%s: no device loop for %s", s->prefix,
+                     ufg_dtype_name(s->array.code));
+        return -1;
+    }
+    s->loop_index = resolution->loop_index;
+    s->acc = (ufg_dtype_code)resolution->acc;
+    loop = &s->fn->device_loops[s->loop_index];
+    s->launcher = s->method == UFG_REDUCTION_ACCUMULATE ? loop->accumulate[s->backend->id]
+                                                        : loop->reduceat[s->backend->id];
+    if (s->launcher == NULL) {
+        return ufg_call_missing_launcher(s->backend, s->fn->name, s->loop_index);
+    }
+    return ufg_operand_check_alignment(&s->array, s->what) < 0 ||
+           (s->have_out && ufg_operand_check_alignment(&s->out, s->out_what) < 0) ? -1 : 0;
+}
+
+int
+ufg_reduction_open_call(ufg_reduction_session *s)
+{
+    s->c = ufg_reduction_call_new(s->fn, s->ufunc, s->backend, s->stream,
+                                  s->values[s->count - 1], s->default_keeper, s->array.device,
+                                  s->loop_index);
+    return s->c == NULL ? -1 : 0;
+}
+
+PyObject *
+ufg_reduction_end(ufg_reduction_session *s, PyObject *result)
+{
+    ufg_reduction_finish(s->c, s->dtype, s->default_keeper, s->have_out ? &s->out : NULL,
+                         s->have_array ? &s->array : NULL);
+    return result;
 }

@@ -1,5 +1,6 @@
 /*
- * What the device's .reduce (reduce.c) and .accumulate (accumulate.c) share (reduction.c).
+ * What the device's .reduce (reduce.c), .accumulate (accumulate.c) and .reduceat
+ * (reduceat.c) share (reduction.c).
  * Messages start with `prefix`, the method as the caller spelled it: "add.reduce".
  */
 #ifndef UFG_DEVICE_REDUCTION_H
@@ -28,9 +29,30 @@ int64_t ufg_reduction_product(int ndim, const int64_t *shape);
 int ufg_reduction_collapse(int ndim, int64_t *shape, int nops,
                            int64_t (*strides)[UFG_CALL_MAX_NDIM]);
 
+/* The lines along one axis of an array, as the accumulate and reduceat kernels take them:
+ * every other axis (merged where contiguous), with the strides of the kernel's input and
+ * output over those axes. */
+typedef struct {
+    int keep_ndim;
+    int64_t keep_shape[UFG_DEVICE_MAX_DIMS];
+    int64_t in_keep[UFG_DEVICE_MAX_DIMS], out_keep[UFG_DEVICE_MAX_DIMS];
+    int64_t n_lines;
+} ufg_reduction_lines;
+
+/* The lines of a `shape` along `axis`, from the input's and the output's strides over all
+ * axes; ValueError past the kernels' dimension limit. */
+int ufg_reduction_plan_lines(int ndim, const int64_t *shape, int axis,
+                             const int64_t *in_strides, const int64_t *out_strides,
+                             ufg_reduction_lines *lines);
+
 /* Whether a cast over `shape` with these strides fits the kernels after merging. */
 int ufg_reduction_check_cast(int ndim, const int64_t *shape, const int64_t *src_strides,
                              const int64_t *dst_strides);
+
+/* The function can run `method` ("accumulate"): a binary, elementwise function with device
+ * kernels, refused otherwise with NumPy's exception types. */
+int ufg_reduction_check_function(const char *prefix, const char *method,
+                                 const ufg_function_descriptor *fn);
 
 /* The vectorcall arguments into values[count] (borrowed; NULL: not given): the first
  * `positional` of `names` by position or keyword, the rest by keyword only; values[0], the
@@ -84,6 +106,28 @@ ufg_call *ufg_reduction_call_new(const ufg_function_descriptor *fn, PyObject *uf
                                  int loop_index);
 void ufg_reduction_call_free(ufg_call *c);
 
+/* The buffers of a checked .accumulate or .reduceat around its kernel: what the kernel reads
+ * (the array, or its C-contiguous copy in the accumulator's dtype) and writes (out=, or a
+ * new C-contiguous result in the accumulator's dtype, cast into out= after). */
+typedef struct {
+    const ufg_operand *in;
+    const ufg_operand *target;
+    ufg_operand copy, fresh;
+    ufg_DeviceArrayObject *result;  /* the new result (the call owns it), or NULL */
+} ufg_reduction_buffers;
+
+/* Waits for the array and out= (NULL: none) on the call's stream and notes their use, then
+ * makes the buffers: a copy when copy_input, a new result of result_shape unless direct. */
+int ufg_reduction_buffers_new(ufg_call *c, const ufg_operand *array, const ufg_operand *out,
+                              ufg_dtype_code acc, int copy_input, int direct, int result_ndim,
+                              const int64_t *result_shape, ufg_reduction_buffers *b);
+
+/* After the kernel: the new result cast into out=, and the call's answer, a new reference:
+ * out_obj, or the result as the array's library's type. */
+PyObject *ufg_reduction_buffers_finish(ufg_call *c, const ufg_reduction_buffers *b,
+                                       PyObject *array_obj, PyObject *out_obj,
+                                       const ufg_operand *out);
+
 /* NumPy's reduction resolution per (function, array dtype, dtype=, out= dtype): the loop and
  * the accumulator, or loop -1 (no device loop takes and gives one type).  Filled under the
  * GIL; an entry is written whole once resolve_dtypes has answered, so a duplicate is the worst
@@ -105,5 +149,58 @@ ufg_reduce_resolution *ufg_reduction_resolve(const char *prefix,
                                              PyObject *ufunc, PyArray_Descr *dtype,
                                              const ufg_operand *array, const ufg_operand *out,
                                              ufg_reduce_resolution *scratch);
+
+/* ------------------------------------------------------------------ one call, in order */
+
+/* .accumulate and .reduceat as their checks go, step by step (reduction.c): the arguments,
+ * the stream, the operands, the loop, and what the call releases at its end. */
+#define UFG_REDUCTION_MAX_ARGS 8
+
+typedef enum { UFG_REDUCTION_ACCUMULATE, UFG_REDUCTION_REDUCEAT } ufg_reduction_method;
+
+typedef struct {
+    const ufg_function_descriptor *fn;
+    PyObject *ufunc;
+    ufg_reduction_method method;
+    char prefix[160], what[200], out_what[200];     /* "add.accumulate", ... */
+    PyObject *values[UFG_REDUCTION_MAX_ARGS];       /* borrowed; NULL: not given */
+    int count;                                      /* of values; stream= is the last */
+    const ufg_backend *backend;
+    uintptr_t stream;
+    PyObject *default_keeper;       /* the default stream's owner, when not stream= */
+    ufg_operand array, out;
+    int have_array, have_out;
+    PyObject *out_obj;              /* borrowed, NULL: a new result */
+    PyArray_Descr *dtype;           /* dtype=, or NULL */
+    ufg_reduce_resolution scratch;
+    int loop_index;
+    ufg_dtype_code acc;
+    ufg_reduce_launcher launcher;
+    ufg_call *c;
+} ufg_reduction_session;
+
+/* The function checked, the arguments parsed (names: count of them, the first `positional`
+ * by position too, stream= last; supported: the keywords, for the message about another),
+ * stream= read, and the array taken.  -1 with an exception; either way ufg_reduction_end
+ * releases what was taken. */
+int ufg_reduction_begin(ufg_reduction_session *s, const ufg_function_descriptor *fn,
+                        PyObject *ufunc, ufg_reduction_method method,
+                        const char *const *names, int count, int positional,
+                        const char *supported, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames);
+
+/* out= (None, an array or a tuple of one) taken, of the result's shape. */
+int ufg_reduction_take_out(ufg_reduction_session *s, PyObject *value, int ndim,
+                           const int64_t *shape);
+
+/* NumPy's reduction resolution: the loop, the accumulator and the method's launcher, then the
+ * operands' alignment. */
+int ufg_reduction_pick_loop(ufg_reduction_session *s);
+
+/* Everything is checked: the call's state, to run on the session's stream. */
+int ufg_reduction_open_call(ufg_reduction_session *s);
+
+/* Releases what the session took; returns `result`. */
+PyObject *ufg_reduction_end(ufg_reduction_session *s, PyObject *result);
 
 #endif /* UFG_DEVICE_REDUCTION_H */

@@ -60,8 +60,10 @@ typedef struct ufg_function_descriptor {
  * layout of the descriptor and of what it points to (ufg_device_loop, the kernel parameter
  * structs of device_kernel.h), so that a module built by a ufuncgen whose layout differs is
  * refused at import, not misread at its first device call: change the number with the
- * layout.  2: accumulate launchers in ufg_device_loop, out_scan_stride in ufg_reduce_params. */
+ * layout.  2: accumulate launchers in ufg_device_loop, out_scan_stride in ufg_reduce_params.
+ * 3: ufg_value of 16 bytes (a complex128 scalar), in both parameter structs; reduceat
+ * launchers in ufg_device_loop, segments in ufg_reduce_params. */
 #define UFG_DESCRIPTOR_CAPSULE_PREFIX "ufuncgen.descriptor"
-#define UFG_DESCRIPTOR_CAPSULE UFG_DESCRIPTOR_CAPSULE_PREFIX ".2"
+#define UFG_DESCRIPTOR_CAPSULE UFG_DESCRIPTOR_CAPSULE_PREFIX ".3"
 
 #endif /* UFUNCGEN_DESCRIPTOR_H */

@@ -60,7 +60,8 @@ typedef struct {
  *
  * An accumulation takes the same parameters with one reduced dimension, the axis, and no
  * chunks: thread m scans kept element m, writing every partial result out_scan_stride bytes
- * apart.
+ * apart.  A reduceat too, with n_segments segments of the axis starting at segments[]:
+ * thread t reduces segment t % n_segments of kept element t / n_segments.
  */
 typedef struct {
     int64_t n_out;                  /* elements of the kept dimensions */
@@ -79,7 +80,10 @@ typedef struct {
     int64_t out_chunk_stride;
     ufg_value identity;
     int32_t start_from_first;
-    int64_t out_scan_stride;        /* accumulate: bytes between the results along the axis */
+    int64_t out_scan_stride;        /* accumulate: bytes between the results along the axis;
+                                     * reduceat: between the segments' results */
+    const int64_t *segments;        /* reduceat: n_segments start indices, in device memory */
+    int64_t n_segments;
 } ufg_reduce_params;
 
 /* A generated launcher: 0, or the backend's error code (a cudaError_t under CUDA). */
@@ -93,6 +97,7 @@ typedef struct {
     ufg_elementwise_launcher elementwise[UFG_BACKEND_COUNT];
     ufg_reduce_launcher reduce[UFG_BACKEND_COUNT];
     ufg_reduce_launcher accumulate[UFG_BACKEND_COUNT];   /* the reduce kernels' loops */
+    ufg_reduce_launcher reduceat[UFG_BACKEND_COUNT];     /* the same loops */
 } ufg_device_loop;
 
 
