@@ -261,10 +261,11 @@ def _operands(case: Case, t: str) -> list[np.ndarray]:
 
 # --------------------------------------------------------------------------- comparing
 
-# ULPs two correct libm implementations may differ by: the host's vector math (glibc libmvec)
-# against its scalar libm in the simulator, and CUDA's math library (its documented maximum
-# errors) against glibc on a GPU.  0 means bit for bit.
-HOST_VS_SIM_ULPS = 1
+# ULPs two correct libm implementations may differ by, per part type: the host's vector math
+# (glibc's libmvec, whose functions glibc documents within 4 ULP; its AVX-512 atan2f differs
+# from scalar atan2f by 2 ULP at (0.5, 3.0)) against its scalar libm in the simulator, and
+# CUDA's math library (its documented maximum errors) against glibc on a GPU.
+HOST_VS_SIM_ULPS = {"float32": 4, "float64": 2}
 HOST_VS_GPU_ULPS = {"float32": 4, "float64": 2}
 REFERENCE_ULPS = {"float32": 4, "float64": 2}    # against NumPy's own (SIMD) math
 NORMWISE_EPS = 8
@@ -337,11 +338,11 @@ def test_host_and_device_compute_the_same_and_what_the_reference_computes(corpus
         want = case.reference(*operands)
     on_device = fn(*[device.to_device(a) for a in operands]).copy_to_host()
 
+    part = np.dtype(t).type(0).real.dtype.name
     between = 0
     if case.libm:
-        between = HOST_VS_GPU_ULPS[t] if ON_GPU else HOST_VS_SIM_ULPS
+        between = (HOST_VS_GPU_ULPS if ON_GPU else HOST_VS_SIM_ULPS)[part]
     _assert_agree(on_device, host, between, f"{case.name}({t}) on {BACKEND} vs host")
-    part = np.dtype(t).type(0).real.dtype.name
     if case.normwise:
         _assert_close_normwise(host, want.astype(host.dtype), np.abs(want),
                                f"{case.name}({t}) on the host vs the reference")
@@ -515,5 +516,6 @@ def test_the_cplusplus_prelude_computes_what_the_c_prelude_computes(corpus, cxx_
     arrays = [np.ascontiguousarray(a) for a in operands] + [got]
     pointers = (ctypes.c_char_p * len(arrays))(*[a.ctypes.data_as(ctypes.c_char_p) for a in arrays])
     getattr(cxx_corpus, f"run_{case.name}_{t}")(pointers, ctypes.c_int64(host.size))
-    _assert_agree(got, host, HOST_VS_SIM_ULPS if case.libm else 0,
+    part = np.dtype(t).type(0).real.dtype.name
+    _assert_agree(got, host, HOST_VS_SIM_ULPS[part] if case.libm else 0,
                   f"{case.name}({t}) as C++ vs the host's C")
