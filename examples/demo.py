@@ -74,6 +74,14 @@ def lucas_reference(n):
     return (a + 2**63) % 2**64 - 2**63
 
 
+def mandelbrot_reference(c):
+    """Steps of z -> z*z + c from 0 until |z| > 2, at most 100, in Python complex numbers."""
+    z, k = 0j, 0
+    while k < 100 and abs(z) <= 2:
+        z, k = z * z + c, k + 1
+    return k
+
+
 def functions_tour():
     print("=" * 78)
     print("The seed functions, each next to the same computation in NumPy")
@@ -124,6 +132,11 @@ def functions_tour():
          "x/2 * erfc(-x/sqrt 2) in Python floats, rounded to float16", exact.astype(np.float16))
     print("    (float16 in and out: computed in float32 and rounded once, as NumPy's float16 "
           "loops do)")
+
+    c = np.array([0, -1, 0.3 + 0.5j, -0.75 + 0.1j, 1 + 1j], dtype=np.complex128)
+    demo("mandelbrot", "mandelbrot(complex128 [0, -1, 0.3+0.5j, -0.75+0.1j, 1+1j])",
+         ex.mandelbrot(c), "z = z*z + c in Python complex numbers, counted",
+         np.array([mandelbrot_reference(complex(v)) for v in c], dtype=np.int32))
 
     print("\n-- generalized ufuncs: they work on the last axes and loop over the rest --")
     vectors = np.array([[3.0, 4.0], [5.0, 12.0], [1.0, 1.0]])

@@ -64,7 +64,7 @@ REDUCIBLE = sorted(n for n in ELEMENTWISE if FUNCTIONS[n].nin == 2 and FUNCTIONS
 # Dtypes device arrays hold; anything else is made on the device as a CAI view (TypeError).
 DEVICE_DTYPES = frozenset(np.dtype(n) for n in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64"))
+    "float16", "float32", "float64", "complex64", "complex128"))
 EXTRA_DTYPES = [np.dtype(n) for n in ("int32", "int8", "uint8", "bool", "float32", "float64",
                                       "int64", ">f8", "float16")]
 OUT_DTYPES = [np.dtype(n) for n in ("float64", "float32", "int64", "int32", "bool", ">f8",

@@ -213,6 +213,24 @@ def sum_bound(dtype, n, magnitude):
 # ----------------------------------------------------------------------------- references
 
 
+def mandelbrot_python(c):
+    """The escape time, z -> z*z + c from 0, stepped with NumPy scalars of c's part type, in
+    the body's order ((zr zr - zi zi) + cr, (zr zi + zi zr) + ci): the same roundings, so the
+    same counts."""
+    part = c.real.dtype.type
+    flat = []
+    for value in np.asarray(c).ravel():
+        cr, ci = part(value.real), part(value.imag)
+        zr = zi = part(0)
+        k = 0
+        with np.errstate(all="ignore"):
+            while k < 100 and zr * zr + zi * zi <= 4:
+                zr, zi = (zr * zr - zi * zi) + cr, (zr * zi + zi * zr) + ci
+                k += 1
+        flat.append(k)
+    return np.array(flat, dtype=np.int32).reshape(np.shape(c))
+
+
 def lucas_mod_2_64(n):
     """L(n) wrapped to int64 like NumPy's int64 arithmetic: plain Python, by 2x2 matrix
     power of [[1, 1], [1, 0]] (Fibonacci numbers) modulo 2**64, a different algorithm from
@@ -299,6 +317,12 @@ def elementwise_inputs(name, dtype, shape, rng):
         return [uniform(-100, 100)]
     if name == "gelu":
         return [uniform(-12, 12)]
+    if name == "mandelbrot":
+        part = np.dtype(dtype).type(0).real.dtype
+        c = np.empty(shape, dtype)
+        c.real = rng.uniform(-2.2, 0.8, shape).astype(part)
+        c.imag = rng.uniform(-1.3, 1.3, shape).astype(part)
+        return [c]
     raise KeyError(name)
 
 
@@ -338,6 +362,8 @@ def elementwise_reference(name, *inputs):
         (x,) = inputs
         with np.errstate(invalid="ignore"):
             return (np.asarray(np.sin(x)), np.asarray(np.cos(x)))
+    if name == "mandelbrot":
+        return (mandelbrot_python(inputs[0]),)
     if name == "gelu":
         # Plain Python in double: x * Phi(x), Phi from math.erfc; -0.0 where Phi underflows
         # (x -> -Inf), NaN for NaN.
@@ -359,7 +385,7 @@ def check_elementwise(name, actual, expected, inputs):
         actual = (actual,)
     assert len(actual) == len(expected)
     for got, want in zip(actual, expected):
-        if name in ("lucas",) or want.dtype.kind == "i":
+        if name in ("lucas", "mandelbrot") or want.dtype.kind == "i":
             assert_exactly_equal(got, want)
         elif name == "add":
             assert_ulp_close(got, want, ADD_MAX_ULP)

@@ -107,6 +107,8 @@ def _no_loop_reference(fn):
 @pytest.mark.parametrize("name", FUNCTION_NAMES)
 def test_unsupported_input_dtype_raises_numpys_no_loop_type_error(name, bad):
     fn = getattr(ex, name)
+    if any(np.dtype(c).kind == bad.dtype.kind for t in fn.ufunc.types for c in t.split("->")[0]):
+        pytest.skip(f"{name} has {bad.dtype.kind!r} loops")
     reference = _no_loop_reference(fn)
     args = [np.resize(bad, shape) for shape in valid_shapes(fn)]
     outs = tuple(np.full((4, 3, 3)[:1], SENTINEL, dtype=np.float64) for _ in range(fn.nout))

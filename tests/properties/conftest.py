@@ -23,6 +23,8 @@ CASTABLE = {
     np.dtype(np.float32): [np.float32, np.int16, np.int8, np.uint8],
     np.dtype(np.float16): [np.float16, np.int8, np.uint8, np.bool_],
     np.dtype(np.int64): [np.int64, np.int32, np.int16, np.uint32, np.uint8],
+    np.dtype(np.complex128): [np.complex128, np.complex64, np.float64, np.float32, np.int16],
+    np.dtype(np.complex64): [np.complex64, np.float32, np.int16, np.uint8],
 }
 # Output dtypes a loop's result may be written to with out= (same_kind casting).
 OUT_DTYPES = {
@@ -30,6 +32,7 @@ OUT_DTYPES = {
     np.dtype(np.float32): [np.float32, np.float64],
     np.dtype(np.float16): [np.float16, np.float32, np.float64],
     np.dtype(np.int64): [np.int64, np.float64],
+    np.dtype(np.int32): [np.int32, np.int64, np.float64, np.complex128],
 }
 
 MAX_ELEMENTS = 3000
