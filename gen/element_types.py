@@ -12,7 +12,8 @@ from dataclasses import dataclass
 class ElementType:
     name: str          # the spelling in signature files and in NumPy: "float32"
     c_type: str        # the C type a body sees and computes in: "float"
-    npy_enum: str      # the NumPy type number: "NPY_FLOAT32"
+    npy_enum: str | None  # NumPy's type number, "NPY_FLOAT32"; None for a dtype that another
+                          # package registers with NumPy at run time (dtype_module)
     itemsize: int
     kind: str          # "b" bool, "i" signed, "u" unsigned, "f" floating, "c" complex
     min_value: int | None = None   # integer range, for checking identities
@@ -24,6 +25,15 @@ class ElementType:
     storage: str | None = None
     load: str | None = None
     store: str | None = None
+    # The Python module whose import registers the dtype with NumPy (np.dtype(name) works
+    # after it), for the types NumPy has no number of its own for: "ml_dtypes".
+    dtype_module: str | None = None
+
+    @property
+    def is_numpy_builtin(self) -> bool:
+        """One of NumPy's own types: registered with the ufunc itself, and held by device
+        arrays.  The others' loops are added when their dtype_module can be imported."""
+        return self.npy_enum is not None
 
     @property
     def is_integer(self) -> bool:
@@ -84,6 +94,12 @@ ELEMENT_TYPES: dict[str, ElementType] = {
         _int("uint64", "uint64_t", 64, False),
         ElementType("float16", "float", "NPY_FLOAT16", 2, "f", storage="ufg_half",
                     load="ufg_half_to_float", store="ufg_float_to_half"),
+        # ml_dtypes' bfloat16 (the top half of a float32), stored as its bits and computed on
+        # as float, as ml_dtypes' own loops do; host only for now (device arrays hold NumPy's
+        # own types).
+        ElementType("bfloat16", "float", None, 2, "f", storage="ufg_bfloat16",
+                    load="ufg_bfloat16_to_float", store="ufg_float_to_bfloat16",
+                    dtype_module="ml_dtypes"),
         ElementType("float32", "float", "NPY_FLOAT32", 4, "f"),
         ElementType("float64", "double", "NPY_FLOAT64", 8, "f"),
         # Two floats, real then imaginary, as NumPy stores them: C99's float _Complex in C,
@@ -92,3 +108,8 @@ ELEMENT_TYPES: dict[str, ElementType] = {
         ElementType("complex128", "ufg_complex128", "NPY_COMPLEX128", 16, "c"),
     )
 }
+
+# NumPy's own types, in the same order: the ones a ufunc is created with and device arrays
+# hold (the runtime's dtype codes).
+NUMPY_ELEMENT_TYPES: dict[str, ElementType] = {
+    name: t for name, t in ELEMENT_TYPES.items() if t.is_numpy_builtin}

@@ -125,6 +125,13 @@ class TypeSignature:
         """`T` inside a body: the type of the first argument (the first output if there is none)."""
         return self.all_types[0]
 
+    @property
+    def is_numpy_builtin(self) -> bool:
+        """Every type is one of NumPy's own: the loop is registered with the ufunc itself and
+        has device kernels.  Otherwise (bfloat16) it is added when the dtype's module can be
+        imported, and runs on the host only."""
+        return all(t.is_numpy_builtin for t in self.all_types)
+
 
 @dataclass(frozen=True)
 class CoreDim:
@@ -216,6 +223,23 @@ class Function:
         return self.inputs + self.outputs
 
     @property
+    def numpy_signatures(self) -> tuple[TypeSignature, ...]:
+        """The loops of NumPy's own types: the ufunc's loops, in order, each with device
+        kernels."""
+        return tuple(s for s in self.signatures if s.is_numpy_builtin)
+
+    @property
+    def provided_signatures(self) -> tuple[TypeSignature, ...]:
+        """The loops that name a dtype another package provides (bfloat16: ml_dtypes)."""
+        return tuple(s for s in self.signatures if not s.is_numpy_builtin)
+
+    @property
+    def provided_dtype_modules(self) -> tuple[str, ...]:
+        """The modules to import before the provided loops' dtypes can be named."""
+        return tuple(dict.fromkeys(t.dtype_module for s in self.provided_signatures
+                                   for t in s.all_types if t.dtype_module))
+
+    @property
     def is_gufunc(self) -> bool:
         return self.layout is not None
 
@@ -226,7 +250,7 @@ class Function:
         reduction starts from its first element, as NumPy's does."""
         if self.is_gufunc or len(self.inputs) != 2 or len(self.outputs) != 1:
             return ()
-        return tuple(s for s in self.signatures if len(set(s.all_types)) == 1)
+        return tuple(s for s in self.numpy_signatures if len(set(s.all_types)) == 1)
 
     @property
     def element_types(self) -> tuple[ElementType, ...]:

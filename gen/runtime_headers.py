@@ -1,6 +1,6 @@
 """The C headers generated from the generator's own tables, for the runtime and the kernels:
 
-    ufuncgen/element_types.h   UFG_ELEMENT_TYPES(X), one X(...) per row of ELEMENT_TYPES
+    ufuncgen/element_types.h   UFG_ELEMENT_TYPES(X), one X(...) per row of NUMPY_ELEMENT_TYPES
     ufuncgen/limits.h          the shared limits of limits.py
 
 ufuncgen's build writes them into its build tree and installs them beside src/include's
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from .element_types import ELEMENT_TYPES, ElementType
+from .element_types import NUMPY_ELEMENT_TYPES, ElementType
 from .limits import C_LIMITS
 
 # DLPack's DLDataTypeCode for each NumPy kind.
@@ -38,7 +38,7 @@ def _pair_row(s: ElementType, d: ElementType) -> str:
 
 
 def element_types_header() -> str:
-    types = list(ELEMENT_TYPES.values())
+    types = list(NUMPY_ELEMENT_TYPES.values())
     rows = " \\\n".join(_x_row(t) for t in types)
     pairs = " \\\n".join(_pair_row(s, d) for s in types for d in types)
     names = ", ".join(t.name for t in types)
@@ -47,8 +47,8 @@ def element_types_header() -> str:
 #define UFUNCGEN_ELEMENT_TYPES_H
 
 /*
- * The element types signature files name and device arrays hold, in this order (the order of
- * the runtime's dtype codes, UFG_DT_<CODE>):
+ * The element types device arrays hold (NumPy's own among those signature files name), in
+ * this order (the order of the runtime's dtype codes, UFG_DT_<CODE>):
  *
  *   X(CODE, name, storage_type, npy_enum, itemsize, kind_char, access, dlpack_code)
  *

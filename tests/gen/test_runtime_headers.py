@@ -12,7 +12,7 @@ import pytest
 from ufuncgen.build import tool_environment
 from ufuncgen.gen import limits
 from ufuncgen.gen.__main__ import main
-from ufuncgen.gen.element_types import ELEMENT_TYPES
+from ufuncgen.gen.element_types import ELEMENT_TYPES, NUMPY_ELEMENT_TYPES
 from ufuncgen.gen.runtime_headers import element_types_header, limits_header
 
 X_ROW = re.compile(r"^    X\((\w+), \"(\w+)\", (\w+), (NPY_\w+), (\d+), '(\w)', (\w), (kDL\w+)\)",
@@ -21,19 +21,26 @@ SOURCE_INCLUDE = pathlib.Path(__file__).resolve().parents[2] / "src" / "include"
 DLPACK = {"b": "kDLBool", "i": "kDLInt", "u": "kDLUInt", "f": "kDLFloat", "c": "kDLComplex"}
 
 
-def test_the_element_types_header_lists_exactly_the_generators_element_types_in_order():
+def test_the_element_types_header_lists_exactly_numpys_own_element_types_in_order():
     rows = X_ROW.findall(element_types_header())
     assert rows == [(t.name.upper(), t.name, t.storage_type, t.npy_enum, str(t.itemsize), t.kind,
-                     t.access, DLPACK[t.kind]) for t in ELEMENT_TYPES.values()]
+                     t.access, DLPACK[t.kind]) for t in NUMPY_ELEMENT_TYPES.values()]
     text = element_types_header()
-    assert f"#define UFG_ELEMENT_TYPE_COUNT {len(ELEMENT_TYPES)}\n" in text
-    assert f'#define UFG_ELEMENT_TYPE_NAMES "{", ".join(ELEMENT_TYPES)}"\n' in text
+    assert f"#define UFG_ELEMENT_TYPE_COUNT {len(NUMPY_ELEMENT_TYPES)}\n" in text
+    assert f'#define UFG_ELEMENT_TYPE_NAMES "{", ".join(NUMPY_ELEMENT_TYPES)}"\n' in text
+
+
+def test_numpys_own_types_are_every_type_but_the_ones_another_package_defines():
+    others = [t.name for t in ELEMENT_TYPES.values() if t.name not in NUMPY_ELEMENT_TYPES]
+    assert others == ["bfloat16"]
+    assert all(ELEMENT_TYPES[name].dtype_module == "ml_dtypes" for name in others)
+    assert list(NUMPY_ELEMENT_TYPES) == [n for n in ELEMENT_TYPES if n not in others]
 
 
 def test_the_pair_list_has_every_source_destination_pair_once():
     pairs = re.findall(r"^    X\((\w+), [\w ]+, \w, (\w+), [\w ]+, \w\)", element_types_header(),
                        re.MULTILINE)
-    codes = [name.upper() for name in ELEMENT_TYPES]
+    codes = [name.upper() for name in NUMPY_ELEMENT_TYPES]
     assert pairs == [(s, d) for s in codes for d in codes]
 
 

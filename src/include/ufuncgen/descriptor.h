@@ -54,6 +54,14 @@ typedef struct ufg_function_descriptor {
 
     /* The device launchers, one entry per type signature (in `types` order). */
     const ufg_device_loop *device_loops;
+
+    /* Loops of type signatures that name a dtype NumPy does not define itself (bfloat16, from
+     * ml_dtypes): registered with PyUFunc_RegisterLoopForType when every module in
+     * provided_modules (NULL-terminated) can be imported; host only. */
+    int nprovided;
+    PyUFuncGenericFunction *provided_loops;
+    const char *const *provided_types;      /* nprovided * (nin + nout) dtype names */
+    const char *const *provided_modules;
 } ufg_function_descriptor;
 
 /* The name of the capsule that carries a descriptor to ufuncgen.Function.  It names the
@@ -62,8 +70,8 @@ typedef struct ufg_function_descriptor {
  * refused at import, not misread at its first device call: change the number with the
  * layout.  2: accumulate launchers in ufg_device_loop, out_scan_stride in ufg_reduce_params.
  * 3: ufg_value of 16 bytes (a complex128 scalar), in both parameter structs; reduceat
- * launchers in ufg_device_loop, segments in ufg_reduce_params. */
+ * launchers in ufg_device_loop, segments in ufg_reduce_params.  4: the provided loops. */
 #define UFG_DESCRIPTOR_CAPSULE_PREFIX "ufuncgen.descriptor"
-#define UFG_DESCRIPTOR_CAPSULE UFG_DESCRIPTOR_CAPSULE_PREFIX ".3"
+#define UFG_DESCRIPTOR_CAPSULE UFG_DESCRIPTOR_CAPSULE_PREFIX ".4"
 
 #endif /* UFUNCGEN_DESCRIPTOR_H */

@@ -33,6 +33,7 @@
 #endif
 
 #include "ufuncgen/half.h"     /* float16 elements: loaded as float, stored rounded */
+#include "ufuncgen/bfloat16.h" /* bfloat16 elements: loaded as float, stored rounded */
 #include "ufuncgen/complex.h"  /* complex64, complex128: C99 complex, or a class in CUDA C++ */
 
 #if defined(__CUDACC__)

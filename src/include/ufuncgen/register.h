@@ -11,6 +11,7 @@
 
 #include "ufuncgen/descriptor.h"
 #include "ufuncgen/host_threads.h"
+#include "ufuncgen/limits.h"
 
 static PyObject *
 ufg_identity_value(const ufg_function_descriptor *function)
@@ -42,6 +43,79 @@ ufg_new_ufunc(const ufg_function_descriptor *function)
         ((PyUFuncObject *)ufunc)->process_core_dims_func = function->process_core_dims;
     }
     return ufunc;
+}
+
+/* Whether every module that defines a provided loop's dtypes can be imported: 1 yes, 0 no
+ * (then arrays of those dtypes cannot exist either, and the loops are not needed), -1 on any
+ * other error. */
+static int
+ufg_provided_modules_import(const ufg_function_descriptor *function)
+{
+    for (const char *const *name = function->provided_modules; *name != NULL; name++) {
+        PyObject *module = PyImport_ImportModule(*name);
+        if (module == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_ImportError)) {
+                return -1;
+            }
+            PyErr_Clear();
+            return 0;
+        }
+        Py_DECREF(module);
+    }
+    return 1;
+}
+
+/* One provided loop's argument type numbers, from its dtype names; returns the first
+ * user-defined type number among them (the one NumPy files the loop under), or -1 with an
+ * exception. */
+static int
+ufg_provided_type_numbers(const char *const *names, int nargs, int *type_nums)
+{
+    int user_type = -1;
+    for (int k = 0; k < nargs; k++) {
+        PyArray_Descr *descr = NULL;
+        PyObject *name = PyUnicode_FromString(names[k]);
+        int converted = name != NULL && PyArray_DescrConverter(name, &descr);
+        Py_XDECREF(name);
+        if (!converted) {
+            return -1;
+        }
+        type_nums[k] = descr->type_num;
+        if (user_type < 0 && PyTypeNum_ISUSERDEF(descr->type_num)) {
+            user_type = descr->type_num;
+        }
+        Py_DECREF(descr);
+    }
+    if (user_type < 0) {
+        PyErr_Format(PyExc_RuntimeError, "ufuncgen: a provided loop of %s names no "
+                     "user-defined dtype", names[0]);
+    }
+    return user_type;
+}
+
+/* Adds the loops of dtypes another package defines (ml_dtypes' bfloat16) to `ufunc`. */
+static int
+ufg_register_provided_loops(PyObject *ufunc, const ufg_function_descriptor *function)
+{
+    if (function->nprovided == 0) {
+        return 0;
+    }
+    int available = ufg_provided_modules_import(function);
+    if (available <= 0) {
+        return available;
+    }
+    const int nargs = function->nin + function->nout;
+    int type_nums[UFG_MAX_ARGS];
+    for (int i = 0; i < function->nprovided; i++) {
+        int user_type = ufg_provided_type_numbers(function->provided_types + (size_t)i * nargs,
+                                                  nargs, type_nums);
+        if (user_type < 0 ||
+            PyUFunc_RegisterLoopForType((PyUFuncObject *)ufunc, user_type,
+                                        function->provided_loops[i], type_nums, NULL) < 0) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* The bare ufunc pickles by reference to `module.name` (ufuncgen/_pickling.py): dask's graphs hold it. */
@@ -78,7 +152,8 @@ ufg_register_functions(PyObject *module, const char *qualified_name,
     int status = 0;
     for (int i = 0; i < count && status == 0; i++) {
         PyObject *ufunc = ufg_new_ufunc(&descriptors[i]);
-        if (ufunc != NULL && ufg_name_ufunc(ufunc, qualified_name, descriptors[i].name) < 0) {
+        if (ufunc != NULL && (ufg_name_ufunc(ufunc, qualified_name, descriptors[i].name) < 0 ||
+                              ufg_register_provided_loops(ufunc, &descriptors[i]) < 0)) {
             Py_CLEAR(ufunc);
         }
         if (ufunc == NULL) {
