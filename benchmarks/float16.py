@@ -1,4 +1,5 @@
-"""float16 on the host: ufuncgen's float16 loops against NumPy's own, same computation.
+"""float16 and bfloat16 on the host: ufuncgen's loops against NumPy's own (float16) and
+ml_dtypes' (bfloat16), same computation.
 
 Run it with ufuncgen installed (``pip install .``)::
 
@@ -13,12 +14,16 @@ once (README, "float16"); NumPy's float16 loops do the same per operation.  Rows
 - gelu: ``ex.gelu`` in float16 against the same function in float32, the cost of the
   conversions around the body (NumPy has no erf to compose it from);
 - inner1d and l2_norm over rows of 16: against ``np.vecdot`` and ``np.sqrt(np.vecdot(x, x))``
-  on the float16 arrays.
+  on the float16 arrays;
+- bfloat16 add (when ml_dtypes is installed): a function with a ``bfloat16(bfloat16,
+  bfloat16)`` loop, built with ``ufuncgen.load()``, against ``np.add`` on ml_dtypes.bfloat16
+  arrays, which runs ml_dtypes' own loop (bit-identical results).
 
 Ratios are ``peer time / ufuncgen time`` (above 1: ufuncgen faster), minimum times over
 interleaved repeats on one core (benchmarks/host.py's ``time_interleaved``).  Markdown output.
 """
 import argparse
+import importlib.util
 import os
 import sys
 
@@ -50,6 +55,31 @@ def rows(n, rng):
                                     "np.sqrt(np.vecdot)": lambda: np.sqrt(np.vecdot(m, m))}
 
 
+BFLOAT16_FILE = """\
+ufunc badd(x, y) -> z
+    types: bfloat16(bfloat16, bfloat16)
+{
+    z = x + y;
+}
+"""
+
+
+def bfloat16_rows(n, rng):
+    try:
+        import ml_dtypes
+    except ImportError:
+        return
+    bf16 = ufuncgen.load(BFLOAT16_FILE, name="ufg_bench_bfloat16", cuda_arch="none")
+    a = rng.uniform(-100, 100, n).astype(ml_dtypes.bfloat16)
+    b = rng.uniform(-100, 100, n).astype(ml_dtypes.bfloat16)
+    out = np.empty_like(a)
+    assert np.array_equal(bf16.badd(a, b).view(np.uint16), np.add(a, b).view(np.uint16))
+    yield "add (bfloat16)", "new output", {"ufuncgen": lambda: bf16.badd(a, b),
+                                           "np.add (ml_dtypes)": lambda: np.add(a, b)}
+    yield "add (bfloat16)", "out=", {"ufuncgen": lambda: bf16.badd(a, b, out=out),
+                                     "np.add (ml_dtypes)": lambda: np.add(a, b, out=out)}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=10_000_000)
@@ -58,15 +88,17 @@ def main():
     n, repeat = (1_000_000, 3) if args.quick else (args.n, 7)
     ufuncgen.set_num_threads(1)
     rng = np.random.default_rng(0)
-    print(f"float16 on the host, {n:,} elements, one thread, NumPy {np.__version__}\n")
+    print(f"float16 and bfloat16 on the host, {n:,} elements, one thread, NumPy {np.__version__}\n")
     print("| function | case | ufuncgen ms | peer | peer ms | peer / ufuncgen |")
     print("|---|---|---|---|---|---|")
-    for name, case, candidates in rows(n, rng):
+    for name, case, candidates in [*rows(n, rng), *bfloat16_rows(n, rng)]:
         times = time_interleaved(candidates, repeat)
         (peer, peer_time), = ((k, v) for k, v in times.items() if k != "ufuncgen")
         ours = times["ufuncgen"]
         print(f"| {name} | {case} | {ours * 1e3:.2f} | {peer} | {peer_time * 1e3:.2f} "
               f"| {peer_time / ours:.2f}x |")
+    if importlib.util.find_spec("ml_dtypes") is None:
+        print("\nml_dtypes is not installed: no bfloat16 rows (pip install ml_dtypes)")
 
 
 if __name__ == "__main__":
