@@ -62,8 +62,9 @@ typedef struct ufg_function_descriptor {
  * refused at import, not misread at its first device call: change the number with the
  * layout.  2: accumulate launchers in ufg_device_loop, out_scan_stride in ufg_reduce_params.
  * 3: ufg_value of 16 bytes (a complex128 scalar), in both parameter structs; reduceat
- * launchers in ufg_device_loop, segments in ufg_reduce_params. */
+ * launchers in ufg_device_loop, segments in ufg_reduce_params.  4: at launchers in
+ * ufg_device_loop, at_* in ufg_reduce_params. */
 #define UFG_DESCRIPTOR_CAPSULE_PREFIX "ufuncgen.descriptor"
-#define UFG_DESCRIPTOR_CAPSULE UFG_DESCRIPTOR_CAPSULE_PREFIX ".3"
+#define UFG_DESCRIPTOR_CAPSULE UFG_DESCRIPTOR_CAPSULE_PREFIX ".4"
 
 #endif /* UFUNCGEN_DESCRIPTOR_H */
