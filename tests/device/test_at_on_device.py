@@ -194,16 +194,28 @@ def test_a_library_array_is_updated_in_place(rng):
     _same(host(d), want)
 
 
-def test_the_updates_run_in_one_launch_on_one_thread(rng):
+def test_repeated_elements_are_updated_in_one_launch_on_one_thread(rng):
     d = to_dev(_data(np.float64, (100,), rng))
     before = _device.launch_count()
-    ex.add.at(d, rng.integers(0, 100, 1000), 1.0)
+    ex.add.at(d, np.r_[rng.permutation(100), 17], 1.0)
     assert _device.launch_count() - before == 1
     last = _device.last_launch()
     assert (last["grid"], last["block"]) == (1, 1)
     before = _device.launch_count()
     ex.add.at(d, [], 1.0)
     assert _device.launch_count() == before        # nothing selected: nothing runs
+
+
+@pytest.mark.parametrize("index", [slice(None), slice(None, None, -1), "permutation", "mask"])
+def test_distinct_elements_are_updated_by_a_thread_each(index, rng):
+    x = _data(np.float64, (3000,), rng)
+    if isinstance(index, str):
+        index = rng.permutation(3000) if index == "permutation" else x > 0
+    b = to_dev(_data(np.float64, x[index].shape, rng))
+    got, want = _both(ex.custom_op, x, index, b)
+    last = _device.last_launch()
+    assert last["grid"] * last["block"] >= 1000
+    _same(got, want)
 
 
 def test_stream_is_taken_by_keyword_and_nothing_else_is(rng):

@@ -18,8 +18,10 @@
  * device.  A CUDA array of indices is refused.  b is converted to the loop's second input
  * type (a CUDA b into a temporary of a[indices]'s shape, which also keeps the values b had
  * before the call when it overlaps a, as NumPy's copy does).  Then the generated at kernel
- * applies every update on one thread, in order: NumPy's result bit for bit, whatever the
- * function.  Everything is queued on the call's stream; a refused call has written nothing.
+ * applies every update on one thread, in order, when an element is selected more than once,
+ * or on one thread per update when none is: NumPy's result bit for bit either way, whatever
+ * the function.  Everything is queued on the call's stream; a refused call has written
+ * nothing.
  */
 #include "reduction.h"
 
@@ -434,6 +436,44 @@ ufg_at_second_input(ufg_at_session *s, ufg_reduce_params *p)
     }
 }
 
+/* Whether the n offsets are all distinct, `itemsize` bytes apart at least (elements of a
+ * view whose strides are smaller than its items overlap): each element is then updated once,
+ * and the updates may run in any order, on as many threads (for any function: NumPy's result
+ * whatever the order).  Monotonic offsets (slices, masks, sorted indices) are checked as they
+ * are; others are sorted, a copy, on the host: O(n log n) on the CPU against n dependent
+ * updates on one GPU thread.  -1 with an exception. */
+static int
+ufg_at_offsets_distinct(PyArrayObject *offsets_array, int64_t itemsize)
+{
+    const int64_t *offsets = (const int64_t *)PyArray_DATA(offsets_array);
+    const npy_intp n = PyArray_SIZE(offsets_array);
+    PyArrayObject *sorted;
+    const int64_t *values;
+    int increasing = 1, decreasing = 1, distinct = 1;
+
+    for (npy_intp i = 1; i < n && (increasing || decreasing); i++) {
+        increasing &= offsets[i] - offsets[i - 1] >= itemsize;
+        decreasing &= offsets[i - 1] - offsets[i] >= itemsize;
+    }
+    if (increasing || decreasing) {
+        return 1;
+    }
+    sorted = (PyArrayObject *)PyArray_NewCopy(offsets_array, NPY_CORDER);
+    if (sorted == NULL) {
+        return -1;
+    }
+    if (PyArray_Sort(sorted, -1, NPY_QUICKSORT) < 0) {
+        Py_DECREF(sorted);
+        return -1;
+    }
+    values = (const int64_t *)PyArray_DATA(sorted);
+    for (npy_intp i = 1; i < n && distinct; i++) {
+        distinct = values[i] - values[i - 1] >= itemsize;
+    }
+    Py_DECREF(sorted);
+    return distinct;
+}
+
 /* Everything checked: the producers waited for, the offsets and b on the device, the kernel. */
 static int
 ufg_at_run(ufg_at_session *s)
@@ -443,7 +483,7 @@ ufg_at_run(ufg_at_session *s)
     ufg_reduce_params p;
     const int64_t n = PyArray_SIZE(s->offsets);
     ufg_DeviceArrayObject *offsets;
-    int error;
+    int error, distinct;
 
     if (ufg_call_wait_for_operand(c, &s->a) < 0 ||
         (s->b_on_device && ufg_call_wait_for_operand(c, &s->b) < 0) ||
@@ -455,6 +495,19 @@ ufg_at_run(ufg_at_session *s)
         return 0;
     }
     memset(&p, 0, sizeof(p));
+    if ((distinct = ufg_at_offsets_distinct(s->offsets, ufg_dtype_itemsize(s->a.code))) < 0) {
+        return -1;
+    }
+    if (distinct) {
+        if (ufg_launch_grid(c->backend, c->device, n, &p.grid) < 0) {
+            return -1;
+        }
+        p.block = UFG_DEVICE_BLOCK;
+    }
+    else {
+        p.grid = 1;                 /* one thread: repeated offsets are updated in order */
+        p.block = 1;
+    }
     if (ufg_at_second_input(s, &p) < 0 ||
         (offsets = ufg_call_empty(c, 1, &n, UFG_DT_INT64)) == NULL) {
         return -1;
@@ -476,8 +529,6 @@ ufg_at_run(ufg_at_session *s)
     p.at_load_pair = (int32_t)UFG_CAST_PAIR(s->a.code, s->in0);
     p.at_store_pair = (int32_t)UFG_CAST_PAIR(s->result, s->a.code);
     p.n_chunks = 1;
-    p.grid = 1;                     /* one thread: the updates are in order */
-    p.block = 1;
     launch.reduce = s->launcher;
     launch.reduce_params = &p;
     return ufg_launch_run(c->backend, &launch, c->device, c->stream, "an at kernel launch");

@@ -64,7 +64,8 @@ typedef struct {
  * thread t reduces segment t % n_segments of kept element t / n_segments.
  *
  * An at (ufunc.at) takes n_segments byte offsets into the array `out` in segments[], in
- * NumPy's order, and thread 0 alone updates the element at each in turn: the element is
+ * NumPy's order, and a grid-stride loop updates the element at each (launched on one thread,
+ * which then takes them in turn, unless the offsets are all distinct): the element is
  * converted to the loop's first input type (cast pair at_load), combined with the i-th
  * second input (at in + i * in_reduce_strides[0], or at_value for a scalar: at_by_value) by
  * the function's body, and the result converted back into the element (cast pair at_store;
