@@ -313,3 +313,27 @@ def test_index_errors_are_numpys_own():
         ex.add.at(d, np.ones(2, bool), 1.0)
     with pytest.raises(ValueError, match="array is not broadcastable to correct shape"):
         ex.add.at(d, [0, 1], to_dev(np.ones(3)))
+
+
+def test_a_complex_function_and_arrays_converted_to_and_from_complex():
+    from ufuncgen import load
+    m = load("ufunc cmul(x, y) -> z\n    types: complex128(complex128, complex128)\n"
+             "{\n    z = x * y;\n}\n", "ufg_at_complex", cuda_arch="none")
+    x = (np.arange(5) + 1j * np.arange(5)[::-1]).astype(np.complex128)
+    got, want = _both(m.cmul, x, [0, 3, 3, 0], to_dev(np.array([1j, 2 - 1j, 0.5, 3j])))
+    _same(got, want)
+    got, want = _both(m.cmul, x, [1, 1], 2 + 0.5j)
+    _same(got, want)
+    real = np.arange(5, dtype=np.float32)          # the real part of each product, kept
+    with pytest.warns(np.exceptions.ComplexWarning):   # on the host; the device is silent
+        got, want = _both(m.cmul, real, [2, 2, 4], to_dev(np.array([1 + 1j, 2j, -1j])))
+    _same(got, want)
+
+
+@pytest.mark.parametrize("shape, index", [((0,), []), ((0, 3), (slice(None), 1)),
+                                          ((4, 0), (slice(1, 3),)), ((3,), slice(2, 2))])
+def test_nothing_selected_leaves_the_array_as_it_was(shape, index, rng):
+    x = _data(np.float64, shape, rng)
+    got, want = _both(ex.add, x, index, to_dev(np.ones(x[index].shape)))
+    _same(got, want)
+    _same(got, x)
