@@ -557,21 +557,6 @@ ufg_function_method_override(PyObject *op, ufg_ufunc_method which,
     return result;
 }
 
-static PyObject *
-ufg_function_host_method_unless_overridden(PyObject *op, ufg_ufunc_method which,
-                                           PyObject *const *args,
-                                           Py_ssize_t nargs, PyObject *kwnames)
-{
-    int done;
-    PyObject *result = ufg_function_method_override(op, which, args, nargs,
-                                                    kwnames, &done);
-    if (done) {
-        return result;
-    }
-    return ufg_function_host_method((ufg_FunctionObject *)op, which, args,
-                                    nargs, kwnames);
-}
-
 /* A method that device arrays take to the device runtime (reduce, accumulate, reduceat,
  * outer, at). */
 static PyObject *
