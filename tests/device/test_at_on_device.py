@@ -337,3 +337,14 @@ def test_nothing_selected_leaves_the_array_as_it_was(shape, index, rng):
     got, want = _both(ex.add, x, index, to_dev(np.ones(x[index].shape)))
     _same(got, want)
     _same(got, x)
+
+
+@pytest.mark.parametrize("index", [([0, 1, 0], slice(None), [0, 0, 0]),
+                                   ([[0], [2]], slice(1, 3), [1, 1, 4]),
+                                   (0, slice(None), [3, 3])])
+def test_separated_index_arrays_pair_b_with_the_elements_as_numpy_does(index, rng):
+    """Index arrays split by a slice put their dimensions first in a[indices]: b follows."""
+    x = _data(np.float64, (3, 4, 5), rng)
+    b = to_dev(_data(np.float64, x[index].shape, rng))
+    got, want = _both(ex.custom_op, x, index, b)     # not reorderable: the pairing matters
+    _same(got, want)
