@@ -253,6 +253,15 @@ class Function:
         return tuple(s for s in self.numpy_signatures if len(set(s.all_types)) == 1)
 
     @property
+    def at_signatures(self) -> tuple[TypeSignature, ...]:
+        """The loops `.at` can run on the device: every loop of a unary or binary ufunc of one
+        output (NumPy's `.at` takes no others); the array is converted to and from the loop's
+        types element by element."""
+        if self.is_gufunc or len(self.inputs) not in (1, 2) or len(self.outputs) != 1:
+            return ()
+        return self.numpy_signatures
+
+    @property
     def element_types(self) -> tuple[ElementType, ...]:
         """Every `T` this function's bodies are compiled for, in first-use order."""
         return tuple(dict.fromkeys(s.element_type for s in self.signatures))

@@ -67,7 +67,7 @@ ufg_load_device_api(void)
     return ufg_device_api;
 }
 
-/* A call (or .reduce, .accumulate, .reduceat, .outer: `method`) with a CUDA argument: the device
+/* A call (or .reduce, .accumulate, .reduceat, .outer, .at: `method`) with a CUDA argument: the device
  * runtime's.
  * Kept out of line so the host fast path in ufg_function_vectorcall stays a small frame
  * that saves no extra registers. */
@@ -91,6 +91,7 @@ ufg_function_call_device(ufg_ufunc_method method, ufg_FunctionObject *self,
     entry = method == UFG_METHOD_REDUCE     ? api->reduce
           : method == UFG_METHOD_ACCUMULATE ? api->accumulate
           : method == UFG_METHOD_REDUCEAT   ? api->reduceat
+          : method == UFG_METHOD_AT         ? api->at
           : method == UFG_METHOD_OUTER      ? api->outer
                                             : api->call;
     return entry((PyObject *)self, self->descriptor, self->ufunc, args, nargs, kwnames);
@@ -556,23 +557,8 @@ ufg_function_method_override(PyObject *op, ufg_ufunc_method which,
     return result;
 }
 
-static PyObject *
-ufg_function_host_method_unless_overridden(PyObject *op, ufg_ufunc_method which,
-                                           PyObject *const *args,
-                                           Py_ssize_t nargs, PyObject *kwnames)
-{
-    int done;
-    PyObject *result = ufg_function_method_override(op, which, args, nargs,
-                                                    kwnames, &done);
-    if (done) {
-        return result;
-    }
-    return ufg_function_host_method((ufg_FunctionObject *)op, which, args,
-                                    nargs, kwnames);
-}
-
 /* A method that device arrays take to the device runtime (reduce, accumulate, reduceat,
- * outer). */
+ * outer, at). */
 static PyObject *
 ufg_function_device_method(PyObject *op, ufg_ufunc_method which, PyObject *const *args,
                            Py_ssize_t nargs, PyObject *kwnames)
@@ -622,16 +608,12 @@ ufg_function_reduceat_method(PyObject *op, PyObject *const *args,
     return ufg_function_device_method(op, UFG_METHOD_REDUCEAT, args, nargs, kwnames);
 }
 
-#define UFG_HOST_METHOD(name, which)                                          \
-    static PyObject *ufg_function_##name##_method(                            \
-        PyObject *op, PyObject *const *args, Py_ssize_t nargs,                \
-        PyObject *kwnames)                                                    \
-    {                                                                         \
-        return ufg_function_host_method_unless_overridden(op, which, args,    \
-                                                          nargs, kwnames);    \
-    }
-UFG_HOST_METHOD(at, UFG_METHOD_AT)
-#undef UFG_HOST_METHOD
+static PyObject *
+ufg_function_at_method(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
+                       PyObject *kwnames)
+{
+    return ufg_function_device_method(op, UFG_METHOD_AT, args, nargs, kwnames);
+}
 
 static PyMethodDef ufg_function_methods[] = {
     {"reduce", (PyCFunction)(void (*)(void))ufg_function_reduce_method,
@@ -656,7 +638,8 @@ static PyMethodDef ufg_function_methods[] = {
     {"at", (PyCFunction)(void (*)(void))ufg_function_at_method,
      METH_FASTCALL | METH_KEYWORDS,
      "at(a, indices, b=None, /)\n--\n\n"
-     "numpy.ufunc.at of the wrapped ufunc."},
+     "numpy.ufunc.at of the wrapped ufunc; a device array is updated in place on the "
+     "device."},
     {"__reduce__", ufg_function_reduce, METH_NOARGS,
      "Pickle by reference to module.name."},
     {"__copy__", ufg_function_copy, METH_NOARGS,

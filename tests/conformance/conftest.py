@@ -83,7 +83,8 @@ def pytest_terminal_summary(terminalreporter):
     from .test_differential import DIFFERENTIAL_EXAMPLES, STATS
     if STATS:
         total = sum(v for k, v in STATS.items()
-                    if k.startswith(("elementwise", "gufunc", "reduce ", "outer ")))
+                    if k.startswith(("elementwise", "gufunc", "reduce ", "outer ", "accumulate ",
+                                     "at ")))
         outcomes = ", ".join(f"{k}: {v}" for k, v in sorted(STATS.items()) if k.startswith("host"))
         terminalreporter.write_line(
             f"differential: {total} examples ({DIFFERENTIAL_EXAMPLES} per property); {outcomes}")

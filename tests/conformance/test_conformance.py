@@ -941,6 +941,114 @@ def _(F, D, H):
     return F.inner1d.accumulate(D(R(3, 4)))
 
 
+# ============================================================================ at
+# In place: each case returns the array it updated.
+
+@case("at/repeated-and-negative-indices")
+def _(F, D, H):
+    a = D(R(6))
+    F.add.at(a, [0, 0, 3, -1, 0], 1.5)
+    return H(a)
+
+
+@case("at/not-reorderable-array-b")
+def _(F, D, H):
+    a = D(R(3))
+    F.custom_op.at(a, [2, 2, 0, 2], D(R(4, start=5)))
+    return H(a)
+
+
+@case("at/tuple-of-index-arrays")
+def _(F, D, H):
+    a = D(R(4, 5))
+    F.add.at(a, (np.array([0, 3, 0]), np.array([4, 4, 4])), D(R(3, start=2)))
+    return H(a)
+
+
+@case("at/slice-and-array-broadcast-b")
+def _(F, D, H):
+    a = D(R(4, 5))
+    F.hypot.at(a, (slice(None, None, -1), [1, 1]), D(R(2, start=3)))
+    return H(a)
+
+
+@case("at/boolean-mask")
+def _(F, D, H):
+    a = D(R(4, 5))
+    F.add.at(a, R(4, 5) > 0, 2.0)
+    return H(a)
+
+
+@case("at/unary-int64")
+def _(F, D, H):
+    a = D(np.arange(8))
+    F.lucas.at(a, [1, 1, 7, 1])
+    return H(a)
+
+
+@case("at/python-float-into-float32-runs-the-float64-loop")
+def _(F, D, H):
+    a = D(np.ones(3, np.float32))
+    F.add.at(a, [0, 0, 0, 2], 1.5 * 2.0**-24)
+    return H(a)
+
+
+@case("at/int8-converted-back-after-each-update")
+def _(F, D, H):
+    a = D(np.array([100, -100, 5], np.int8))
+    F.add.at(a, [0, 0, 1, 1], 100)
+    return H(a)
+
+
+@case("at/0d")
+def _(F, D, H):
+    a = D(np.array(2.5))
+    F.add.at(a, (), 1.0)
+    return H(a)
+
+
+@case("at/nothing-selected")
+def _(F, D, H):
+    a = D(R(4))
+    F.add.at(a, [], D(np.zeros(0)))
+    return H(a)
+
+
+@case("at/out-of-bounds", IndexError, "index 4 is out of bounds for axis 0 with size 4")
+def _(F, D, H):
+    return F.add.at(D(R(4)), [0, 4], 1.0)
+
+
+@case("at/b-of-the-wrong-shape", ValueError, "not broadcastable to correct shape")
+def _(F, D, H):
+    return F.add.at(D(R(4)), [0, 1], D(R(3)))
+
+
+@case("at/binary-without-b", ValueError, "second operand needed")
+def _(F, D, H):
+    return F.add.at(D(R(4)), [0])
+
+
+@case("at/unary-with-b", ValueError, "second operand provided when ufunc is unary")
+def _(F, D, H):
+    return F.lucas.at(D(np.arange(4)), [0], 1)
+
+
+@case("at/gufunc", TypeError, "does not support ufunc with non-trivial signature")
+def _(F, D, H):
+    return F.inner1d.at(D(R(4)), [0], 1.0)
+
+
+@case("at/two-outputs", ValueError, "Only single output ufuncs supported")
+def _(F, D, H):
+    return F.sincos.at(D(R(4)), [0])
+
+
+@case("at/three-inputs", ValueError, "Only unary and binary ufuncs supported")
+def _(F, D, H):
+    return F.gaussian_pdf.at(D(R(4)), [0], 1.0)
+
+
 # ============================================================================ float16
 # float16 elements computed in float32 and rounded once (README, "float16"): the same bits on
 # every kind, NumPy's casting rules between float16 and the other types.

@@ -27,10 +27,13 @@ Documented differences, where the device must raise exactly this and NumPy may c
 * accumulate's out= of another shape than the array's: ValueError (NumPy writes some of them
   in part, e.g. an axis of length 1 into a longer one).
 
+`.at` updates its array in place: the property compares the array's contents after the call
+(unchanged on the device when the call is refused), on host twins and device twins.
+
 This test uses only the public API (generated functions, ufuncgen.device, DeviceArray,
 __cuda_array_interface__), so any implementation of the device call must pass it.
-Examples per run: DIFFERENTIAL_EXAMPLES per property, five properties (elementwise,
-gufunc, reduce, outer, accumulate); the totals are printed in pytest's summary ("differential: ...").
+Examples per run: DIFFERENTIAL_EXAMPLES per property, six properties (elementwise,
+gufunc, reduce, outer, accumulate, at); the totals are printed in pytest's summary ("differential: ...").
 """
 from __future__ import annotations
 
@@ -596,7 +599,76 @@ def test_accumulate_calls_agree_with_numpy(data):
     compare(fn.accumulate, [array], kwargs, out or (), True, documented)
 
 
+# .at takes unary and binary functions of one output; the others are NumPy's refusals.
+AT_FUNCTIONS = sorted(n for n in ELEMENTWISE if FUNCTIONS[n].nin <= 2 and FUNCTIONS[n].nout == 1)
+
+
+@st.composite
+def _at_indices(draw, shape):
+    """indices for .at on an array of `shape`, as NumPy takes them and a few it refuses:
+    integers in and out of range, slices, lists and integer arrays with repeats, tuples of
+    them (one per axis, or too many), boolean masks, Ellipsis, None, empty lists."""
+    ndim = len(shape)
+
+    def one_axis(n):
+        # mostly in range (repeats likely), now and then one past either end
+        index = st.integers(-n, n - 1) if n and draw(st.integers(0, 5)) < 5 else st.integers(-n - 1, n)
+        bound = st.none() | st.integers(-n - 1, n + 1)
+        return st.one_of(
+            index,
+            st.builds(slice, bound, bound, st.sampled_from([None, 1, 2, -1, -3])),
+            st.lists(index, max_size=6),
+            st.lists(index, max_size=6).map(lambda v: np.array(v, np.intp)),
+            st.just(Ellipsis), st.just(None))
+    kind = draw(st.integers(0, 9))
+    if kind == 9:                   # a mask of the array's shape (or of its first axes)
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        axes = draw(st.integers(0, ndim))
+        return rng.random(shape[:axes]) < 0.5 if axes else np.bool_(draw(st.booleans()))
+    if kind == 8:
+        return draw(st.sampled_from([(), [], 1.5, [True], [[0, 1], [1, 1]], (0,) * (ndim + 1)]))
+    count = draw(st.integers(1, max(ndim, 1)))
+    parts = tuple(draw(one_axis(shape[k] if k < ndim else 1)) for k in range(count))
+    return parts[0] if count == 1 and draw(st.booleans()) else parts
+
+
+@SETTINGS
+@given(st.data())
+def test_at_calls_agree_with_numpy(data):
+    """fn.at(a, indices, b) on host twins and device twins: the same outcome, and a holding the
+    same values afterwards (as it was, when the call is refused)."""
+    draw = data.draw
+    # (hypothesis draws the low end of a range more often: rare branches take the high end)
+    name, fn, loop_dtypes = _draw_function(
+        draw, AT_FUNCTIONS if draw(st.integers(0, 7)) < 7 else ["sincos", "gaussian_pdf", "inner1d"])
+    shape = draw(small_shapes(min_dims=draw(st.integers(0, 5)) > 0, max_dims=3), label="shape")
+    if draw(st.booleans()):         # longer axes: more to select, and more repeats
+        shape = tuple(3 * n + 2 for n in shape)
+    dtype = draw(st.sampled_from(loop_dtypes if draw(st.booleans()) else EXTRA_DTYPES))
+    special = dtype.kind == "f"     # NaN into an integer is C's undefined cast, host and device
+    a = draw(twins(shape, dtype, special=special))
+    indices = draw(_at_indices(shape), label="indices")
+    inputs = [a, indices]
+    if fn.nin == 2 or draw(st.integers(0, 7)) == 7:
+        if draw(st.integers(0, 3)) == 3:
+            inputs.append(draw(st.sampled_from(ODD_SCALARS)))
+        else:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    selected = a.host[indices].shape
+            except Exception:       # NumPy refuses the indices: any b
+                selected = draw(small_shapes(max_dims=2))
+            b_shape = broadcast_to_shape(draw, selected) if draw(st.integers(0, 5)) < 5 else draw(
+                small_shapes(max_dims=2))
+            b_dtype = draw(st.sampled_from(loop_dtypes if draw(st.booleans()) else EXTRA_DTYPES))
+            inputs.append(draw(twins(b_shape, b_dtype, special=special)))
+    STATS[f"at {name}"] += 1
+    compare(fn.at, inputs, {}, ("bare", [a]), True, _documented(inputs))
+
+
 def test_the_properties_cover_every_seed_function():
     assert set(ELEMENTWISE) >= {"add", "sincos", "lucas", "gaussian_pdf"}
     assert set(GUFUNCS) >= {"matmul", "condensed_distances", "l2_norm"}
     assert REDUCIBLE == ["add", "custom_op", "hypot"]      # with an identity and without
+    assert AT_FUNCTIONS == ["add", "custom_op", "gelu", "hypot", "lucas", "mandelbrot"]

@@ -215,6 +215,25 @@ def test_a_reduceat_is_ordered_after_its_producer_and_before_its_reader(rng):
     np.testing.assert_array_equal(host(read), np.add.reduceat(values + 1, [0, 10, 400], axis=1))
 
 
+def test_an_at_is_ordered_after_its_producers_and_before_its_reader(rng):
+    a, b, c = side_stream(), side_stream(), side_stream()
+    values = rng.integers(-1000, 1000, 500)
+    indices = rng.integers(0, 500, 2000)
+    src = device.to_device(values)
+    increments = device.to_device(np.arange(2000))
+    device.synchronize()
+    _device.sim_stall(a.handle, LATE)
+    _device.sim_stall(c.handle, 4 * LATE)
+    written = ex.add(src, 1, stream=a)                              # late on a
+    more = ex.add(increments, 2, stream=c)                          # b's values, later on c
+    ex.add.at(written, indices, more, stream=b)                     # must wait for both
+    _device.sim_stall(b.handle, LATE)
+    read = ex.add(written, 0, stream=a)                             # must wait for b's update
+    want = values + 1
+    np.add.at(want, indices, np.arange(2000) + 2)
+    np.testing.assert_array_equal(host(read), want)
+
+
 @pytest.mark.parametrize("protocol", ["cai2", "cai3", "dlpack"])
 def test_a_library_array_used_on_another_stream_outlives_the_work_that_uses_it(x, protocol):
     """Dropped right after the call, a library array used on a stream= of the caller's goes

@@ -84,6 +84,19 @@ def test_binary_functions_get_device_reduce_kernels_with_an_identity_or_without(
     assert "{ufg_launch_sim_reduceat_add_float64, UFG_CUDA_LAUNCHER(reduceat_add_float64)}" in module
 
 
+def test_every_loop_of_a_unary_or_binary_function_of_one_output_gets_an_at_kernel(examples):
+    kernels, module = examples["ex_kernels.cu"], examples["ex_module.c"]
+    for loop in ("add_float64", "add_float16", "custom_op_float64", "lucas_int64",
+                 "gelu_float32", "mandelbrot_complex64__int32"):
+        assert f"UFG_LAUNCHER(at_{loop})" in kernels
+        assert f"{{ufg_launch_sim_at_{loop}, UFG_CUDA_LAUNCHER(at_{loop})}}" in module
+    for name in ("inner1d", "sincos", "gaussian_pdf"):     # a gufunc, two outputs, three inputs
+        assert f"UFG_LAUNCHER(at_{name}" not in kernels
+    # a's element is read and written through the loop's types by the cast kernel's switch
+    assert '#include "ufuncgen/cast_element.h"' in kernels
+    assert "ufg_cast_element(p.at_load_pair, element, (char *)x.bytes);" in kernels
+
+
 def test_only_associative_functions_get_host_reductions_and_pass_them_to_the_loop_driver(examples):
     module_c = examples["ex_module.c"]
     assert module_c.count('#include "ufuncgen/host_reduce_impl.h"') == 3     # add: 3 loops

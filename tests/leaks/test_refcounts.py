@@ -268,6 +268,32 @@ def test_device_gufunc_and_reduce():
     check_flat(lambda: ex.add.reduce(a, axis=None), a, calls=DEVICE_CALLS)
 
 
+@needs_sim
+def test_device_at_and_its_error_paths(d):
+    b = device.to_device(np.ones(64))
+    indices = np.arange(64) % 7
+    ints = device.to_device(np.arange(N) % 30)
+    check_flat(lambda: ex.add.at(d, indices, 0.5), d, indices, calls=DEVICE_CALLS)
+    check_flat(lambda: ex.add.at(d, indices, b), d, b, indices, calls=DEVICE_CALLS)
+    check_flat(lambda: ex.lucas.at(ints, (slice(None, 8),)), ints, calls=DEVICE_CALLS)
+    check_flat(raises(IndexError, ex.add.at, d, [N], 1.0), d, calls=DEVICE_CALLS)
+    check_flat(raises(ValueError, ex.add.at, d, [0, 1], b), d, b, calls=DEVICE_CALLS)
+    check_flat(raises(TypeError, ex.lucas.at, d, [0]), d, calls=DEVICE_CALLS)        # no loop
+    check_flat(raises(TypeError, ex.add.at, d, [0], np.ones(1)), d, calls=DEVICE_CALLS)
+    check_flat(raises(TypeError, ex.add.at, d, b, 1.0), d, b, calls=DEVICE_CALLS)   # CUDA indices
+    ro = _Foreign(d, data=(d.ptr, True))
+    check_flat(raises(ValueError, ex.add.at, ro, [0], 1.0), d, ro, calls=DEVICE_CALLS)
+
+    def injected():
+        _device._sim_inject_error("cudaErrorIllegalAddress")
+        try:
+            ex.add.at(d, indices, b)
+        except device.DeviceError:
+            return None
+        raise AssertionError("the injected error did not surface")
+    check_flat(injected, d, b, device.DeviceError, calls=DEVICE_CALLS)
+
+
 class _Foreign:
     def __init__(self, d, **overrides):
         self._d, self._overrides = d, overrides

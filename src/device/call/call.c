@@ -354,7 +354,7 @@ ufg_device_outer(PyObject *function, const ufg_function_descriptor *fn, PyObject
 /* The table ufuncgen._core reaches the device call through (ufuncgen/device_call.h). */
 static const ufg_device_call_api ufg_call_api = {
     UFG_DEVICE_CALL_VERSION, ufg_device_call, ufg_device_reduce, ufg_device_outer,
-    ufg_device_accumulate, ufg_device_reduceat,
+    ufg_device_accumulate, ufg_device_reduceat, ufg_device_at,
 };
 
 int

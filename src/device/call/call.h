@@ -237,7 +237,7 @@ ufg_dtype_itemsize(ufg_dtype_code code)
 /* resolve.c: NumPy's descriptor of a code (borrowed, cached). */
 PyArray_Descr *ufg_call_descr(ufg_dtype_code code);
 
-/* call.c / reduce.c / accumulate.c / reduceat.c: the entry points handed to ufuncgen._core
+/* call.c / reduce.c / accumulate.c / reduceat.c / at.c: the entry points handed to ufuncgen._core
  * (ufuncgen/device_call.h). */
 PyObject *ufg_device_call(PyObject *function, const ufg_function_descriptor *fn,
                           PyObject *ufunc, PyObject *const *args, Py_ssize_t nargs,
@@ -251,6 +251,9 @@ PyObject *ufg_device_accumulate(PyObject *function, const ufg_function_descripto
 PyObject *ufg_device_reduceat(PyObject *function, const ufg_function_descriptor *fn,
                               PyObject *ufunc, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames);
+PyObject *ufg_device_at(PyObject *function, const ufg_function_descriptor *fn,
+                        PyObject *ufunc, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames);
 
 /* Adds the capsule `_call_api` to ufuncgen._device. */
 int ufg_call_api_register(PyObject *module);

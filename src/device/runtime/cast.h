@@ -6,18 +6,8 @@
 #ifndef UFG_DEVICE_CAST_H
 #define UFG_DEVICE_CAST_H
 
-#include "ufuncgen/device_kernel.h"
-#include "ufuncgen/half.h"
-#include "ufuncgen/element_types.h"
-
-/* The dtypes device arrays hold, as the cast kernel numbers them: the generator's element
- * types, in its order (ufuncgen/element_types.h is generated from gen/element_types.py). */
-#define UFG_DT_ENUMERATOR(CODE, ...) UFG_DT_##CODE,
-typedef enum {
-    UFG_ELEMENT_TYPES(UFG_DT_ENUMERATOR)
-    UFG_DT_COUNT
-} ufg_dtype_code;
-#undef UFG_DT_ENUMERATOR
+/* ufg_dtype_code, the dtype codes (UFG_DT_<CODE>), and the per-element conversions. */
+#include "ufuncgen/cast_element.h"
 
 /*
  * Cast launches use ufg_kernel_params with nargs = 2 (argument 0 the source, 1 the

@@ -15,77 +15,11 @@
 #ifndef UFG_DEVICE_CAST_KERNEL_H
 #define UFG_DEVICE_CAST_KERNEL_H
 
-#include "cast.h"
+#include "cast.h"   /* the per-element conversions: ufuncgen/cast_element.h */
 
 #ifndef UFG_CAST_LAUNCHER
 #error "define UFG_CAST_LAUNCHER before including cast_kernel.h"
 #endif
-
-/* NumPy's bool: one byte, 0 or 1. */
-typedef uint8_t ufg_cast_bool;
-
-#define UFG_CAST_PAIR(src, dst) ((src) * UFG_DT_COUNT + (dst))
-
-/* Reading a bool yields 0/1 whatever nonzero byte it holds; writing a bool stores
- * (value != 0); every other conversion is a C cast.  Named by the element type's access token
- * (b, i, u, f, h, c; ufuncgen/element_types.h), so UFG_CAST_ONE can paste it into their names. */
-#define UFG_CAST_READ_b(type, ptr) (*(const ufg_cast_bool *)(ptr) != 0)
-#define UFG_CAST_READ_i(type, ptr) (*(const type *)(ptr))
-#define UFG_CAST_READ_u UFG_CAST_READ_i
-#define UFG_CAST_READ_f UFG_CAST_READ_i
-#define UFG_CAST_WRITE_b(type, ptr, v) (*(ufg_cast_bool *)(ptr) = (ufg_cast_bool)((v) != 0))
-#define UFG_CAST_WRITE_i(type, ptr, v) (*(type *)(ptr) = (type)(v))
-#define UFG_CAST_WRITE_u UFG_CAST_WRITE_i
-#define UFG_CAST_WRITE_f UFG_CAST_WRITE_i
-/* A half is read as float (exactly) and written from double in one rounding: every source
- * value is exact in double (integers past 2**53 overflow a half anyway), so each conversion
- * rounds once, as NumPy's casts to float16 do. */
-#define UFG_CAST_READ_h(type, ptr) ufg_half_to_float(*(const ufg_half *)(ptr))
-#define UFG_CAST_WRITE_h(type, ptr, v) (*(ufg_half *)(ptr) = ufg_double_to_half((double)(v)))
-
-/* A complex element is its two parts, real then imaginary, in UFG_CAST_PART_<type>.  A real
- * value written to a complex element is its real part (imaginary +0); a complex read as a
- * real type is its real part (NumPy's unsafe cast, which warns on the host), and as a bool
- * whether either part is nonzero. */
-#define UFG_CAST_PART_ufg_complex64 float
-#define UFG_CAST_PART_ufg_complex128 double
-#define UFG_CAST_PARTS(type, ptr) ((const UFG_CAST_PART_##type *)(ptr))
-#define UFG_CAST_READ_c(type, ptr) (UFG_CAST_PARTS(type, ptr)[0])
-#define UFG_CAST_WRITE_c(type, ptr, v) \
-    (((UFG_CAST_PART_##type *)(ptr))[0] = (UFG_CAST_PART_##type)(v), \
-     ((UFG_CAST_PART_##type *)(ptr))[1] = (UFG_CAST_PART_##type)0)
-
-/* One element of one (source, destination) pair, from `src` to `dst`: by the source's
- * access token, since only a complex source has more than one value to convert. */
-#define UFG_CAST_ONE(S_KIND, S_TYPE, D_KIND, D_TYPE) \
-    UFG_CAST_FROM_##S_KIND(S_TYPE, D_KIND, D_TYPE)
-#define UFG_CAST_FROM_b(S_TYPE, D_KIND, D_TYPE) \
-    UFG_CAST_WRITE_##D_KIND(D_TYPE, dst, UFG_CAST_READ_b(S_TYPE, src))
-#define UFG_CAST_FROM_i(S_TYPE, D_KIND, D_TYPE) \
-    UFG_CAST_WRITE_##D_KIND(D_TYPE, dst, UFG_CAST_READ_i(S_TYPE, src))
-#define UFG_CAST_FROM_u UFG_CAST_FROM_i
-#define UFG_CAST_FROM_f UFG_CAST_FROM_i
-#define UFG_CAST_FROM_h(S_TYPE, D_KIND, D_TYPE) \
-    UFG_CAST_WRITE_##D_KIND(D_TYPE, dst, UFG_CAST_READ_h(S_TYPE, src))
-#define UFG_CAST_FROM_c(S_TYPE, D_KIND, D_TYPE) UFG_CAST_COMPLEX_TO_##D_KIND(S_TYPE, D_TYPE)
-#define UFG_CAST_COMPLEX_TO_b(S_TYPE, D_TYPE) \
-    UFG_CAST_WRITE_b(D_TYPE, dst, UFG_CAST_PARTS(S_TYPE, src)[0] != 0 || \
-                                  UFG_CAST_PARTS(S_TYPE, src)[1] != 0)
-#define UFG_CAST_COMPLEX_TO_i(S_TYPE, D_TYPE) \
-    UFG_CAST_WRITE_i(D_TYPE, dst, UFG_CAST_READ_c(S_TYPE, src))
-#define UFG_CAST_COMPLEX_TO_u UFG_CAST_COMPLEX_TO_i
-#define UFG_CAST_COMPLEX_TO_f UFG_CAST_COMPLEX_TO_i
-#define UFG_CAST_COMPLEX_TO_h(S_TYPE, D_TYPE) \
-    UFG_CAST_WRITE_h(D_TYPE, dst, UFG_CAST_READ_c(S_TYPE, src))
-#define UFG_CAST_COMPLEX_TO_c(S_TYPE, D_TYPE) \
-    (((UFG_CAST_PART_##D_TYPE *)dst)[0] = (UFG_CAST_PART_##D_TYPE)UFG_CAST_PARTS(S_TYPE, src)[0], \
-     ((UFG_CAST_PART_##D_TYPE *)dst)[1] = (UFG_CAST_PART_##D_TYPE)UFG_CAST_PARTS(S_TYPE, src)[1])
-
-/* One case of the switch per (source, destination) pair of element types. */
-#define UFG_CAST_CASE(S_CODE, S_TYPE, S_KIND, D_CODE, D_TYPE, D_KIND)                          \
-    case UFG_CAST_PAIR(UFG_DT_##S_CODE, UFG_DT_##D_CODE):                                       \
-        UFG_CAST_ONE(S_KIND, S_TYPE, D_KIND, D_TYPE);                                           \
-        break;
 
 /* Contiguous launches (ndim <= 1) skip the unravel: offset = i * stride. */
 UFG_DEVICE_FN void

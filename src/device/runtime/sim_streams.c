@@ -632,6 +632,7 @@ ufg_sim_queue_reduce(ufg_reduce_launcher launcher, const ufg_reduce_params *para
     pthread_mutex_lock(&ufg_sim_mutex);
     ufg_sim_use_address(op, params->in);
     ufg_sim_use_address(op, params->out);
+    ufg_sim_use_address(op, params->segments);     /* reduceat's starts, at's offsets */
     error = ufg_sim_submit(stream, device, op, 0);
     pthread_mutex_unlock(&ufg_sim_mutex);
     return error;

@@ -70,8 +70,9 @@ typedef struct ufg_function_descriptor {
  * refused at import, not misread at its first device call: change the number with the
  * layout.  2: accumulate launchers in ufg_device_loop, out_scan_stride in ufg_reduce_params.
  * 3: ufg_value of 16 bytes (a complex128 scalar), in both parameter structs; reduceat
- * launchers in ufg_device_loop, segments in ufg_reduce_params.  4: the provided loops. */
+ * launchers in ufg_device_loop, segments in ufg_reduce_params.  4: at launchers in
+ * ufg_device_loop, at_* in ufg_reduce_params.  5: the provided loops. */
 #define UFG_DESCRIPTOR_CAPSULE_PREFIX "ufuncgen.descriptor"
-#define UFG_DESCRIPTOR_CAPSULE UFG_DESCRIPTOR_CAPSULE_PREFIX ".4"
+#define UFG_DESCRIPTOR_CAPSULE UFG_DESCRIPTOR_CAPSULE_PREFIX ".5"
 
 #endif /* UFUNCGEN_DESCRIPTOR_H */

@@ -11,7 +11,7 @@
 
 #include "ufuncgen/descriptor.h"
 
-/* `function(*args)`, `function.reduce(*args)`, `.accumulate`, `.reduceat` and `.outer` with vectorcall
+/* `function(*args)`, `function.reduce(*args)`, `.accumulate`, `.reduceat`, `.outer` and `.at` with vectorcall
  * arguments (nargs without the offset flag); `ufunc` is the function's np.ufunc, asked on a
  * type-resolution miss. */
 typedef PyObject *(*ufg_device_entry)(PyObject *function,
@@ -26,9 +26,10 @@ typedef struct {
     ufg_device_entry outer;
     ufg_device_entry accumulate;
     ufg_device_entry reduceat;
+    ufg_device_entry at;
 } ufg_device_call_api;
 
-#define UFG_DEVICE_CALL_VERSION 4
+#define UFG_DEVICE_CALL_VERSION 5
 #define UFG_DEVICE_CALL_CAPSULE "ufuncgen._device._call_api"
 
 #endif /* UFUNCGEN_DEVICE_CALL_H */

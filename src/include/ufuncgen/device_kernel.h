@@ -62,6 +62,14 @@ typedef struct {
  * chunks: thread m scans kept element m, writing every partial result out_scan_stride bytes
  * apart.  A reduceat too, with n_segments segments of the axis starting at segments[]:
  * thread t reduces segment t % n_segments of kept element t / n_segments.
+ *
+ * An at (ufunc.at) takes n_segments byte offsets into the array `out` in segments[], in
+ * NumPy's order, and a grid-stride loop updates the element at each (launched on one thread,
+ * which then takes them in turn, unless the offsets are all distinct): the element is
+ * converted to the loop's first input type (cast pair at_load), combined with the i-th
+ * second input (at in + i * in_reduce_strides[0], or at_value for a scalar: at_by_value) by
+ * the function's body, and the result converted back into the element (cast pair at_store;
+ * pairs as ufuncgen/cast_element.h numbers them).  A unary function has no second input.
  */
 typedef struct {
     int64_t n_out;                  /* elements of the kept dimensions */
@@ -82,8 +90,12 @@ typedef struct {
     int32_t start_from_first;
     int64_t out_scan_stride;        /* accumulate: bytes between the results along the axis;
                                      * reduceat: between the segments' results */
-    const int64_t *segments;        /* reduceat: n_segments start indices, in device memory */
+    const int64_t *segments;        /* reduceat: n_segments start indices, in device memory;
+                                     * at: n_segments byte offsets into out */
     int64_t n_segments;
+    int32_t at_load_pair, at_store_pair;
+    int32_t at_by_value;
+    ufg_value at_value;
 } ufg_reduce_params;
 
 /* A generated launcher: 0, or the backend's error code (a cudaError_t under CUDA). */
@@ -98,6 +110,8 @@ typedef struct {
     ufg_reduce_launcher reduce[UFG_BACKEND_COUNT];
     ufg_reduce_launcher accumulate[UFG_BACKEND_COUNT];   /* the reduce kernels' loops */
     ufg_reduce_launcher reduceat[UFG_BACKEND_COUNT];     /* the same loops */
+    ufg_reduce_launcher at[UFG_BACKEND_COUNT];           /* every loop of a unary or binary
+                                                          * function of one output */
 } ufg_device_loop;
 
 
