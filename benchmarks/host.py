@@ -543,24 +543,19 @@ def reduce_ratios(n, repeat, rng):
     """{(dtype, case): (np.add.reduce time / ex.add.reduce time, ours, NumPy's)} on one
     thread, for a 1-D array of n standard normal values and the same values as rows of 1,000
     reduced along axis 1 (the contiguous one)."""
-    threads = ufuncgen.get_num_threads()
-    ufuncgen.set_num_threads(1)
     results = {}
-    try:
-        for dtype_name in ("float32", "float64"):
-            x = rng.standard_normal(n).astype(dtype_name)
-            rows = x[: n // 1000 * 1000].reshape(-1, 1000)
-            for case, array, kwargs in (("1-D", x, {}), ("2-D axis=1", rows, {"axis": 1})):
-                ours = ex.add.reduce(array, **kwargs)
-                theirs = np.add.reduce(array, **kwargs)
-                assert np.allclose(ours, theirs, rtol=1e-4, atol=1e-3)
-                times = time_interleaved(
-                    {"ufuncgen": lambda a=array, k=kwargs: ex.add.reduce(a, **k),
-                     "NumPy": lambda a=array, k=kwargs: np.add.reduce(a, **k)}, max(repeat, 9))
-                results[dtype_name, case] = (times["NumPy"] / times["ufuncgen"],
-                                             times["ufuncgen"], times["NumPy"])
-    finally:
-        ufuncgen.set_num_threads(threads)
+    for dtype_name in ("float32", "float64"):
+        x = rng.standard_normal(n).astype(dtype_name)
+        rows = x[: n // 1000 * 1000].reshape(-1, 1000)
+        for case, array, kwargs in (("1-D", x, {}), ("2-D axis=1", rows, {"axis": 1})):
+            ours = ex.add.reduce(array, **kwargs)
+            theirs = np.add.reduce(array, **kwargs)
+            assert np.allclose(ours, theirs, rtol=1e-4, atol=1e-3)
+            times = time_interleaved(
+                {"ufuncgen": lambda a=array, k=kwargs: ex.add.reduce(a, **k),
+                 "NumPy": lambda a=array, k=kwargs: np.add.reduce(a, **k)}, max(repeat, 9))
+            results[dtype_name, case] = (times["NumPy"] / times["ufuncgen"],
+                                         times["ufuncgen"], times["NumPy"])
     return results
 
 
@@ -645,15 +640,12 @@ def numba_scalar_bodies():
 
 def bench_scalar_bodies(n, repeat, rng):
     """{(name, dtype): Numba time / ufuncgen time}, printed as a table."""
-    import ufuncgen
     print("## Scalar bodies (data-dependent loops) vs Numba @vectorize, one thread\n")
     peers = numba_scalar_bodies()
     if peers is None:
         print(f"Numba {NOT_INSTALLED}: skipped.\n")
         return {}
     ours = ufuncgen.load(SCALAR_BODIES, name="ufg_bench_scalar_bodies", cuda_arch="none")
-    threads = ufuncgen.get_num_threads()
-    ufuncgen.set_num_threads(1)
     cases = {
         ("int_power", "int64"): (rng.integers(1, 1000, n), rng.integers(0, 64, n)),
         ("collatz_steps", "int64"): (rng.integers(1, 100_000, n // 10),),
@@ -662,17 +654,14 @@ def bench_scalar_bodies(n, repeat, rng):
     ratios = {}
     print("| function | dtype | elements | ufuncgen ms | Numba ms | Numba / ufuncgen |")
     print("|---|---|---|---|---|---|")
-    try:
-        for (name, dtype), args in cases.items():
-            mine, theirs = getattr(ours, name), peers[name]
-            assert np.array_equal(mine(*args), theirs(*args)), name
-            times = time_interleaved({"ufuncgen": lambda: mine(*args),
-                                      "Numba": lambda: theirs(*args)}, repeat)
-            ratios[(name, dtype)] = times["Numba"] / times["ufuncgen"]
-            print(f"| {name} | {dtype} | {len(args[0]):,} | {fmt_ms(times['ufuncgen'])} | "
-                  f"{fmt_ms(times['Numba'])} | {ratios[(name, dtype)]:.2f}x |")
-    finally:
-        ufuncgen.set_num_threads(threads)
+    for (name, dtype), args in cases.items():
+        mine, theirs = getattr(ours, name), peers[name]
+        assert np.array_equal(mine(*args), theirs(*args)), name
+        times = time_interleaved({"ufuncgen": lambda: mine(*args),
+                                  "Numba": lambda: theirs(*args)}, repeat)
+        ratios[(name, dtype)] = times["Numba"] / times["ufuncgen"]
+        print(f"| {name} | {dtype} | {len(args[0]):,} | {fmt_ms(times['ufuncgen'])} | "
+              f"{fmt_ms(times['Numba'])} | {ratios[(name, dtype)]:.2f}x |")
     print()
     return ratios
 
@@ -763,10 +752,18 @@ def main():
     print(f"- times: best of {repeat} interleaved rounds, ms per call; "
           "ratio = peer time / ufuncgen time (> 1: ufuncgen faster)\n")
 
-    results = bench_elementwise(args.n, repeat, rng)
-    bench_gufuncs(args.n, repeat, rng)
-    scalar = bench_scalar_bodies(args.n, repeat, rng)
-    targets(results, args.n, repeat, rng, args.seed, scalar=scalar)
+    # One core for ufuncgen too, as its peers have: the default would split large calls over
+    # every CPU (benchmarks/threads.py measures that).
+    threads = ufuncgen.get_num_threads()
+    ufuncgen.set_num_threads(1)
+    print(f"- ufuncgen: {ufuncgen.get_num_threads()} thread (of {threads} by default)\n")
+    try:
+        results = bench_elementwise(args.n, repeat, rng)
+        bench_gufuncs(args.n, repeat, rng)
+        scalar = bench_scalar_bodies(args.n, repeat, rng)
+        targets(results, args.n, repeat, rng, args.seed, scalar=scalar)
+    finally:
+        ufuncgen.set_num_threads(threads)
 
 
 if __name__ == "__main__":
