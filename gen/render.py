@@ -135,6 +135,21 @@ def descriptor_flags(fn: Function) -> str:
     return " | ".join(flags) or "0"
 
 
+def target_clones(fn: Function, sig) -> str:
+    """The CPU-dispatch macro (ufuncgen/host_loops.h) for a loop's functions.  Complex loops
+    without fast math get no FMA clone (GCC fuses the complex product there).  A gufunc with
+    variable core dimensions gets no AVX-512 clone: GCC 12 vectorizes a body's in-order loop
+    over a core dimension (acc += x(i) * x(i)) at 512 bits as a serial chain of lane
+    extractions, slower than its AVX2 code (l2_norm float64 over rows of 10: 8.3 ms against
+    6.7 ms, benchmarks/host.py's gufunc rows); a gufunc whose core is all frozen ((3)->())
+    vectorizes the outer loop, where AVX-512 helps (rgb_to_gray float64: 5.9 ms against 7.3)."""
+    if sig.has_complex and not fn.fastmath:
+        return "UFG_TARGET_CLONES_WITHOUT_FMA"
+    if fn.is_gufunc and fn.layout.variable_dims:
+        return "UFG_TARGET_CLONES_UP_TO_AVX2"
+    return "UFG_TARGET_CLONES"
+
+
 def py_doc(text: str) -> str:
     return '"""' + text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"') + '\n"""'
 
@@ -153,7 +168,7 @@ def environment() -> jinja2.Environment:
         c_string=c_string, c_body=c_body, c_param=c_param, core_accessor=core_accessor,
         load=load, store=store,
         wrapper_doc=wrapper_doc, ufunc_doc=ufunc_doc, identity_spec=identity_spec,
-        descriptor_flags=descriptor_flags,
+        descriptor_flags=descriptor_flags, target_clones=target_clones,
         call_signature=call_signature, py_doc=py_doc, contiguous_steps=contiguous_steps,
     )
     return env

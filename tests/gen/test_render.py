@@ -117,6 +117,25 @@ def test_a_gufunc_loop_picks_a_contiguous_specialization_with_constant_frozen_st
     assert "ufg_same_steps(steps, ufg_steps, 9) ? ufg_range_contiguous_matmul_float32 : ufg_range_matmul_float32" in loop
 
 
+def _clones_of(module_c, function):
+    """The dispatch macro in front of `static void function(`."""
+    return re.search(rf"(\w+) static void\n{function}\(", module_c).group(1)
+
+
+@pytest.mark.parametrize("function, clones", [
+    ("ufg_range_contiguous_l2_norm_float64", "UFG_TARGET_CLONES_UP_TO_AVX2"),
+    ("ufg_range_matmul_float32", "UFG_TARGET_CLONES_UP_TO_AVX2"),
+    ("ufg_range_contiguous_pairwise_distances_float64", "UFG_TARGET_CLONES_UP_TO_AVX2"),
+    ("ufg_range_contiguous_rgb_to_gray_float64", "UFG_TARGET_CLONES"),
+    ("ufg_range_sq_norm3_float32", "UFG_TARGET_CLONES"),
+    ("ufg_kernel_add_float32", "UFG_TARGET_CLONES"),
+    ("ufg_kernel_mandelbrot_complex64__int32", "UFG_TARGET_CLONES_WITHOUT_FMA"),
+])
+def test_gufuncs_with_variable_core_dimensions_are_cloned_up_to_avx2_only(examples, function,
+                                                                          clones):
+    assert _clones_of(examples["ex_module.c"], function) == clones
+
+
 def test_rendering_twice_gives_identical_text(examples):
     again = render_module(load_module("pkg.ex", [str(EXAMPLES)], source_root=str(EXAMPLES.parent)),
                           COMMAND)
