@@ -22,6 +22,8 @@ What it measures, all on one core, in one process, so that ratios are comparable
    power by squaring, Collatz steps: data-dependent loops), built with ``ufuncgen.load()``,
    against the same algorithm under ``@numba.vectorize``.
 3. Targets, printed PASS/FAIL with the measured value:
+   - every elementwise row >= 1.0x NumPy composed and >= 1.0x Numba @vectorize, every gufunc
+     row >= 1.2x Numba @guvectorize (where the peer has the function);
    - gaussian_pdf float32 >= 3x NumPy composed and >= 1.5x Numba @vectorize;
    - add float32 >= 0.95x np.add, with a preallocated ``out=`` for both and without;
    - call overhead: a 10-element ``ex.add(a, b)`` within 1.1x of the bare ``ex.add.ufunc``;
@@ -416,6 +418,7 @@ def bench_gufuncs(n, repeat, rng):
           "| NumPy/ufg | Numba/ufg | NumPy formulation |")
     print("|---|---|---|---:|---:|---:|---:|---:|---|")
     mismatches = []
+    results = {}
     for dtype_name in ("float32", "float64"):
         dt = np.dtype(dtype_name)
         numba_fns = numba_gufuncs(dt)
@@ -433,6 +436,7 @@ def bench_gufuncs(n, repeat, rng):
             times = time_interleaved(candidates, repeat)
             ours = times.pop("ufuncgen")
             cells.update(times)
+            results[name, dtype_name] = dict(cells, ufuncgen=ours)
             shapes = ", ".join("x".join(map(str, a.shape)) for a in args)
             print(f"| {name} | {shapes} | {dtype_name} | {fmt_ms(ours)} "
                   f"| {fmt_ms(cells['NumPy'])} | {fmt_ms(cells['Numba'])} "
@@ -441,6 +445,7 @@ def bench_gufuncs(n, repeat, rng):
     print()
     if mismatches:
         print("Results differing from ufuncgen's: " + ", ".join(mismatches) + "\n")
+    return results
 
 
 # --------------------------------------------------------------------------- targets
@@ -666,8 +671,23 @@ def bench_scalar_bodies(n, repeat, rng):
     return ratios
 
 
-def targets(results, n, repeat, rng, seed=0, scalar=None):
+def peer_targets(results, peers, at_least, kind):
+    """PASS/FAIL per (function, dtype) row: every peer in `peers` at least `at_least` times
+    ufuncgen's time (issue 13: shipped elementwise functions >= 1.0x NumPy composed and Numba
+    @vectorize, gufuncs >= 1.2x Numba @guvectorize)."""
+    for (name, dtype_name), cells in results.items():
+        for peer in peers:
+            if isinstance(cells.get(peer, NA), str):
+                continue                      # no such peer for this row (n/a, not installed)
+            ratio = cells[peer] / cells["ufuncgen"]
+            check(f"{kind} {name} {dtype_name} vs {peer}", f"{ratio:.3f}x", ratio >= at_least,
+                  f"target >= {at_least}x")
+
+
+def targets(results, n, repeat, rng, seed=0, scalar=None, gufuncs=None):
     print("## Targets\n")
+    peer_targets(results, ("NumPy", "Numba"), 1.0, "elementwise")
+    peer_targets(gufuncs or {}, ("Numba",), 1.2, "gufunc")
     gauss = results.get(("gaussian_pdf", "float32"))
     if gauss is not None:
         ratio = gauss["NumPy"] / gauss["ufuncgen"]
@@ -759,9 +779,9 @@ def main():
     print(f"- ufuncgen: {ufuncgen.get_num_threads()} thread (of {threads} by default)\n")
     try:
         results = bench_elementwise(args.n, repeat, rng)
-        bench_gufuncs(args.n, repeat, rng)
+        gufuncs = bench_gufuncs(args.n, repeat, rng)
         scalar = bench_scalar_bodies(args.n, repeat, rng)
-        targets(results, args.n, repeat, rng, args.seed, scalar=scalar)
+        targets(results, args.n, repeat, rng, args.seed, scalar=scalar, gufuncs=gufuncs)
     finally:
         ufuncgen.set_num_threads(threads)
 
