@@ -175,11 +175,12 @@ ufg_at_take_b(ufg_at_session *s)
     }
     if (!PyArray_IsScalar(obj, Generic) && !PyLong_Check(obj) && !PyFloat_Check(obj) &&
         !PyComplex_Check(obj)) {
-        type_name = ufg_type_name(obj);
-        PyErr_Format(PyExc_TypeError, "%s is a %S, but argument 'a' is a CUDA array: host and "
-                     "device arrays do not mix; pass a CUDA array or a Python or NumPy scalar",
-                     s->b_what, type_name);
-        Py_XDECREF(type_name);
+        if ((type_name = ufg_type_name(obj)) != NULL) {
+            PyErr_Format(PyExc_TypeError, "%s is a %U, but argument 'a' is a CUDA array: host "
+                         "and device arrays do not mix; pass a CUDA array or a Python or NumPy "
+                         "scalar", s->b_what, type_name);
+            Py_DECREF(type_name);
+        }
         return -1;
     }
     s->b_host = (PyArrayObject *)PyArray_FromAny(obj, NULL, 0, 0, 0, NULL);
@@ -225,14 +226,12 @@ ufg_at_resolve(ufg_at_session *s)
         c->ops[1].obj = s->b_obj;
     }
     c->ops[c->nin].kind = UFG_OPERAND_ABSENT;
-    if (ufg_call_resolve_types(c) < 0) {
-        for (int k = 0; k < c->nargs; k++) {
-            c->ops[k].kind = UFG_OPERAND_ABSENT;
-        }
-        return -1;
-    }
+    const int resolved = ufg_call_resolve_types(c);
     for (int k = 0; k < c->nargs; k++) {
         c->ops[k].kind = UFG_OPERAND_ABSENT;
+    }
+    if (resolved < 0) {
+        return -1;
     }
     s->loop_index = c->loop_index;
     s->in0 = c->loop_codes[0];
@@ -302,9 +301,12 @@ ufg_at_coordinate_view(int ndim, const int64_t *shape, int k)
     }
     view = PyArray_NewFromDescr(&PyArray_Type, PyArray_DescrFromType(NPY_INT64), ndim, dims,
                                 strides, PyArray_DATA((PyArrayObject *)coordinates), 0, NULL);
-    if (view == NULL || PyArray_SetBaseObject((PyArrayObject *)view, coordinates) < 0) {
-        Py_XDECREF(view);
-        Py_DECREF(coordinates);     /* SetBaseObject steals it, even when it fails */
+    if (view == NULL) {
+        Py_DECREF(coordinates);
+        return NULL;
+    }
+    if (PyArray_SetBaseObject((PyArrayObject *)view, coordinates) < 0) {
+        Py_DECREF(view);            /* SetBaseObject stole coordinates, even failing */
         return NULL;
     }
     return view;
