@@ -1,0 +1,147 @@
+"""hypot and |z| (src/include/ufuncgen/prelude.h, ufg_hypot_f and ufg_hypot_d): computed inline so
+that loops calling them vectorize, and still NumPy's results.  NumPy calls the C library's
+hypot, and on x86-64 with glibc 2.35 or later the prelude computes
+glibc's own operations, so the two agree to the bit; elsewhere (another libm, one built with
+FMA) within an ULP.  |z| is within 2 ULP of np.abs, itself not correctly rounded.  The values cover every exponent, pairs of every exponent gap, and the
+special ones, in lengths that run the vector loop and its scalar tail."""
+from __future__ import annotations
+
+import platform
+
+import numpy as np
+import pytest
+
+from ufuncgen import device
+
+SIGNATURES = """\
+ufunc hypot_of(x, y) -> r
+    types: float32(float32, float32), float64(float64, float64)
+{
+    r = hypot(x, y);
+}
+
+ufunc modulus(z) -> r
+    types: float32(complex64), float64(complex128)
+{
+    r = abs(z);
+}
+"""
+
+
+def _glibc_at_least(major, minor):
+    name, version = platform.libc_ver()
+    if name != "glibc" or not version:
+        return False
+    return tuple(int(p) for p in version.split(".")[:2]) >= (major, minor)
+
+
+# glibc's hypot since 2.35 is the algorithm the prelude follows; x86-64's build has no FMA.
+SAME_AS_GLIBC = platform.machine() in ("x86_64", "AMD64") and _glibc_at_least(2, 35)
+ULPS = 0 if SAME_AS_GLIBC else 1
+
+
+@pytest.fixture(scope="module")
+def fns(tmp_path_factory, module_importer):
+    on_gpu = device.backend() == "cuda" and device.is_available()
+    return module_importer(tmp_path_factory.mktemp("hypot"), "ufg_hypot_module", SIGNATURES,
+                           "--cuda-arch", "native" if on_gpu else "none")
+
+
+def _random_floats(dtype, n, rng):
+    """Random bit patterns: every sign, exponent (subnormals, Inf and NaN included) and
+    mantissa."""
+    bits = rng.integers(0, np.iinfo(f"u{dtype.itemsize}").max, size=n, dtype=f"u{dtype.itemsize}",
+                        endpoint=True)
+    return bits.view(dtype)
+
+
+def _specials(dtype):
+    info = np.finfo(dtype)
+    return np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, -np.nan, info.max, -info.max,
+                     info.tiny, info.smallest_subnormal, -info.smallest_subnormal, info.eps,
+                     3.0, 4.0, 1e-30, 1e30], dtype=dtype)
+
+
+def _pairs(dtype, rng):
+    """x, y: random against random, y a scaled copy of x (every exponent gap, the cases where
+    neither part is negligible), and every special against every special and some randoms."""
+    dtype = np.dtype(dtype)
+    n = 200_003                                        # odd: the vector loop and its tail
+    x = _random_floats(dtype, n, rng)
+    y = _random_floats(dtype, n, rng)
+    mant = 1 + rng.random(n)
+    gap = rng.integers(-70, 71, size=n).astype(np.float64)
+    with np.errstate(all="ignore"):
+        near = (x.astype(np.float64) * mant * np.exp2(gap)).astype(dtype)
+    s = _specials(dtype)
+    sx, sy = (a.ravel() for a in np.meshgrid(s, np.concatenate([s, x[:50]])))
+    return (np.concatenate([x, x, sx, sy]), np.concatenate([y, near, sy, sx]))
+
+
+def _assert_same(got, want, what, ulps=ULPS):
+    assert got.dtype == want.dtype, what
+    signed = got.dtype.newbyteorder("=").str.replace("f", "i")
+    a = got.view(signed).astype(np.int64)
+    b = want.view(signed).astype(np.int64)
+    # Sign-magnitude bits onto one line, so that neighbouring floats are 1 apart.
+    a = np.where(a < 0, np.iinfo(signed).min - a, a)
+    b = np.where(b < 0, np.iinfo(signed).min - b, b)
+    both_nan = np.isnan(got) & np.isnan(want)
+    bad = (np.abs(a - b) > ulps) & ~both_nan
+    bad |= np.isnan(got) ^ np.isnan(want)
+    assert not bad.any(), (f"{what}: {int(bad.sum())} of {bad.size} differ by more than "
+                           f"{ulps} ULP, first at {int(np.argmax(bad))}: got {got[bad][:3]}, "
+                           f"expected {want[bad][:3]}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_hypot_is_numpys_over_every_exponent_and_special_value(fns, dtype):
+    x, y = _pairs(dtype, np.random.default_rng(35))
+    with np.errstate(all="ignore"):
+        _assert_same(fns.hypot_of(x, y), np.hypot(x, y), f"hypot {dtype}")
+        _assert_same(fns.hypot_of(y, x), np.hypot(y, x), f"hypot {dtype}, swapped")
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_the_modulus_of_a_complex_is_within_two_ulps_of_numpys_abs(fns, dtype):
+    part = np.dtype(dtype).type(0).real.dtype
+    re, im = _pairs(part, np.random.default_rng(36))
+    z = np.empty(re.size, dtype=dtype)
+    z.real, z.imag = re, im
+    with np.errstate(all="ignore"):
+        want = np.abs(z)
+        # np.abs has SIMD loops of its own (a scaled sqrt(1 + r*r)), not correctly rounded
+        # either; the strided call gathers blocks for the same kernel.
+        _assert_same(fns.modulus(z), want, f"abs {dtype}", ulps=2)
+        _assert_same(fns.modulus(z[::3]), want[::3], f"abs {dtype}, strided", ulps=2)
+        if dtype == "complex64":    # C's cabsf: hypotf of the parts
+            _assert_same(fns.modulus(z), np.hypot(re, im), "abs complex64 against hypot")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_hypot_overflows_where_the_result_does_and_raises_nothing_else(fns, dtype):
+    info = np.finfo(dtype)
+    big = np.array([info.max, info.max / 2, info.max / 4 * 3], dtype=dtype)
+    tiny = np.array([info.tiny, info.smallest_subnormal, 0.0], dtype=dtype)
+    finite_results = [(big, tiny), (tiny, tiny), (big[1:2], big[1:2] / 4),
+                      (np.full(64, 3, dtype), np.full(64, 4, dtype)),
+                      (np.array([np.inf, np.nan, -np.inf], dtype),
+                       np.array([np.nan, 1, -np.inf], dtype))]
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        for x, y in finite_results:
+            assert np.array_equal(fns.hypot_of(x, y), np.hypot(x, y), equal_nan=True)
+    x = np.full(17, info.max, dtype)
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow"):
+        np.hypot(x, x)
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow"):
+        fns.hypot_of(x, x)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_device_path_computes_the_host_loops_bits(fns, dtype):
+    x, y = _pairs(dtype, np.random.default_rng(37))
+    x, y = x[:20_000], y[:20_000]
+    with np.errstate(all="ignore"):
+        host = fns.hypot_of(x, y)
+        on_device = fns.hypot_of(device.to_device(x), device.to_device(y)).copy_to_host()
+    assert np.array_equal(host.view(f"u{host.itemsize}"), on_device.view(f"u{host.itemsize}"))
