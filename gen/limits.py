@@ -17,6 +17,10 @@ DEVICE_MAX_ARGS = MAX_ARGS + 1
 # of each argument), as the device kernel parameters hold them.
 DEVICE_MAX_CORE_DIMS = 16
 DEVICE_MAX_CORE_STRIDES = 48
+# `specialize:` lines of one gufunc: each adds a host loop per type signature and CPU clone.
+MAX_SPECIALIZATIONS = 8
+# The largest size a `specialize:` line may fix: a constant trip count helps small loops only.
+MAX_SPECIALIZED_SIZE = 1024
 
 # (C macro, value, why): the rows of ufuncgen/limits.h, in order.
 C_LIMITS: tuple[tuple[str, int, str], ...] = (

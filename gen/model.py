@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from . import limits
 from .element_types import ELEMENT_TYPES, ElementType
 from .diagnostics import DiagnosticSink, Location
-from .parse import RawDimDefinition, RawFile, RawFunction, RawHelper, RawLayout, Token
+from .parse import (RawDimDefinition, RawFile, RawFunction, RawHelper, RawLayout,
+                    RawSpecialization, Token)
 
 # Limits checked at `ufuncgen check`, so that a file that checks also builds and imports.
 # limits.py is their one definition (emitted as C into ufuncgen/limits.h).
@@ -173,6 +174,19 @@ class CoreLayout:
         return tuple(d for d in self.dims if d.size_expression is not None)
 
 
+@dataclass(frozen=True)
+class Specialization:
+    """`specialize: m=4, n=4, p=4`: a host loop compiled with these core sizes as constants,
+    run for C-contiguous calls of exactly these sizes (the compiler unrolls and vectorizes
+    what it can count)."""
+    sizes: tuple[tuple[CoreDim, int], ...]     # in the layout's order of dimensions
+    location: Location
+
+    @property
+    def text(self) -> str:
+        return ", ".join(f"{d.name}={size}" for d, size in self.sizes)
+
+
 # The functions vecmath.h declares to GCC as having libmvec vector variants.
 _VECTOR_MATH = ("exp log pow sin cos acos acosh asin asinh atan atanh cbrt cosh erf erfc exp10 "
                 "exp2 expm1 log10 log1p log2 sinh tan tanh atan2").split()
@@ -208,6 +222,7 @@ class Function:
     location: Location
     threads: bool = True        # large calls may run on several threads
     associative: bool = False   # `.reduce` may reorder: vectorized, pairwise, multi-core
+    specializations: tuple[Specialization, ...] = ()
 
     @property
     def host_reduce_signatures(self) -> tuple[TypeSignature, ...]:
@@ -384,7 +399,8 @@ class _Validator:
             ok = False
         if signatures and core:
             ok &= self._check_core_outputs_stored_as_c_types(raw, signatures, core)
-        if not ok or identity is False or fastmath is None or threads is None or associative is None:
+        specializations = self._specializations(raw, layout) if core is not None else ()
+        if not ok or specializations is None or identity is False or fastmath is None or threads is None or associative is None:
             return None
         nin = len(raw.args)
         args, stride = [], 0
@@ -398,6 +414,7 @@ class _Validator:
             inputs=args[:nin], outputs=args[nin:], signatures=signatures, layout=layout,
             identity=identity, fastmath=fastmath, body=self.body(raw.body),
             location=raw.name.location, threads=threads, associative=associative,
+            specializations=specializations,
         )
 
     def _check_arg_names(self, raw: RawFunction) -> bool:
@@ -559,6 +576,64 @@ class _Validator:
                                 f"type signature {sig.text}")
                 return None
         return True
+
+    # -- specialize --------------------------------------------------------------
+
+    def _specializations(self, raw: RawFunction, layout: CoreLayout | None):
+        """The `specialize:` lines, checked against the layout: None when one is in error."""
+        if not raw.specializations:
+            return ()
+        name = raw.name.text
+        if layout is None:
+            for spec in raw.specializations:
+                self.error(spec.location, f"'specialize' fixes sizes of core dimensions and is "
+                                          f"only meaningful for a gufunc; '{name}' is a ufunc")
+            return None
+        if len(raw.specializations) > limits.MAX_SPECIALIZATIONS:
+            extra = raw.specializations[limits.MAX_SPECIALIZATIONS]
+            self.error(extra.location, f"'{name}' has {len(raw.specializations)} 'specialize' "
+                                       f"lines; at most {limits.MAX_SPECIALIZATIONS} are "
+                                       "supported (each adds a loop per type signature)")
+            return None
+        dims = {d.name: d for d in layout.dims}
+        result: list[Specialization] = []
+        seen: dict[tuple, int] = {}
+        for spec in raw.specializations:
+            sizes = self._specialization_sizes(raw, layout, dims, spec)
+            if sizes is None:
+                return None
+            key = tuple((d.index, size) for d, size in sizes)
+            if key in seen:
+                self.error(spec.location, f"these sizes are already specialized on line {seen[key]}")
+                return None
+            seen[key] = spec.location.line
+            result.append(Specialization(sizes, spec.location))
+        return tuple(result)
+
+    def _specialization_sizes(self, raw: RawFunction, layout: CoreLayout,
+                              dims: dict[str, CoreDim], spec: RawSpecialization):
+        given: dict[str, int] = {}
+        for name_tok, size_tok in spec.sizes:
+            dim = dims.get(name_tok.text)
+            variable = ", ".join(d.name for d in layout.variable_dims if d.size_expression is None)
+            if dim is None or not dim.is_variable:
+                self.error(name_tok, f"'{name_tok.text}' is not a core dimension of the layout "
+                                     f"{layout.text}; 'specialize' takes its named dimensions "
+                                     f"({variable or 'none here'})")
+                return None
+            if dim.size_expression is not None:
+                self.error(name_tok, f"core dimension '{dim.name}' is computed by 'dim' from "
+                                     "the input dimensions; specialize those instead")
+                return None
+            if name_tok.text in given:
+                self.error(name_tok, f"core dimension '{dim.name}' is given twice")
+                return None
+            if not size_tok.text.isdigit() or not 1 <= int(size_tok.text) <= limits.MAX_SPECIALIZED_SIZE:
+                self.error(size_tok, f"a specialized size must be a whole number from 1 to "
+                                     f"{limits.MAX_SPECIALIZED_SIZE}, not '{size_tok.text}'")
+                return None
+            given[dim.name] = int(size_tok.text)
+        return tuple((d, given[d.name]) for d in layout.dims if d.name in given)
 
     # -- gufunc layout -----------------------------------------------------------
 

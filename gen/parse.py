@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 from .diagnostics import DiagnosticSink, Location
 
-OPTION_KEYS = ("doc", "types", "layout", "identity", "associative", "fastmath", "threads", "dim")
+OPTION_KEYS = ("doc", "types", "layout", "identity", "associative", "fastmath", "threads", "dim",
+               "specialize")
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
@@ -66,6 +67,13 @@ class RawDimDefinition:
 
 
 @dataclass(frozen=True)
+class RawSpecialization:
+    """`specialize: m=4, n=4, p=4`: core sizes that get a loop of their own."""
+    sizes: tuple[tuple[Token, Token], ...]     # (dimension name, size)
+    location: Location
+
+
+@dataclass(frozen=True)
 class RawBody:
     lines: tuple[str, ...]
     first_line: int        # line number of the first line of C, just after the `{`
@@ -88,6 +96,7 @@ class RawFunction:
     broken: frozenset[str] = frozenset()   # option keys with a line already reported as an error
     threads: Token | None = None
     associative: Token | None = None
+    specializations: tuple[RawSpecialization, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -251,6 +260,23 @@ def parse_dim_definition(cur: _Cursor) -> RawDimDefinition:
     return RawDimDefinition(name, tuple(expression), name.location)
 
 
+def parse_specialization(cur: _Cursor) -> RawSpecialization:
+    """`m=4, n=4, p=4`"""
+    start = cur.peek()
+    sizes = []
+    while True:
+        name = cur.expect_name("the name of a core dimension")
+        cur.expect("=", "'=' and a size")
+        size = cur.next()
+        if size.kind != "number":
+            raise _ParseError(size.location, f"expected a size such as 4, found {_describe(size)}")
+        sizes.append((name, size))
+        if not cur.accept(","):
+            break
+    cur.expect_end()
+    return RawSpecialization(tuple(sizes), start.location)
+
+
 class _FunctionBuilder:
     """Collects the option lines of one function before its body."""
 
@@ -264,13 +290,14 @@ class _FunctionBuilder:
         self.threads: Token | None = None
         self.associative: Token | None = None
         self.dims: list[RawDimDefinition] = []
+        self.specializations: list[RawSpecialization] = []
         self.broken: set[str] = set()
 
     def build(self, body: RawBody | None) -> RawFunction:
         return RawFunction(self.kind, self.name, tuple(self.args), tuple(self.outputs),
                            tuple(self.doc), tuple(self.types), self.layout, self.identity,
                            self.fastmath, tuple(self.dims), body, frozenset(self.broken),
-                           self.threads, self.associative)
+                           self.threads, self.associative, tuple(self.specializations))
 
 
 def _parse_header(cur: _Cursor, kind: Token) -> _FunctionBuilder:
@@ -321,6 +348,8 @@ def _parse_option_value(sink: DiagnosticSink, fn: _FunctionBuilder, key: str, cu
         fn.layout = parse_layout(cur)
     elif key == "dim":
         fn.dims.append(parse_dim_definition(cur))
+    elif key == "specialize":
+        fn.specializations.append(parse_specialization(cur))
     else:   # identity, associative, fastmath, threads: one word or number, maybe signed
         sign = cur.accept("-") or cur.accept("+")
         tok = cur.next()

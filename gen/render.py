@@ -13,7 +13,7 @@ from functools import lru_cache
 import jinja2
 
 from .element_types import ElementType
-from .model import Arg, Body, Function, Module
+from .model import Arg, Body, Function, Module, Specialization
 
 # templates/ is the generator's sibling in both layouts: gen/ and templates/ at the top of the
 # source tree (an editable install imports ufuncgen.gen from there too), ufuncgen/gen and
@@ -87,6 +87,20 @@ def contiguous_steps(fn: Function, sig) -> list[str]:
     return outer + core
 
 
+def specialization_test(spec: Specialization) -> str:
+    """C: does this call have the specialized sizes?  (`dimensions[1 + i]` is core dim i.)"""
+    return " && ".join(f"dimensions[{d.index + 1}] == {size}" for d, size in spec.sizes)
+
+
+def specialized_dimensions(spec: Specialization, fn: Function) -> str:
+    """C: NumPy's `dimensions` (the outer size, then each core dimension) with the specialized
+    sizes as constants, for an initializer the compiler folds into the body."""
+    fixed = {d.index: size for d, size in spec.sizes}
+    return ", ".join(["dimensions[0]"] + [str(fixed[d.index]) if d.index in fixed
+                                          else f"dimensions[{d.index + 1}]"
+                                          for d in fn.layout.dims])
+
+
 def call_signature(fn: Function) -> str:
     names = ", ".join(a.name for a in fn.inputs)
     return f"{fn.name}({names}, /, {_GUFUNC_KEYWORDS if fn.is_gufunc else _UFUNC_KEYWORDS})"
@@ -100,6 +114,7 @@ def _doc_details(fn: Function, module: Module) -> str:
     if fn.is_gufunc:
         lines += [f"Layout: {fn.layout.text}"]
         lines += [f"    {d.name} = {''.join(d.size_expression.split())}" for d in fn.layout.computed_dims]
+        lines += [f"Specialized loop: {spec.text}" for spec in fn.specializations]
     lines += [f"Returns: {outs}", "", "Types:"]
     lines += [f"    {sig.text}" for sig in fn.signatures]
     path = fn.body.path
@@ -170,6 +185,7 @@ def environment() -> jinja2.Environment:
         wrapper_doc=wrapper_doc, ufunc_doc=ufunc_doc, identity_spec=identity_spec,
         descriptor_flags=descriptor_flags, target_clones=target_clones,
         call_signature=call_signature, py_doc=py_doc, contiguous_steps=contiguous_steps,
+        specialization_test=specialization_test, specialized_dimensions=specialized_dimensions,
     )
     return env
 

@@ -371,3 +371,45 @@ def test_contiguous_and_strided_gufunc_calls_give_the_same_bits(name, dtype, loo
     getattr(ex, name)(*inputs, out=out)
     assert out.tobytes() == contiguous.tobytes()
     check_gufunc(name, contiguous, inputs)
+
+
+# `specialize:` lines of signatures/examples.ufunc: (name, the sizes each line fixes, inputs of
+# core size k).  Sizes around them take the general contiguous loop.
+SPECIALIZED = [
+    ("matmul", (2, 3, 4), lambda r, k: [r(k, k), r(k, k)]),
+    ("l2_norm", (2, 3, 4), lambda r, k: [r(k)]),
+]
+
+
+@pytest.mark.parametrize("loop", [(1,), (7,), (1000,)], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name, sizes, make", SPECIALIZED, ids=[s[0] for s in SPECIALIZED])
+def test_specialized_sizes_give_the_bits_of_the_general_loop(name, sizes, make, dtype, loop,
+                                                              rng):
+    # The specialized loop is the same body with constant sizes: the same operations in the
+    # same order, so a contiguous call of a specialized size gives the bits of a strided call
+    # (the general loop), and both are within the reference's bound.
+    fn = getattr(ex, name)
+    for k in sizes:     # the docstring lists each specialization
+        assert (f"Specialized loop: m={k}, n={k}, p={k}" if name == "matmul"
+                else f"Specialized loop: n={k}") in fn.__doc__
+
+    def r(*shape):
+        return rng.uniform(-2.0, 2.0, loop + shape).astype(dtype)
+
+    for k in range(1, max(sizes) + 3):
+        inputs = make(r, k)
+        contiguous = fn(*inputs)
+        strided = fn(*[with_layout(a, "strided") for a in inputs])
+        assert contiguous.tobytes() == np.ascontiguousarray(strided).tobytes(), k
+        check_gufunc(name, contiguous, inputs)
+
+
+def test_a_call_matching_some_specialized_sizes_only_takes_the_general_loop(rng):
+    # m=4, n=4 but p=3: no `specialize:` line matches all three.
+    a = rng.uniform(-2, 2, (50, 4, 4))
+    b = rng.uniform(-2, 2, (50, 4, 3))
+    got = ex.matmul(a, b)
+    assert got.shape == (50, 4, 3)
+    assert got.tobytes() == ex.matmul(with_layout(a, "strided"), with_layout(b, "strided")).tobytes()
+    check_gufunc("matmul", got, [a, b])

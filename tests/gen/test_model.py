@@ -219,6 +219,20 @@ def test_a_scalar_argument_of_a_gufunc_takes_no_core_strides():
         (True, 0), (False, 0), (True, 1), (False, 1)]
 
 
+def test_specialized_sizes_are_kept_in_the_layouts_order_of_dimensions_whatever_the_line_says():
+    fn = function(gufunc("(m,n),(n,p)->(m,p)", "matmul(a, b) -> c", "float64(float64, float64)",
+                         "specialize: p=2, m=4\n            specialize: n=3"))
+    assert [[(d.name, d.index, size) for d, size in s.sizes] for s in fn.specializations] == [
+        [("m", 0, 4), ("p", 2, 2)], [("n", 1, 3)]]
+    assert [s.text for s in fn.specializations] == ["m=4, p=2", "n=3"]
+    assert [s.location.line for s in fn.specializations] == [4, 5]
+
+
+def test_a_function_without_specialize_lines_has_no_specializations():
+    fn = function(gufunc("(n)->()", "norm(x) -> r", "float64(float64)"))
+    assert fn.specializations == ()
+
+
 def test_a_frozen_dimension_has_a_size_and_is_not_variable():
     fn = function(gufunc("(3),(n,3)->(3)", "f(u, v) -> w", "float64(float64, float64)"))
     assert [(d.name, d.index, d.frozen_size, d.is_variable) for d in fn.layout.dims] == [

@@ -126,6 +126,38 @@ def test_a_dim_line_gives_an_output_dimension_name_and_its_expression_tokens():
     assert (dim.location.line, dim.location.col) == (3, 10)
 
 
+def test_each_specialize_line_gives_its_name_and_size_pairs_with_their_columns():
+    raw = parse_ok("""
+        gufunc matmul(a, b) -> c
+            layout: (m,n),(n,p)->(m,p)
+            types: float64(float64, float64)
+            specialize: m=4, n = 4,p=4
+            specialize: n=3
+        {
+            c(0, 0) = 0;
+        }
+    """)
+    first, second = raw.functions[0].specializations
+    assert [(n.text, v.text) for n, v in first.sizes] == [("m", "4"), ("n", "4"), ("p", "4")]
+    assert [n.location.col for n, _ in first.sizes] == [17, 22, 28]
+    assert [(n.text, v.text) for n, v in second.sizes] == [("n", "3")]
+    assert (second.location.line, second.location.col) == (5, 17)
+
+
+def test_a_specialize_line_without_a_size_is_reported_where_the_size_should_be():
+    raw, sink = parse("""
+        gufunc norm(x) -> r
+            layout: (n)->()
+            types: float64(float64)
+            specialize: n=
+        {
+            r = 0;
+        }
+    """)
+    assert [f"{d.location.line}:{d.location.col}: {d.message}" for d in sink.diagnostics] == [
+        "4:19: expected a size such as 4, found end of line"]
+
+
 def test_doc_lines_continue_one_another_and_keep_their_text():
     raw = parse_ok("""
         ufunc f(x) -> y

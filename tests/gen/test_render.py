@@ -117,6 +117,19 @@ def test_a_gufunc_loop_picks_a_contiguous_specialization_with_constant_frozen_st
     assert "ufg_same_steps(steps, ufg_steps, 9) ? ufg_range_contiguous_matmul_float32 : ufg_range_matmul_float32" in loop
 
 
+def test_a_specialized_gufunc_tests_its_sizes_first_and_passes_them_as_constants(examples):
+    module_c = examples["ex_module.c"]
+    loop = module_c.split("ufg_range_contiguous_matmul_float64(")[1].split("\n}")[0]
+    tests = re.findall(r"if \((.*)\) \{   /\* specialize: (.*) \*/", loop)
+    assert tests == [(" && ".join(f"dimensions[{i}] == {k}" for i in (1, 2, 3)), f"m={k}, n={k}, p={k}")
+                     for k in (2, 3, 4)]
+    assert "const npy_intp ufg_dimensions[4] = {dimensions[0], 4, 4, 4};" in loop
+    # The general contiguous loop comes last, for every other size.
+    assert loop.rstrip().endswith("ufg_range_body_matmul_float64(args, dimensions, ufg_steps, ufg_begin, ufg_end);")
+    unspecialized = module_c.split("ufg_range_contiguous_pairwise_distances_float64(")[1].split("\n}")[0]
+    assert "specialize" not in unspecialized
+
+
 def _clones_of(module_c, function):
     """The dispatch macro in front of `static void function(`."""
     return re.search(rf"(\w+) static void\n{function}\(", module_c).group(1)
