@@ -224,42 +224,45 @@ UFG_PRELUDE_FN double ufg_hypot_d(double x, double y)
                          | (nan & nonfinite & ~infinite) | ((uint64_t)inf_bits & infinite));
 }
 
-/* |z| of a complex128 from its parts, inline and branch-free so that a loop calling it
- * vectorizes (glibc's cabs is a scalar call, 10x slower than np.abs).  Both parts are scaled by
- * the power of two that brings the larger near 1 (exact), so the squares can neither overflow
- * nor underflow to nothing; the sum of the squares is within 1.5 ULP, its square root within
- * 1.25 ULP of |z| (np.abs, also not correctly rounded, is within 2 ULP of it).  An infinite
- * part wins over a NaN one, as for hypot.  Not ufg_hypot_d, whose correction step and division
- * cost 2.5x here (complex128 abs on AVX-512: 0.81x np.abs, 0.32x through ufg_hypot_d). */
-UFG_PRELUDE_FN double ufg_modulus_d(double re, double im)
-{
-    uint64_t re_bits, im_bits, big_bits, scale_bits, unscale_bits, r_bits;
-    double scale, unscale, r;
-    memcpy(&re_bits, &re, sizeof re);
-    memcpy(&im_bits, &im, sizeof im);
-    re_bits &= 0x7fffffffffffffffull;
-    im_bits &= 0x7fffffffffffffffull;
-    big_bits = re_bits > im_bits ? re_bits : im_bits;
-    /* The larger part's biased exponent, kept in [1, 2045] so both powers are normal. */
-    uint64_t e = big_bits >> 52;
-    e = e < 1 ? 1 : e > 2045 ? 2045 : e;
-    scale_bits = (2046 - e) << 52;
-    unscale_bits = e << 52;
-    memcpy(&scale, &scale_bits, sizeof scale);
-    memcpy(&unscale, &unscale_bits, sizeof unscale);
-    const double x = re * scale, y = im * scale;
-    r = (sqrt)(x * x + y * y) * unscale;
-    memcpy(&r_bits, &r, sizeof r);
-    const uint64_t infinite = -(uint64_t)((re_bits == 0x7ff0000000000000ull)
-                                          | (im_bits == 0x7ff0000000000000ull));
-    r_bits = (r_bits & ~infinite) | (0x7ff0000000000000ull & infinite);
-    memcpy(&r, &r_bits, sizeof r);
-    return r;
-}
+/* |z| of a complex from its parts, inline and branch-free so that a loop calling it vectorizes
+ * (glibc's cabs is a scalar call, 10x slower than np.abs).  Both parts are scaled by the power
+ * of two that brings the larger near 1 (exact), so the squares can neither overflow nor
+ * underflow to nothing; the sum of the squares is within 1.5 ULP, its square root within
+ * 1.25 ULP of |z|: correctly rounded for 91% of random values, never off by more than 1 ULP
+ * in a test of 20 million (np.abs, also not correctly rounded, is within 2 ULP of |z|).  An
+ * infinite part wins over a NaN one, as for hypot.  Not ufg_hypot_f or ufg_hypot_d: the
+ * former's square root in double, the latter's correction step and division, cost 2x (complex
+ * abs through them: complex64 0.48x np.abs, complex128 0.32x). */
+#define UFG_DEFINE_MODULUS(S, FLOAT, BITS, MANTISSA, MAX_EXPONENT, SQRT) \
+    UFG_PRELUDE_FN FLOAT ufg_modulus_##S(FLOAT re, FLOAT im) \
+    { \
+        const BITS inf_bits = (BITS)(MAX_EXPONENT) << (MANTISSA); \
+        BITS re_bits, im_bits, r_bits; \
+        FLOAT scale, unscale, r; \
+        memcpy(&re_bits, &re, sizeof re); \
+        memcpy(&im_bits, &im, sizeof im); \
+        re_bits &= ~(BITS)0 >> 1; \
+        im_bits &= ~(BITS)0 >> 1; \
+        /* The larger part's biased exponent, clamped so that both powers are normal. */ \
+        BITS e = (re_bits > im_bits ? re_bits : im_bits) >> (MANTISSA); \
+        e = e < 1 ? 1 : e > (MAX_EXPONENT) - 2 ? (MAX_EXPONENT) - 2 : e; \
+        const BITS scale_bits = ((MAX_EXPONENT) - 1 - e) << (MANTISSA), unscale_bits = e << (MANTISSA); \
+        memcpy(&scale, &scale_bits, sizeof scale); \
+        memcpy(&unscale, &unscale_bits, sizeof unscale); \
+        const FLOAT x = re * scale, y = im * scale; \
+        r = SQRT(x * x + y * y) * unscale; \
+        memcpy(&r_bits, &r, sizeof r); \
+        const BITS infinite = -(BITS)((re_bits == inf_bits) | (im_bits == inf_bits)); \
+        r_bits = (r_bits & ~infinite) | (inf_bits & infinite); \
+        memcpy(&r, &r_bits, sizeof r); \
+        return r; \
+    }
+UFG_DEFINE_MODULUS(f, float, uint32_t, 23, 255, (sqrtf))
+UFG_DEFINE_MODULUS(d, double, uint64_t, 52, 2047, (sqrt))
+#undef UFG_DEFINE_MODULUS
 
 #ifndef __cplusplus
-/* |z|: for a complex64 glibc's cabsf is its hypotf, which ufg_hypot_f computes inline. */
-UFG_PRELUDE_FN float ufg_cabs_f(float _Complex z) { return ufg_hypot_f(crealf(z), cimagf(z)); }
+UFG_PRELUDE_FN float ufg_cabs_f(float _Complex z) { return ufg_modulus_f(crealf(z), cimagf(z)); }
 UFG_PRELUDE_FN double ufg_cabs_d(double _Complex z) { return ufg_modulus_d(creal(z), cimag(z)); }
 #endif
 
@@ -416,8 +419,8 @@ template <class A, class S, UFG_IF_REAL(S)> UFG_PRELUDE_FN UFG_COMPLEX_OF(A, S) 
 { return ufg_complex_pow<typename ufg_complex_common<A, S>::type>(a, b); }
 template <class A, class S, UFG_IF_REAL(S)> UFG_PRELUDE_FN UFG_COMPLEX_OF(A, S) ufg_pow(S a, ufg_complex<A> b)
 { return ufg_complex_pow<typename ufg_complex_common<A, S>::type>(a, b); }
-/* |z| as the C prelude computes it: hypotf's way for complex64, ufg_modulus_d for complex128. */
-UFG_PRELUDE_FN float ufg_modulus(ufg_complex<float> z) { return ufg_hypot_f(z.re, z.im); }
+/* |z| as the C prelude computes it. */
+UFG_PRELUDE_FN float ufg_modulus(ufg_complex<float> z) { return ufg_modulus_f(z.re, z.im); }
 UFG_PRELUDE_FN double ufg_modulus(ufg_complex<double> z) { return ufg_modulus_d(z.re, z.im); }
 template <class R> UFG_PRELUDE_FN R ufg_abs(ufg_complex<R> z) { return ufg_modulus(z); }
 template <class R> UFG_PRELUDE_FN R ufg_fabs(ufg_complex<R> z) { return ufg_modulus(z); }
