@@ -59,7 +59,7 @@ gufunc bdot(x, y) -> d
     layout: (n),(n)->()
     types: float64(float64, float64), float32(bfloat16, bfloat16)
 {
-    float acc = 0;
+    T acc = 0;
     for (int64_t i = 0; i < n; i++) {
         acc += x(i) * y(i);
     }
