@@ -65,8 +65,8 @@ class ElementType:
     @property
     def access(self) -> str:
         """How the runtime's cast kernel reads and writes the type, as a C token: the NumPy
-        kind, or 'h' for half storage."""
-        return "h" if self.storage == "ufg_half" else self.kind
+        kind, 'h' for half storage, 'bf' for bfloat16 storage."""
+        return {"ufg_half": "h", "ufg_bfloat16": "bf"}.get(self.storage, self.kind)
 
     @property
     def component_type(self) -> str | None:
@@ -95,8 +95,7 @@ ELEMENT_TYPES: dict[str, ElementType] = {
         ElementType("float16", "float", "NPY_FLOAT16", 2, "f", storage="ufg_half",
                     load="ufg_half_to_float", store="ufg_float_to_half"),
         # ml_dtypes' bfloat16 (the top half of a float32), stored as its bits and computed on
-        # as float, as ml_dtypes' own loops do; host only for now (device arrays hold NumPy's
-        # own types).
+        # as float, as ml_dtypes' own loops do.
         ElementType("bfloat16", "float", None, 2, "f", storage="ufg_bfloat16",
                     load="ufg_bfloat16_to_float", store="ufg_float_to_bfloat16",
                     dtype_module="ml_dtypes"),
@@ -109,7 +108,12 @@ ELEMENT_TYPES: dict[str, ElementType] = {
     )
 }
 
-# NumPy's own types, in the same order: the ones a ufunc is created with and device arrays
-# hold (the runtime's dtype codes).
+# NumPy's own types, in the same order: the ones a ufunc is created with.
 NUMPY_ELEMENT_TYPES: dict[str, ElementType] = {
     name: t for name, t in ELEMENT_TYPES.items() if t.is_numpy_builtin}
+
+# The types device arrays hold, in the order of the runtime's dtype codes: NumPy's own, then
+# the provided ones (bfloat16), so that adding a provided type leaves the others' codes alone.
+DEVICE_ELEMENT_TYPES: dict[str, ElementType] = {
+    **NUMPY_ELEMENT_TYPES,
+    **{name: t for name, t in ELEMENT_TYPES.items() if not t.is_numpy_builtin}}

@@ -128,9 +128,9 @@ class TypeSignature:
 
     @property
     def is_numpy_builtin(self) -> bool:
-        """Every type is one of NumPy's own: the loop is registered with the ufunc itself and
-        has device kernels.  Otherwise (bfloat16) it is added when the dtype's module can be
-        imported, and runs on the host only."""
+        """Every type is one of NumPy's own: the loop is registered with the ufunc itself.
+        Otherwise (bfloat16) it is added when the dtype's module can be imported.  Both have
+        device kernels."""
         return all(t.is_numpy_builtin for t in self.all_types)
 
 
@@ -239,14 +239,19 @@ class Function:
 
     @property
     def numpy_signatures(self) -> tuple[TypeSignature, ...]:
-        """The loops of NumPy's own types: the ufunc's loops, in order, each with device
-        kernels."""
+        """The loops of NumPy's own types: the ufunc's loops, in order."""
         return tuple(s for s in self.signatures if s.is_numpy_builtin)
 
     @property
     def provided_signatures(self) -> tuple[TypeSignature, ...]:
         """The loops that name a dtype another package provides (bfloat16: ml_dtypes)."""
         return tuple(s for s in self.signatures if not s.is_numpy_builtin)
+
+    @property
+    def device_signatures(self) -> tuple[TypeSignature, ...]:
+        """The loops with device kernels, in the order of the descriptor's device loops: NumPy's
+        own, then the provided ones."""
+        return self.numpy_signatures + self.provided_signatures
 
     @property
     def provided_dtype_modules(self) -> tuple[str, ...]:
@@ -265,7 +270,7 @@ class Function:
         reduction starts from its first element, as NumPy's does."""
         if self.is_gufunc or len(self.inputs) != 2 or len(self.outputs) != 1:
             return ()
-        return tuple(s for s in self.numpy_signatures if len(set(s.all_types)) == 1)
+        return tuple(s for s in self.device_signatures if len(set(s.all_types)) == 1)
 
     @property
     def at_signatures(self) -> tuple[TypeSignature, ...]:
@@ -274,7 +279,7 @@ class Function:
         types element by element."""
         if self.is_gufunc or len(self.inputs) not in (1, 2) or len(self.outputs) != 1:
             return ()
-        return self.numpy_signatures
+        return self.device_signatures
 
     @property
     def element_types(self) -> tuple[ElementType, ...]:

@@ -165,6 +165,11 @@ def target_clones(fn: Function, sig) -> str:
     return "UFG_TARGET_CLONES"
 
 
+def dtype_code(t: ElementType) -> str:
+    """The runtime's code of an element type (ufuncgen/cast_element.h's UFG_DT_<NAME>)."""
+    return f"UFG_DT_{t.name.upper()}"
+
+
 def py_doc(text: str) -> str:
     return '"""' + text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"') + '\n"""'
 
@@ -181,7 +186,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(
         c_string=c_string, c_body=c_body, c_param=c_param, core_accessor=core_accessor,
-        load=load, store=store,
+        load=load, store=store, dtype_code=dtype_code,
         wrapper_doc=wrapper_doc, ufunc_doc=ufunc_doc, identity_spec=identity_spec,
         descriptor_flags=descriptor_flags, target_clones=target_clones,
         call_signature=call_signature, py_doc=py_doc, contiguous_steps=contiguous_steps,

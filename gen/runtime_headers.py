@@ -1,6 +1,6 @@
 """The C headers generated from the generator's own tables, for the runtime and the kernels:
 
-    ufuncgen/element_types.h   UFG_ELEMENT_TYPES(X), one X(...) per row of NUMPY_ELEMENT_TYPES
+    ufuncgen/element_types.h   UFG_ELEMENT_TYPES(X), one X(...) per row of DEVICE_ELEMENT_TYPES
     ufuncgen/limits.h          the shared limits of limits.py
 
 ufuncgen's build writes them into its build tree and installs them beside src/include's
@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import os
 
-from .element_types import NUMPY_ELEMENT_TYPES, ElementType
+from .element_types import DEVICE_ELEMENT_TYPES, ElementType
 from .limits import C_LIMITS
 
-# DLPack's DLDataTypeCode for each NumPy kind.
-_DLPACK_CODES = {"b": "kDLBool", "i": "kDLInt", "u": "kDLUInt", "f": "kDLFloat",
-                 "c": "kDLComplex"}
+# DLPack's DLDataTypeCode for each access token (ElementType.access): NumPy's kind, except
+# that bfloat16 has a code of its own.
+_DLPACK_CODES = {"b": "kDLBool", "i": "kDLInt", "u": "kDLUInt", "f": "kDLFloat", "h": "kDLFloat",
+                 "c": "kDLComplex", "bf": "kDLBfloat"}
+
+# The type number of a dtype that another package registers with NumPy at run time: the
+# runtime looks it up (src/device/runtime/dtypes.c).
+_RUNTIME_TYPE_NUMBER = "UFG_NPY_RUNTIME_TYPE"
 
 _BANNER = """\
 /*
@@ -25,11 +30,12 @@ _BANNER = """\
 
 
 def _x_row(t: ElementType) -> str:
-    # CODE is pasted into UFG_DT_<CODE>; ACCESS (b, i, u, f, h) is a bare token so that users
+    # CODE is pasted into UFG_DT_<CODE>; ACCESS (b, i, u, f, h, bf) is a bare token so that users
     # can paste it into macro names (the cast kernel reads bools as 0/1 and halves through
-    # float that way).
-    return (f"    X({t.name.upper()}, \"{t.name}\", {t.storage_type}, {t.npy_enum}, {t.itemsize}, "
-            f"'{t.kind}', {t.access}, {_DLPACK_CODES[t.kind]})")
+    # float that way, bfloat16s too).
+    npy_enum = t.npy_enum or _RUNTIME_TYPE_NUMBER
+    return (f"    X({t.name.upper()}, \"{t.name}\", {t.storage_type}, {npy_enum}, {t.itemsize}, "
+            f"'{t.kind}', {t.access}, {_DLPACK_CODES[t.access]})")
 
 
 def _pair_row(s: ElementType, d: ElementType) -> str:
@@ -38,7 +44,7 @@ def _pair_row(s: ElementType, d: ElementType) -> str:
 
 
 def element_types_header() -> str:
-    types = list(NUMPY_ELEMENT_TYPES.values())
+    types = list(DEVICE_ELEMENT_TYPES.values())
     rows = " \\\n".join(_x_row(t) for t in types)
     pairs = " \\\n".join(_pair_row(s, d) for s in types for d in types)
     names = ", ".join(t.name for t in types)
@@ -47,17 +53,21 @@ def element_types_header() -> str:
 #define UFUNCGEN_ELEMENT_TYPES_H
 
 /*
- * The element types device arrays hold (NumPy's own among those signature files name), in
- * this order (the order of the runtime's dtype codes, UFG_DT_<CODE>):
+ * The element types device arrays hold (every type signature files name: NumPy's own, then
+ * bfloat16), in this order (the order of the runtime's dtype codes, UFG_DT_<CODE>):
  *
  *   X(CODE, name, storage_type, npy_enum, itemsize, kind_char, access, dlpack_code)
  *
  * name is a string ("float32"), storage_type the C type of an element in memory (ufg_half,
- * from ufuncgen/half.h, for float16), kind_char NumPy's dtype.kind ('f'), access how an element
- * is read and written as a token: NumPy's kind letter (b, i, u, f, c), or h for a half that
- * is converted through float; dlpack_code a DLDataTypeCode enumerator (kDLFloat; needs DLPack's
- * header where it is expanded).
+ * from ufuncgen/half.h, for float16; ufg_bfloat16 from ufuncgen/bfloat16.h), npy_enum NumPy's
+ * type number, or UFG_NPY_RUNTIME_TYPE for a dtype another package registers at run time
+ * (bfloat16: ml_dtypes'), kind_char the kind of the element's values ('f'; ml_dtypes' own
+ * dtype.kind for bfloat16 is 'V'), access how an element is read and written as a token:
+ * NumPy's kind letter (b, i, u, f, c), h for a half or bf for a bfloat16 that is converted
+ * through float; dlpack_code a DLDataTypeCode enumerator (kDLFloat; needs DLPack's header
+ * where it is expanded).
  */
+#define UFG_NPY_RUNTIME_TYPE (-1)
 #define UFG_ELEMENT_TYPES(X) \\
 {rows}
 

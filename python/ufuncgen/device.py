@@ -146,7 +146,10 @@ def synchronize(stream=None) -> None:
 def device_array(shape, dtype=np.float64, *, stream=None, device: int | None = None) -> DeviceArray:
     """An uninitialised C-contiguous DeviceArray, allocated in stream order."""
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return _device.empty(shape, np.dtype(dtype), _device_of(device), _stream_arg(stream))
+    # NumPy knows the name "bfloat16" only once ml_dtypes is imported: the runtime imports it.
+    if not (isinstance(dtype, str) and dtype == "bfloat16"):
+        dtype = np.dtype(dtype)
+    return _device.empty(shape, dtype, _device_of(device), _stream_arg(stream))
 
 
 def to_device(array, *, stream=None, device: int | None = None) -> DeviceArray:

@@ -86,6 +86,6 @@ def test_the_environment_variable_sets_the_switch_at_startup_and_a_bad_value_is_
     assert bad.stdout.startswith("UFUNCGEN_SIM_SKIP_KERNELS must be 1"), bad.stderr
 
 
-def test_the_supported_dtypes_are_the_generators_numpy_element_types():
-    from ufuncgen.gen.element_types import NUMPY_ELEMENT_TYPES
-    assert dev.SUPPORTED_DTYPES == tuple(NUMPY_ELEMENT_TYPES)
+def test_the_supported_dtypes_are_the_generators_device_element_types():
+    from ufuncgen.gen.element_types import DEVICE_ELEMENT_TYPES
+    assert dev.SUPPORTED_DTYPES == tuple(DEVICE_ELEMENT_TYPES)

@@ -506,7 +506,7 @@ def test_a_hand_made_tensor_with_null_strides_and_a_byte_offset_is_read_correctl
     (dict(device_type=KDLCPU), BufferError, r"device type 1 \(kDLCPU\).*kDLCUDA \(2\)"),
     (dict(device_type=3), BufferError, r"device type 3 \(kDLCUDAHost\)"),
     (dict(lanes=4), TypeError, r"4 lanes.*lanes == 1"),
-    (dict(code=KDLBFLOAT, bits=16), TypeError, r"code 4 kDLBfloat, bits 16"),
+    (dict(code=KDLBFLOAT, bits=32), TypeError, r"code 4 kDLBfloat, bits 32"),
     (dict(code=KDLFLOAT, bits=128), TypeError, r"code 2 kDLFloat, bits 128"),
     (dict(code=99), TypeError, r"code 99"),
 ])

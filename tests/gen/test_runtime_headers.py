@@ -12,22 +12,30 @@ import pytest
 from ufuncgen.build import tool_environment
 from ufuncgen.gen import limits
 from ufuncgen.gen.__main__ import main
-from ufuncgen.gen.element_types import ELEMENT_TYPES, NUMPY_ELEMENT_TYPES
+from ufuncgen.gen.element_types import DEVICE_ELEMENT_TYPES, ELEMENT_TYPES, NUMPY_ELEMENT_TYPES
 from ufuncgen.gen.runtime_headers import element_types_header, limits_header
 
-X_ROW = re.compile(r"^    X\((\w+), \"(\w+)\", (\w+), (NPY_\w+), (\d+), '(\w)', (\w), (kDL\w+)\)",
+X_ROW = re.compile(r"^    X\((\w+), \"(\w+)\", (\w+), (NPY_\w+|UFG_NPY_RUNTIME_TYPE), (\d+), '(\w)', (\w+), "
+                   r"(kDL\w+)\)",
                    re.MULTILINE)
 SOURCE_INCLUDE = pathlib.Path(__file__).resolve().parents[2] / "src" / "include"
-DLPACK = {"b": "kDLBool", "i": "kDLInt", "u": "kDLUInt", "f": "kDLFloat", "c": "kDLComplex"}
+DLPACK = {"b": "kDLBool", "i": "kDLInt", "u": "kDLUInt", "f": "kDLFloat", "h": "kDLFloat",
+          "c": "kDLComplex", "bf": "kDLBfloat"}
 
 
-def test_the_element_types_header_lists_exactly_numpys_own_element_types_in_order():
+def test_the_element_types_header_lists_exactly_the_device_element_types_in_order():
     rows = X_ROW.findall(element_types_header())
-    assert rows == [(t.name.upper(), t.name, t.storage_type, t.npy_enum, str(t.itemsize), t.kind,
-                     t.access, DLPACK[t.kind]) for t in NUMPY_ELEMENT_TYPES.values()]
+    assert rows == [(t.name.upper(), t.name, t.storage_type, t.npy_enum or "UFG_NPY_RUNTIME_TYPE",
+                     str(t.itemsize), t.kind, t.access, DLPACK[t.access])
+                    for t in DEVICE_ELEMENT_TYPES.values()]
     text = element_types_header()
-    assert f"#define UFG_ELEMENT_TYPE_COUNT {len(NUMPY_ELEMENT_TYPES)}\n" in text
-    assert f'#define UFG_ELEMENT_TYPE_NAMES "{", ".join(NUMPY_ELEMENT_TYPES)}"\n' in text
+    assert f"#define UFG_ELEMENT_TYPE_COUNT {len(DEVICE_ELEMENT_TYPES)}\n" in text
+    assert f'#define UFG_ELEMENT_TYPE_NAMES "{", ".join(DEVICE_ELEMENT_TYPES)}"\n' in text
+
+
+def test_the_device_element_types_are_numpys_own_then_bfloat16_so_numpys_keep_their_codes():
+    assert list(DEVICE_ELEMENT_TYPES) == list(NUMPY_ELEMENT_TYPES) + ["bfloat16"]
+    assert DEVICE_ELEMENT_TYPES["bfloat16"].access == "bf"
 
 
 def test_numpys_own_types_are_every_type_but_the_ones_another_package_defines():
@@ -38,9 +46,9 @@ def test_numpys_own_types_are_every_type_but_the_ones_another_package_defines():
 
 
 def test_the_pair_list_has_every_source_destination_pair_once():
-    pairs = re.findall(r"^    X\((\w+), [\w ]+, \w, (\w+), [\w ]+, \w\)", element_types_header(),
+    pairs = re.findall(r"^    X\((\w+), [\w ]+, \w+, (\w+), [\w ]+, \w+\)", element_types_header(),
                        re.MULTILINE)
-    codes = [name.upper() for name in NUMPY_ELEMENT_TYPES]
+    codes = [name.upper() for name in DEVICE_ELEMENT_TYPES]
     assert pairs == [(s, d) for s in codes for d in codes]
 
 
@@ -74,6 +82,7 @@ def test_the_element_types_header_compiles_and_its_rows_agree_with_c(tmp_path):
 #include <stdbool.h>
 #include <stdint.h>
 #include "ufuncgen/half.h"
+#include "ufuncgen/bfloat16.h"
 #include "ufuncgen/complex.h"
 #include "ufuncgen/element_types.h"
 #define CHECK(CODE, name, c_type, npy, itemsize, kind_char, kind, dl) \\

@@ -1,8 +1,7 @@
 """bfloat16 elements (src/include/ufuncgen/bfloat16.h) on the host: ml_dtypes.bfloat16 arrays
 reach loops that a module registers for them when ml_dtypes can be imported; elements are
 loaded into float exactly and stored rounded to nearest even with ml_dtypes' bits.  ml_dtypes'
-own casts and loops are the reference.  Device arrays do not hold bfloat16 (yet): the refusal
-is tested here too."""
+own casts and loops are the reference."""
 from __future__ import annotations
 
 import numpy as np
@@ -205,9 +204,12 @@ def test_a_function_without_a_loop_for_the_dtype_refuses_it_as_numpy_does(bf):
         bf.bexp(np.ones(3, np.float32))
 
 
-def test_device_arrays_refuse_bfloat16_naming_the_dtype():
-    with pytest.raises(TypeError, match=r"device arrays hold .*; got dtype\(bfloat16\)"):
-        device.to_device(np.ones(3, BF16))
+def test_device_arrays_hold_bfloat16_with_its_bits():
+    """The device side is tests/device/test_bfloat16_on_device.py's."""
+    x = np.array([1.5, -0.0, np.inf, np.nan], BF16)
+    back = device.to_device(x).copy_to_host()
+    assert back.dtype == BF16
+    np.testing.assert_array_equal(back.view(np.uint16), x.view(np.uint16))
 
 
 def test_without_ml_dtypes_the_module_imports_with_its_other_loops(bf):

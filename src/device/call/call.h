@@ -237,6 +237,10 @@ ufg_dtype_itemsize(ufg_dtype_code code)
 /* resolve.c: NumPy's descriptor of a code (borrowed, cached). */
 PyArray_Descr *ufg_call_descr(ufg_dtype_code code);
 
+/* The index of fn's device loop whose nin + nout dtype codes are `codes` (NumPy's own loops
+ * first, then the provided ones), or -1 (no exception). */
+int ufg_device_loop_index(const ufg_function_descriptor *fn, const unsigned char *codes);
+
 /* call.c / reduce.c / accumulate.c / reduceat.c / at.c: the entry points handed to ufuncgen._core
  * (ufuncgen/device_call.h). */
 PyObject *ufg_device_call(PyObject *function, const ufg_function_descriptor *fn,

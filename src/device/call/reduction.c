@@ -456,14 +456,10 @@ ufg_reduction_resolve_dtypes(const char *prefix, const ufg_function_descriptor *
     if (codes[0] < 0 || codes[1] != codes[0] || codes[2] != codes[0] || nops != 3) {
         return 0;
     }
-    for (int i = 0; i < fn->ntypes; i++) {
-        const char *types = fn->types + (size_t)i * 3;
-        if (ufg_dtype_code_of_type_num((unsigned char)types[0]) == codes[0] &&
-            ufg_dtype_code_of_type_num((unsigned char)types[1]) == codes[0] &&
-            ufg_dtype_code_of_type_num((unsigned char)types[2]) == codes[0]) {
-            entry->loop_index = i;
-            break;
-        }
+    {
+        const unsigned char loop[3] = {(unsigned char)codes[0], (unsigned char)codes[0],
+                                       (unsigned char)codes[0]};
+        entry->loop_index = ufg_device_loop_index(fn, loop);
     }
     return 0;
 }

@@ -46,14 +46,11 @@ ufg_call_descr(ufg_dtype_code code)
 static void
 ufg_dtype_key(const ufg_call *c, unsigned char *byte, int *other)
 {
-    *byte = UFG_KEY_ABSENT;
-    *other = c->dtype != NULL;
-    for (int code = 0; *other && code < UFG_DT_COUNT; code++) {
-        if (PyArray_EquivTypes(c->dtype, ufg_call_descr((ufg_dtype_code)code))) {
-            *byte = (unsigned char)code;
-            *other = 0;
-        }
-    }
+    /* Recognised without building every code's descriptor: bfloat16's imports ml_dtypes. */
+    const int code = c->dtype != NULL ? ufg_dtype_code_of_supported(c->dtype) : -1;
+
+    *byte = code >= 0 ? (unsigned char)code : UFG_KEY_ABSENT;
+    *other = c->dtype != NULL && code < 0;
 }
 
 static unsigned
@@ -208,32 +205,36 @@ ufg_check_casts(ufg_call *c, PyObject *resolved)
     return 0;
 }
 
-/* The index of the type signature whose types are `resolved`, and its codes. */
+int
+ufg_device_loop_index(const ufg_function_descriptor *fn, const unsigned char *codes)
+{
+    const int nargs = fn->nin + fn->nout;
+
+    for (int t = 0; t < fn->ntypes + fn->nprovided; t++) {
+        if (memcmp(fn->device_codes + (size_t)t * nargs, codes, (size_t)nargs) == 0) {
+            return t;
+        }
+    }
+    return -1;
+}
+
+/* The index of the device loop (NumPy's own loops, then the provided ones: bfloat16's) whose
+ * types are `resolved`, and its codes. */
 static int
 ufg_find_loop(ufg_call *c, PyObject *resolved, unsigned char *codes)
 {
-    for (int t = 0; t < c->fn->ntypes; t++) {
-        int k = 0;
-        for (; k < c->nargs; k++) {
-            PyArray_Descr *want = PyArray_DescrFromType(c->fn->types[t * c->nargs + k]);
-            PyArray_Descr *got = (PyArray_Descr *)PyTuple_GET_ITEM(resolved, k);
-            int same = want != NULL && PyArray_EquivTypes(want, got);
-            Py_XDECREF(want);
-            if (!same) {
-                break;
-            }
+    for (int k = 0; k < c->nargs; k++) {
+        const int code = ufg_dtype_code_of_supported(
+            (PyArray_Descr *)PyTuple_GET_ITEM(resolved, k));
+        if (code < 0) {
+            break;
         }
-        if (k == c->nargs) {
-            for (k = 0; k < c->nargs; k++) {
-                for (int code = 0; code < UFG_DT_COUNT; code++) {
-                    if (PyArray_EquivTypes(ufg_call_descr((ufg_dtype_code)code),
-                                           (PyArray_Descr *)PyTuple_GET_ITEM(resolved, k))) {
-                        codes[k] = (unsigned char)code;
-                        break;
-                    }
-                }
+        codes[k] = (unsigned char)code;
+        if (k == c->nargs - 1) {
+            const int t = ufg_device_loop_index(c->fn, codes);
+            if (t >= 0) {
+                return t;
             }
-            return t;
         }
     }
     PyErr_Format(PyExc_TypeError, "%s: no device loop for %S", c->fn->name, resolved);

@@ -2,6 +2,7 @@
  * The supported element types and their spellings in NumPy, CAI and DLPack.
  */
 #include "dtypes.h"
+#include "dtype_bfloat16.h"
 
 #include <string.h>
 
@@ -9,7 +10,7 @@ typedef struct {
     const char *name;
     char kind;              /* NumPy's dtype.kind */
     int itemsize;
-    int type_num;           /* NumPy's sized type number */
+    int type_num;           /* NumPy's sized type number; UFG_NPY_RUNTIME_TYPE for bfloat16 */
     uint8_t dlpack_code;
 } ufg_dtype_info;
 
@@ -19,15 +20,27 @@ typedef struct {
 static const ufg_dtype_info ufg_dtypes[UFG_DT_COUNT] = {UFG_ELEMENT_TYPES(UFG_DTYPE_ROW)};
 #undef UFG_DTYPE_ROW
 
+/* One of NumPy's own types by kind and size (bfloat16, not NumPy's, is found by its type
+ * number: ufg_dtype_lookup_descr). */
 static int
 ufg_dtype_lookup(char kind, int itemsize)
 {
     for (int code = 0; code < UFG_DT_COUNT; code++) {
-        if (ufg_dtypes[code].kind == kind && ufg_dtypes[code].itemsize == itemsize) {
+        if (ufg_dtypes[code].type_num != UFG_NPY_RUNTIME_TYPE &&
+            ufg_dtypes[code].kind == kind && ufg_dtypes[code].itemsize == itemsize) {
             return code;
         }
     }
     return -1;
+}
+
+static int
+ufg_dtype_lookup_descr(const PyArray_Descr *descr)
+{
+    if (PyTypeNum_ISUSERDEF(descr->type_num)) {
+        return ufg_is_bfloat16_descr(descr) ? UFG_DT_BFLOAT16 : -1;
+    }
+    return ufg_dtype_lookup(descr->kind, (int)descr->elsize);
 }
 
 static int
@@ -51,11 +64,16 @@ ufg_dtype_convert(PyObject *obj, const char *argname, PyArray_Descr **descr)
                      UFG_ELEMENT_TYPE_NAMES);
         return -1;
     }
+    /* The name imports ml_dtypes, which np.dtype("bfloat16") needs first. */
+    if (PyUnicode_Check(obj) && PyUnicode_CompareWithASCIIString(obj, "bfloat16") == 0) {
+        *descr = (PyArray_Descr *)Py_XNewRef((PyObject *)ufg_bfloat16_descr_import(argname));
+        return *descr == NULL ? -1 : UFG_DT_BFLOAT16;
+    }
     if (!PyArray_DescrConverter(obj, &given)) {
         PyErr_Clear();
         return ufg_dtype_unsupported(argname, obj, "");
     }
-    code = ufg_dtype_lookup(given->kind, (int)given->elsize);
+    code = ufg_dtype_lookup_descr(given);
     if (code < 0 || PyDataType_HASFIELDS(given) || PyDataType_HASSUBARRAY(given)) {
         ufg_dtype_unsupported(argname, (PyObject *)given, "");
         Py_DECREF(given);
@@ -74,15 +92,18 @@ ufg_dtype_convert(PyObject *obj, const char *argname, PyArray_Descr **descr)
 ufg_dtype_code
 ufg_dtype_code_of(const PyArray_Descr *descr)
 {
-    return (ufg_dtype_code)ufg_dtype_lookup(descr->kind, (int)descr->elsize);
+    return (ufg_dtype_code)ufg_dtype_lookup_descr(descr);
 }
 
 int
 ufg_dtype_code_of_supported(const PyArray_Descr *descr)
 {
-    if (!PyArray_ISNBO(descr->byteorder) || descr->type_num >= NPY_NTYPES_LEGACY ||
-        PyDataType_HASFIELDS(descr) || PyDataType_HASSUBARRAY(descr)) {
+    if (!PyArray_ISNBO(descr->byteorder) || PyDataType_HASFIELDS(descr) ||
+        PyDataType_HASSUBARRAY(descr)) {
         return -1;
+    }
+    if (descr->type_num >= NPY_NTYPES_LEGACY) {
+        return ufg_is_bfloat16_descr(descr) ? UFG_DT_BFLOAT16 : -1;
     }
     return ufg_dtype_lookup(descr->kind, (int)descr->elsize);
 }
@@ -108,13 +129,16 @@ ufg_dtype_code_of_type_num(int type_num)
         }
         filled = 1;
     }
-    return type_num >= 0 && type_num < NPY_NTYPES_LEGACY ? codes[type_num] : -1;
+    if (type_num >= NPY_NTYPES_LEGACY) {
+        return type_num == ufg_bfloat16_type_num() ? UFG_DT_BFLOAT16 : -1;
+    }
+    return type_num >= 0 ? codes[type_num] : -1;
 }
 
 int
 ufg_dtype_type_num(ufg_dtype_code code)
 {
-    return ufg_dtypes[code].type_num;
+    return code == UFG_DT_BFLOAT16 ? ufg_bfloat16_type_num() : ufg_dtypes[code].type_num;
 }
 
 const char *
@@ -126,6 +150,10 @@ ufg_dtype_name(ufg_dtype_code code)
 PyArray_Descr *
 ufg_dtype_descr(ufg_dtype_code code)
 {
+    if (code == UFG_DT_BFLOAT16) {
+        PyArray_Descr *descr = ufg_bfloat16_descr_import("dtype bfloat16");
+        return (PyArray_Descr *)Py_XNewRef((PyObject *)descr);
+    }
     return PyArray_DescrFromType(ufg_dtypes[code].type_num);
 }
 
@@ -147,6 +175,9 @@ ufg_dtype_from_dlpack(DLDataType type, const char *context)
     if (type.code < sizeof(kinds) && kinds[type.code] != 0 && type.bits % 8 == 0) {
         code = ufg_dtype_lookup(kinds[type.code], type.bits / 8);
     }
+    else if (type.code == kDLBfloat && type.bits == 16) {
+        code = UFG_DT_BFLOAT16;
+    }
     if (type.lanes != 1) {
         PyErr_Format(PyExc_TypeError,
                      "%s: DLPack tensors with %u lanes (vector elements) are not supported; "
@@ -165,17 +196,33 @@ ufg_dtype_from_dlpack(DLDataType type, const char *context)
                      UFG_ELEMENT_TYPE_NAMES);
         return -1;
     }
+    /* A bfloat16 tensor becomes an ml_dtypes.bfloat16 array: that needs ml_dtypes. */
+    if (code == UFG_DT_BFLOAT16 && ufg_bfloat16_descr_import(context) == NULL) {
+        return -1;
+    }
     return code;
+}
+
+static int
+ufg_dtype_little_endian(void)
+{
+    const int one = 1;
+    return *(const char *)&one == 1;
 }
 
 void
 ufg_dtype_typestr(ufg_dtype_code code, char *buffer)
 {
-    const int one = 1;
+    /* The interface has no bfloat16: ml_dtypes' own __array_interface__ says "<V2" (two bytes
+     * of data, the bits kept, nothing read as a float16 by mistake), as JAX's dtype.str does. */
+    if (code == UFG_DT_BFLOAT16) {
+        PyOS_snprintf(buffer, UFG_TYPESTR_SIZE, "%cV2", ufg_dtype_little_endian() ? '<' : '>');
+        return;
+    }
     const int itemsize = ufg_dtypes[code].itemsize;
-    const char little = *(const char *)&one == 1;
 
-    PyOS_snprintf(buffer, UFG_TYPESTR_SIZE, "%c%c%d", itemsize == 1 ? '|' : (little ? '<' : '>'),
+    PyOS_snprintf(buffer, UFG_TYPESTR_SIZE, "%c%c%d",
+                  itemsize == 1 ? '|' : (ufg_dtype_little_endian() ? '<' : '>'),
                   ufg_dtypes[code].kind, itemsize);
 }
 

@@ -1,7 +1,7 @@
 /*
- * The element types device arrays hold: bool, int8..int64, uint8..uint64, float32, float64
- * (the types signature files can name), and their spellings in NumPy, the CUDA array
- * interface and DLPack.
+ * The element types device arrays hold: every type signature files can name (bool,
+ * int8..uint64, float16, float32, float64, complex64, complex128, and bfloat16 as
+ * ml_dtypes.bfloat16), and their spellings in NumPy, the CUDA array interface and DLPack.
  */
 #ifndef UFG_DEVICE_DTYPES_H
 #define UFG_DEVICE_DTYPES_H
@@ -25,16 +25,19 @@ ufg_dtype_code ufg_dtype_code_of(const PyArray_Descr *descr);
  * order. */
 int ufg_dtype_code_of_supported(const PyArray_Descr *descr);
 
-/* The code of a NumPy type number (aliases such as NPY_LONG included), or -1. */
+/* The code of a NumPy type number (aliases such as NPY_LONG included; bfloat16's, assigned at
+ * run time, once ml_dtypes is imported), or -1. */
 int ufg_dtype_code_of_type_num(int type_num);
 
-/* NumPy's sized type number of a code (NPY_FLOAT16, ...). */
+/* NumPy's sized type number of a code (NPY_FLOAT16, ...; bfloat16's, or -1 while ml_dtypes is
+ * not imported). */
 int ufg_dtype_type_num(ufg_dtype_code code);
 
 /* The name of a code ("float16"). */
 const char *ufg_dtype_name(ufg_dtype_code code);
 
-/* The canonical descriptor of a code (a new reference). */
+/* The canonical descriptor of a code (a new reference); bfloat16's imports ml_dtypes (NULL
+ * with TypeError when it cannot). */
 PyArray_Descr *ufg_dtype_descr(ufg_dtype_code code);
 
 /* The DLPack type of a code. */
@@ -43,7 +46,8 @@ DLDataType ufg_dtype_to_dlpack(ufg_dtype_code code);
 /* The code of a DLPack type, or -1 with TypeError set when it is not supported. */
 int ufg_dtype_from_dlpack(DLDataType type, const char *context);
 
-/* The CAI typestr of a type ("<f8", "|b1", "<c16"), into a buffer of UFG_TYPESTR_SIZE. */
+/* The CAI typestr of a type ("<f8", "|b1", "<c16"; "<V2" for bfloat16, which the interface has
+ * no spelling for), into a buffer of UFG_TYPESTR_SIZE. */
 #define UFG_TYPESTR_SIZE 8
 void ufg_dtype_typestr(ufg_dtype_code code, char *buffer);
 

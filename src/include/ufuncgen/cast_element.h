@@ -12,6 +12,7 @@
 
 #include "ufuncgen/device_kernel.h"
 #include "ufuncgen/half.h"
+#include "ufuncgen/bfloat16.h"
 #include "ufuncgen/element_types.h"
 
 /* The dtypes device arrays hold, as the cast kernel numbers them: the generator's element
@@ -30,7 +31,8 @@ typedef uint8_t ufg_cast_bool;
 
 /* Reading a bool yields 0/1 whatever nonzero byte it holds; writing a bool stores
  * (value != 0); every other conversion is a C cast.  Named by the element type's access token
- * (b, i, u, f, h, c; ufuncgen/element_types.h), so UFG_CAST_ONE can paste it into their names. */
+ * (b, i, u, f, h, bf, c; ufuncgen/element_types.h), so UFG_CAST_ONE can paste it into their
+ * names. */
 #define UFG_CAST_READ_b(type, ptr) (*(const ufg_cast_bool *)(ptr) != 0)
 #define UFG_CAST_READ_i(type, ptr) (*(const type *)(ptr))
 #define UFG_CAST_READ_u UFG_CAST_READ_i
@@ -44,6 +46,11 @@ typedef uint8_t ufg_cast_bool;
  * rounds once, as NumPy's casts to float16 do. */
 #define UFG_CAST_READ_h(type, ptr) ufg_half_to_float(*(const ufg_half *)(ptr))
 #define UFG_CAST_WRITE_h(type, ptr, v) (*(ufg_half *)(ptr) = ufg_double_to_half((double)(v)))
+/* A bfloat16 is read as float (exactly) and written through float: ml_dtypes' casts to
+ * bfloat16 round a float64 or an int64 to float32 first and then to bfloat16 (two roundings,
+ * which this repeats bit for bit: 1 + 2**-8 + 2**-30 becomes 1.0, not 1 + 2**-7). */
+#define UFG_CAST_READ_bf(type, ptr) ufg_bfloat16_to_float(*(const ufg_bfloat16 *)(ptr))
+#define UFG_CAST_WRITE_bf(type, ptr, v) (*(ufg_bfloat16 *)(ptr) = ufg_float_to_bfloat16((float)(v)))
 
 /* A complex element is its two parts, real then imaginary, in UFG_CAST_PART_<type>.  A real
  * value written to a complex element is its real part (imaginary +0); a complex read as a
@@ -69,6 +76,8 @@ typedef uint8_t ufg_cast_bool;
 #define UFG_CAST_FROM_f UFG_CAST_FROM_i
 #define UFG_CAST_FROM_h(S_TYPE, D_KIND, D_TYPE) \
     UFG_CAST_WRITE_##D_KIND(D_TYPE, dst, UFG_CAST_READ_h(S_TYPE, src))
+#define UFG_CAST_FROM_bf(S_TYPE, D_KIND, D_TYPE) \
+    UFG_CAST_WRITE_##D_KIND(D_TYPE, dst, UFG_CAST_READ_bf(S_TYPE, src))
 #define UFG_CAST_FROM_c(S_TYPE, D_KIND, D_TYPE) UFG_CAST_COMPLEX_TO_##D_KIND(S_TYPE, D_TYPE)
 #define UFG_CAST_COMPLEX_TO_b(S_TYPE, D_TYPE) \
     UFG_CAST_WRITE_b(D_TYPE, dst, UFG_CAST_PARTS(S_TYPE, src)[0] != 0 || \
@@ -79,6 +88,8 @@ typedef uint8_t ufg_cast_bool;
 #define UFG_CAST_COMPLEX_TO_f UFG_CAST_COMPLEX_TO_i
 #define UFG_CAST_COMPLEX_TO_h(S_TYPE, D_TYPE) \
     UFG_CAST_WRITE_h(D_TYPE, dst, UFG_CAST_READ_c(S_TYPE, src))
+#define UFG_CAST_COMPLEX_TO_bf(S_TYPE, D_TYPE) \
+    UFG_CAST_WRITE_bf(D_TYPE, dst, UFG_CAST_READ_c(S_TYPE, src))
 #define UFG_CAST_COMPLEX_TO_c(S_TYPE, D_TYPE) \
     (((UFG_CAST_PART_##D_TYPE *)dst)[0] = (UFG_CAST_PART_##D_TYPE)UFG_CAST_PARTS(S_TYPE, src)[0], \
      ((UFG_CAST_PART_##D_TYPE *)dst)[1] = (UFG_CAST_PART_##D_TYPE)UFG_CAST_PARTS(S_TYPE, src)[1])

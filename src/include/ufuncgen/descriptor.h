@@ -52,12 +52,15 @@ typedef struct ufg_function_descriptor {
                                      * as indices into the distinct ones */
     PyUFunc_ProcessCoreDimsFunc *process_core_dims;   /* computed output dims, or NULL */
 
-    /* The device launchers, one entry per type signature (in `types` order). */
+    /* The device loops: one entry per type signature, NumPy's own (in `types` order) then the
+     * provided ones (in provided_types order), and their dtype codes (UFG_DT_*, the runtime's
+     * numbers of ufuncgen/cast_element.h), (ntypes + nprovided) * (nin + nout) of them. */
     const ufg_device_loop *device_loops;
+    const unsigned char *device_codes;
 
     /* Loops of type signatures that name a dtype NumPy does not define itself (bfloat16, from
      * ml_dtypes): registered with PyUFunc_RegisterLoopForType when every module in
-     * provided_modules (NULL-terminated) can be imported; host only. */
+     * provided_modules (NULL-terminated) can be imported. */
     int nprovided;
     PyUFuncGenericFunction *provided_loops;
     const char *const *provided_types;      /* nprovided * (nin + nout) dtype names */
@@ -71,8 +74,9 @@ typedef struct ufg_function_descriptor {
  * layout.  2: accumulate launchers in ufg_device_loop, out_scan_stride in ufg_reduce_params.
  * 3: ufg_value of 16 bytes (a complex128 scalar), in both parameter structs; reduceat
  * launchers in ufg_device_loop, segments in ufg_reduce_params.  4: at launchers in
- * ufg_device_loop, at_* in ufg_reduce_params.  5: the provided loops. */
+ * ufg_device_loop, at_* in ufg_reduce_params.  5: the provided loops.  6: device_codes, and
+ * device loops for the provided loops. */
 #define UFG_DESCRIPTOR_CAPSULE_PREFIX "ufuncgen.descriptor"
-#define UFG_DESCRIPTOR_CAPSULE UFG_DESCRIPTOR_CAPSULE_PREFIX ".5"
+#define UFG_DESCRIPTOR_CAPSULE UFG_DESCRIPTOR_CAPSULE_PREFIX ".6"
 
 #endif /* UFUNCGEN_DESCRIPTOR_H */
