@@ -52,7 +52,11 @@ int
 ufg_bfloat16_type_num(void)
 {
     if (ufg_bfloat16 == NULL) {
-        /* Found only once ml_dtypes is imported, by anyone: before, no array holds one. */
+        /* Found only once ml_dtypes is imported, by anyone: before, no array holds one.  A
+         * lookup that fails means "not bfloat16", and leaves an exception the caller already
+         * had in place. */
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
         PyObject *name = PyUnicode_FromString("ml_dtypes");
         PyObject *module = name != NULL ? PyImport_GetModule(name) : NULL;
         Py_XDECREF(name);
@@ -61,6 +65,7 @@ ufg_bfloat16_type_num(void)
             Py_DECREF(module);
         }
         PyErr_Clear();
+        PyErr_Restore(type, value, traceback);
     }
     return ufg_bfloat16 != NULL ? ufg_bfloat16->type_num : -1;
 }
