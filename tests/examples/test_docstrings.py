@@ -66,7 +66,8 @@ def test_docstring_lists_every_type_signature_and_the_outputs(name):
     fn = getattr(ex, name)
     doc = fn.__doc__
     lines = [line.strip() for line in doc.splitlines()]
-    assert types and len(types) == len(fn.ufunc.types)
+    # ufunc.types lists NumPy's own types' loops; bfloat16's are added for ml_dtypes' dtype.
+    assert types and len([t for t in types if "bfloat16" not in t]) == len(fn.ufunc.types)
     for signature in types:
         assert signature in lines, f"{signature!r} not listed in {name}.__doc__"
     assert f"Returns: {', '.join(outs)}" in lines
