@@ -164,3 +164,19 @@ def test_gufunc_results_on_several_threads_are_bitwise_those_of_one_thread(
     actual = fn(*inputs)
     assert_same_bits(actual, expected)
     assert (parallel_calls() > before) == (outer * unit >= MIN_WORK)
+
+
+@pytest.mark.parametrize("name, make", [
+    ("matmul", lambda outer, rng: [rng.standard_normal((outer, 4, 4)),
+                                   rng.standard_normal((outer, 4, 4))]),
+    ("l2_norm", lambda outer, rng: [rng.standard_normal((outer, 3))]),
+])
+def test_a_specialized_loop_on_several_threads_gives_the_bits_of_one_thread(
+        name, make, always_parallel, rng):
+    # 4x4 matmul and 3-vector l2_norm run the `specialize:` loops, each thread its part.
+    inputs = make(6 * MIN_WORK // 16 + 5, rng)
+    fn = getattr(ex, name)
+    expected = on_one_thread(fn, *inputs)
+    before = parallel_calls()
+    assert_same_bits(fn(*inputs), expected)
+    assert parallel_calls() > before
