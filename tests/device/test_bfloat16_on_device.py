@@ -367,34 +367,32 @@ def test_a_view_of_bfloat16_device_memory_is_an_operand_like_any_other(bf):
     assert_same_bits(host(bf.bsum(half, half)), bf.bsum(x[::2], x[::2]))
 
 
-def test_without_ml_dtypes_the_device_works_and_bfloat16_is_a_type_error_naming_it():
+def python_prints(script):
+    """The lines a fresh interpreter prints running `script` (which must succeed)."""
     import subprocess
     import sys
-    script = ("import sys; sys.modules['ml_dtypes'] = None\n"     # `import ml_dtypes` fails
-              "import numpy as np\n"
-              "from ufuncgen import device\n"
-              "print(device.to_device(np.arange(3.0)).copy_to_host().tolist())\n"
-              "try:\n"
-              "    device.device_array(2, 'bfloat16')\n"
-              "except TypeError as e:\n"
-              "    print(e)\n")
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 0, run.stderr
-    lines = run.stdout.splitlines()
+    return run.stdout.splitlines()
+
+
+def test_without_ml_dtypes_the_device_works_and_bfloat16_is_a_type_error_naming_it():
+    lines = python_prints("import sys; sys.modules['ml_dtypes'] = None\n"  # import fails
+                          "import numpy as np\n"
+                          "from ufuncgen import device\n"
+                          "print(device.to_device(np.arange(3.0)).copy_to_host().tolist())\n"
+                          "try:\n"
+                          "    device.device_array(2, 'bfloat16')\n"
+                          "except TypeError as e:\n"
+                          "    print(e)\n")
     assert lines[0] == "[0.0, 1.0, 2.0]"
     assert "dtype: bfloat16 arrays are ml_dtypes.bfloat16 arrays" in lines[1]
     assert "pip install ml_dtypes" in lines[1]
 
 
 def test_importing_the_device_runtime_does_not_import_ml_dtypes():
-    import subprocess
-    import sys
-    script = ("import sys, numpy as np\n"
-              "from ufuncgen import device\n"
-              "device.to_device(np.ones(2)).copy_to_host()\n"
-              "print('ml_dtypes' in sys.modules)\n")
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=120)
-    assert run.returncode == 0, run.stderr
-    assert run.stdout.split() == ["False"]
+    assert python_prints("import sys, numpy as np\n"
+                         "from ufuncgen import device\n"
+                         "device.to_device(np.ones(2)).copy_to_host()\n"
+                         "print('ml_dtypes' in sys.modules)\n") == ["False"]
