@@ -18,7 +18,8 @@ What it measures, all on one core, in one process, so that ratios are comparable
    Every call allocates its outputs (no ``out=``).  Before timing, each peer's result is
    checked against ufuncgen's; a mismatch is flagged in the table.
 2. A few gufuncs (l2_norm, matmul, rgb_to_gray, pairwise_distances) against NumPy
-   and ``@numba.guvectorize``; then two functions whose bodies cannot vectorize (integer
+   and ``@numba.guvectorize`` (matmul twice: 4x4 stacks, one of its ``specialize:`` sizes,
+   and 5x5, which takes the general loop); then two functions whose bodies cannot vectorize (integer
    power by squaring, Collatz steps: data-dependent loops), built with ``ufuncgen.load()``,
    against the same algorithm under ``@numba.vectorize``.
 3. Targets, printed PASS/FAIL with the measured value:
