@@ -212,6 +212,30 @@ def test_device_arrays_hold_bfloat16_with_its_bits():
     np.testing.assert_array_equal(back.view(np.uint16), x.view(np.uint16))
 
 
+def test_a_broken_ml_dtypes_costs_only_the_bfloat16_loops_with_a_warning(bf, tmp_path):
+    import os
+    import subprocess
+    import sys
+    (tmp_path / "ml_dtypes.py").write_text("raise RuntimeError('built for another NumPy')\n")
+    script = ("import warnings, numpy as np\n"
+              "with warnings.catch_warnings(record=True) as caught:\n"
+              "    warnings.simplefilter('always')\n"
+              "    import ufg_bfloat16 as m\n"
+              "print(m.bsum(np.float32([1.5]), np.float32([2]))[0])\n"
+              "print(sorted({str(w.category.__name__) for w in caught}))\n"
+              "print(sorted({str(w.message) for w in caught}))\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(tmp_path), os.path.dirname(bf.__file__), os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert run.returncode == 0, run.stderr
+    value, categories, message = run.stdout.splitlines()
+    assert value == "3.5"
+    assert categories == "['RuntimeWarning']"
+    assert message == ("[\"ufuncgen: loops for ml_dtypes's dtypes are left out: importing "
+                       "ml_dtypes failed: RuntimeError('built for another NumPy')\"]")
+
+
 def test_without_ml_dtypes_the_module_imports_with_its_other_loops(bf):
     import os
     import subprocess

@@ -46,19 +46,31 @@ ufg_new_ufunc(const ufg_function_descriptor *function)
 }
 
 /* Whether every module that defines a provided loop's dtypes can be imported: 1 yes, 0 no
- * (then arrays of those dtypes cannot exist either, and the loops are not needed), -1 on any
- * other error. */
+ * (then arrays of those dtypes cannot exist either, and the loops are not needed), -1 when
+ * the warning below is turned into an error.  A module that is installed but fails to import
+ * (built for another NumPy, say) costs only its loops, with a RuntimeWarning saying why: the
+ * module's other loops do not depend on it. */
 static int
 ufg_provided_modules_import(const ufg_function_descriptor *function)
 {
     for (const char *const *name = function->provided_modules; *name != NULL; name++) {
         PyObject *module = PyImport_ImportModule(*name);
         if (module == NULL) {
-            if (!PyErr_ExceptionMatches(PyExc_ImportError)) {
-                return -1;
+            if (PyErr_ExceptionMatches(PyExc_ModuleNotFoundError)) {
+                PyErr_Clear();
+                return 0;
             }
-            PyErr_Clear();
-            return 0;
+            PyObject *type, *value, *traceback;
+            PyErr_Fetch(&type, &value, &traceback);
+            PyErr_NormalizeException(&type, &value, &traceback);
+            /* One text for every function, so that the warning shows once. */
+            int warned = PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "ufuncgen: loops for %s's "
+                                          "dtypes are left out: importing %s failed: %R",
+                                          *name, *name, value != NULL ? value : Py_None);
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(traceback);
+            return warned < 0 ? -1 : 0;
         }
         Py_DECREF(module);
     }
