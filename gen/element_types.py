@@ -63,6 +63,12 @@ class ElementType:
         return self.storage is not None
 
     @property
+    def widened(self) -> "ElementType":
+        """The type a body computes this one in, as stored: float32 for float16 and bfloat16
+        (their C type is float), the type itself otherwise."""
+        return ELEMENT_TYPES["float32"] if self.converts else self
+
+    @property
     def access(self) -> str:
         """How the runtime's cast kernel reads and writes the type, as a C token: the NumPy
         kind, 'h' for half storage, 'bf' for bfloat16 storage."""

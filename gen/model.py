@@ -237,6 +237,17 @@ class Function:
     def args(self) -> tuple[Arg, ...]:
         return self.inputs + self.outputs
 
+    def widened_args(self, sig: TypeSignature) -> tuple[Arg, ...]:
+        """A gufunc loop's core inputs stored as another type than the body computes in
+        (float16, bfloat16): its contiguous loop converts them to float a block of outer
+        iterations at a time, because GCC does not vectorize a body's in-order loop that mixes
+        their 16-bit loads with float arithmetic (a float16 inner product ran 10x slower than
+        the float32 one)."""
+        if not self.is_gufunc:
+            return ()
+        return tuple(a for a in self.inputs
+                     if not a.is_scalar and sig.all_types[a.index].converts)
+
     @property
     def numpy_signatures(self) -> tuple[TypeSignature, ...]:
         """The loops of NumPy's own types: the ufunc's loops, in order."""

@@ -70,21 +70,35 @@ def core_accessor(arg: Arg, t: ElementType) -> str:
     return f"#define {arg.name}({index}) ({load(element, t)})"
 
 
-def contiguous_steps(fn: Function, sig) -> list[str]:
+def _core_size(dim) -> str:
+    """C: one core dimension's size in a loop (`dimensions[1 + i]`), or its frozen number."""
+    return str(dim.frozen_size) if dim.frozen_size is not None else f"dimensions[{dim.index + 1}]"
+
+
+def contiguous_steps(fn: Function, sig, widened: bool = False) -> list[str]:
     """NumPy's `steps` for a gufunc call whose every argument is C-contiguous, outer loop
     included, as C expressions over `dimensions`: the outer steps (one per argument), then
     each argument's core strides.  A frozen dimension is its number, so that the compiler
-    sees constant strides where the layout fixes them."""
-    def size(dim) -> str:
-        return str(dim.frozen_size) if dim.frozen_size is not None else f"dimensions[{dim.index + 1}]"
+    sees constant strides where the layout fixes them.  `widened`: the steps of the widened
+    copies (fn.widened_args), floats where the call has float16 or bfloat16."""
+    wide = fn.widened_args(sig) if widened else ()
 
-    def product(itemsize: int, dims) -> str:
-        return " * ".join([str(itemsize)] + [size(d) for d in dims])
+    def itemsize(a) -> int:
+        t = sig.all_types[a.index]
+        return (t.widened if a in wide else t).itemsize
 
-    outer = [product(sig.all_types[a.index].itemsize, a.core_dims) for a in fn.args]
-    core = [product(sig.all_types[a.index].itemsize, a.core_dims[j + 1:])
+    def product(size: int, dims) -> str:
+        return " * ".join([str(size)] + [_core_size(d) for d in dims])
+
+    outer = [product(itemsize(a), a.core_dims) for a in fn.args]
+    core = [product(itemsize(a), a.core_dims[j + 1:])
             for a in fn.args for j in range(len(a.core_dims))]
     return outer + core
+
+
+def core_elements(arg: Arg) -> str:
+    """C: how many elements one outer iteration of `arg` holds, the product of its core sizes."""
+    return " * ".join(_core_size(d) for d in arg.core_dims) or "1"
 
 
 def specialization_test(spec: Specialization) -> str:
@@ -190,6 +204,7 @@ def environment() -> jinja2.Environment:
         wrapper_doc=wrapper_doc, ufunc_doc=ufunc_doc, identity_spec=identity_spec,
         descriptor_flags=descriptor_flags, target_clones=target_clones,
         call_signature=call_signature, py_doc=py_doc, contiguous_steps=contiguous_steps,
+        core_elements=core_elements,
         specialization_test=specialization_test, specialized_dimensions=specialized_dimensions,
     )
     return env

@@ -418,3 +418,19 @@ def test_a_call_matching_some_specialized_sizes_only_takes_the_general_loop(rng)
     assert got.shape == (50, 4, 3)
     assert got.tobytes() == ex.matmul(with_layout(a, "strided"), with_layout(b, "strided")).tobytes()
     check_gufunc("matmul", got, [a, b])
+
+
+@pytest.mark.parametrize("n, loop", [(1, 5000), (7, 1000), (2048, 3), (2049, 2), (5000, 3)],
+                         ids=lambda v: str(v))
+@pytest.mark.parametrize("name", ["inner1d", "l2_norm"])
+def test_float16_core_inputs_converted_a_block_at_a_time_give_the_general_loops_bits(
+        name, n, loop, rng):
+    # A C-contiguous call converts float16 core inputs to float in blocks of up to 2048
+    # elements (whole rows; a longer row on its own, on the heap) before the body runs: block
+    # edges and both buffers, against the strided call (the general loop) and the reference.
+    fn = getattr(ex, name)
+    inputs = [rng.uniform(-2, 2, (loop, n)).astype(np.float16) for _ in range(fn.nin)]
+    contiguous = fn(*inputs)
+    strided = fn(*[with_layout(a, "strided") for a in inputs])
+    assert contiguous.tobytes() == np.ascontiguousarray(strided).tobytes()
+    check_gufunc(name, contiguous, inputs)

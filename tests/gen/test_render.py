@@ -201,11 +201,15 @@ def test_each_body_is_preceded_by_a_line_directive_to_its_first_line_in_the_sign
             assert lines[i + 1 + k] == source[first - 1 + k]
             k += 1
         assert source[first - 2 + k] == "}", "a body ends at its closing '}'"
-    # a body per type signature, and each helper once per type whose bodies call it
+    # a body per type signature, its float-reading copy where a gufunc loop's core inputs are
+    # float16 or bfloat16 (inner1d and l2_norm: 3), and each helper once per type whose bodies
+    # call it
     module = load_module("pkg.ex", [str(EXAMPLES)], source_root=str(EXAMPLES.parent))
     helpers = sum(len(helpers) for _, helpers in module.helper_instances)
+    widened = sum(1 for f in module.functions for s in f.signatures if f.widened_args(s))
     assert prototypes == helpers
-    assert seen == sum(len(f.signatures) for f in module.functions) + helpers == 41
+    assert widened == 3
+    assert seen == sum(len(f.signatures) for f in module.functions) + widened + helpers == 44
 
 
 def test_after_each_body_a_line_directive_points_back_at_the_generated_file_with_true_numbers(examples):

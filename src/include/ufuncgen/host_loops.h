@@ -38,6 +38,9 @@
 #include "ufuncgen/limits.h"
 /* Elements per block: small enough that every argument's block stays in L1. */
 #define UFG_BLOCK 256
+/* Elements of one float16 or bfloat16 core input that a gufunc's contiguous loop converts to
+ * float at a time (ufg_range_widened_* in the generated module): 8 KiB of stack per input. */
+#define UFG_WIDEN_ELEMENTS 2048
 
 #define UFG_INLINE static inline __attribute__((always_inline))
 
