@@ -615,7 +615,7 @@ class _Validator:
         result: list[Specialization] = []
         seen: dict[tuple, int] = {}
         for spec in raw.specializations:
-            sizes = self._specialization_sizes(raw, layout, dims, spec)
+            sizes = self._specialization_sizes(layout, dims, spec)
             if sizes is None:
                 return None
             key = tuple((d.index, size) for d, size in sizes)
@@ -626,13 +626,14 @@ class _Validator:
             result.append(Specialization(sizes, spec.location))
         return tuple(result)
 
-    def _specialization_sizes(self, raw: RawFunction, layout: CoreLayout,
-                              dims: dict[str, CoreDim], spec: RawSpecialization):
+    def _specialization_sizes(self, layout: CoreLayout, dims: dict[str, CoreDim],
+                              spec: RawSpecialization):
         given: dict[str, int] = {}
         for name_tok, size_tok in spec.sizes:
             dim = dims.get(name_tok.text)
-            variable = ", ".join(d.name for d in layout.variable_dims if d.size_expression is None)
             if dim is None or not dim.is_variable:
+                variable = ", ".join(d.name for d in layout.variable_dims
+                                     if d.size_expression is None)
                 self.error(name_tok, f"'{name_tok.text}' is not a core dimension of the layout "
                                      f"{layout.text}; 'specialize' takes its named dimensions "
                                      f"({variable or 'none here'})")

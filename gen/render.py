@@ -102,8 +102,8 @@ def core_elements(arg: Arg) -> str:
 
 
 def specialization_test(spec: Specialization) -> str:
-    """C: does this call have the specialized sizes?  (`dimensions[1 + i]` is core dim i.)"""
-    return " && ".join(f"dimensions[{d.index + 1}] == {size}" for d, size in spec.sizes)
+    """C: does this call have the specialized sizes?"""
+    return " && ".join(f"{_core_size(d)} == {size}" for d, size in spec.sizes)
 
 
 def specialized_dimensions(spec: Specialization, fn: Function) -> str:
@@ -111,8 +111,7 @@ def specialized_dimensions(spec: Specialization, fn: Function) -> str:
     sizes as constants, for an initializer the compiler folds into the body."""
     fixed = {d.index: size for d, size in spec.sizes}
     return ", ".join(["dimensions[0]"] + [str(fixed[d.index]) if d.index in fixed
-                                          else f"dimensions[{d.index + 1}]"
-                                          for d in fn.layout.dims])
+                                          else _core_size(d) for d in fn.layout.dims])
 
 
 def call_signature(fn: Function) -> str:
