@@ -19,6 +19,8 @@ import pytest
 from ufuncgen import device
 from ufuncgen.gen import generate
 
+from .ulps import assert_agree
+
 
 INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 SIGNED = ["int8", "int16", "int32", "int64"]
@@ -282,38 +284,6 @@ def _assert_close_normwise(got, want, scale, what):
                            f"{NORMWISE_EPS} eps: got {got[bad][:3]}, expected {want[bad][:3]}")
 
 
-def _ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """ULPs between same-typed floats (NaN against NaN: 0, NaN against a number: huge)."""
-    signed = {4: np.int32, 8: np.int64}[a.dtype.itemsize]
-    ia, ib = a.view(signed).astype(object), b.view(signed).astype(object)
-    # Map the sign-magnitude order onto a line so that adjacent floats are 1 apart.
-    top = 1 << (8 * a.dtype.itemsize - 1)
-    la = [v if v >= 0 else -(v + top) for v in ia]
-    lb = [v if v >= 0 else -(v + top) for v in ib]
-    out = np.array([abs(x - y) for x, y in zip(la, lb)], dtype=float)
-    both_nan = np.isnan(a) & np.isnan(b)
-    one_nan = np.isnan(a) ^ np.isnan(b)
-    out[both_nan] = 0
-    out[one_nan] = np.inf
-    return out
-
-
-def _assert_agree(got, want, ulps, what):
-    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, expected {want.dtype}"
-    if got.dtype.kind == "c":       # each part on its own
-        part = got.real.dtype
-        got, want = got.view(part), np.ascontiguousarray(want).view(part)
-    if got.dtype.kind != "f":
-        bad = got != want
-    elif ulps == 0:
-        same_bits = got.view(f"u{got.dtype.itemsize}") == want.view(f"u{want.dtype.itemsize}")
-        bad = ~(same_bits | (np.isnan(got) & np.isnan(want)))
-    else:
-        bad = _ulp_distance(got, want) > ulps
-    assert not bad.any(), (f"{what}: {int(bad.sum())} of {bad.size} differ, first at "
-                           f"{int(np.argmax(bad))}: got {got[bad][:4]}, expected {want[bad][:4]}")
-
-
 # --------------------------------------------------------------------------- the corpus module
 
 
@@ -342,12 +312,12 @@ def test_host_and_device_compute_the_same_and_what_the_reference_computes(corpus
     between = 0
     if case.libm:
         between = (HOST_VS_GPU_ULPS if ON_GPU else HOST_VS_SIM_ULPS)[part]
-    _assert_agree(on_device, host, between, f"{case.name}({t}) on {BACKEND} vs host")
+    assert_agree(on_device, host, between, f"{case.name}({t}) on {BACKEND} vs host")
     if case.normwise:
         _assert_close_normwise(host, want.astype(host.dtype), np.abs(want),
                                f"{case.name}({t}) on the host vs the reference")
         return
-    _assert_agree(host, want.astype(host.dtype),
+    assert_agree(host, want.astype(host.dtype),
                   REFERENCE_ULPS.get(part, 0) if case.libm or case.numpy_rounds else 0,
                   f"{case.name}({t}) on the host vs the reference")
 
@@ -380,7 +350,7 @@ def test_the_complex_quotient_is_numpys_within_two_ulps_but_nan_for_a_zero_divis
     tiny = ~zero & (np.maximum(np.abs(b.real), np.abs(b.imag)) < 1 / np.finfo(b.real.dtype).max)
     assert not np.isnan(ours[tiny & np.isfinite(a)]).any()
     rest = ~zero & ~tiny
-    _assert_agree(ours[rest], numpy[rest], 2, f"Smith's quotient ({t}) vs np.divide")
+    assert_agree(ours[rest], numpy[rest], 2, f"Smith's quotient ({t}) vs np.divide")
 
 
 def test_the_corpus_covers_every_prelude_name_and_type():
@@ -517,5 +487,5 @@ def test_the_cplusplus_prelude_computes_what_the_c_prelude_computes(corpus, cxx_
     pointers = (ctypes.c_char_p * len(arrays))(*[a.ctypes.data_as(ctypes.c_char_p) for a in arrays])
     getattr(cxx_corpus, f"run_{case.name}_{t}")(pointers, ctypes.c_int64(host.size))
     part = np.dtype(t).type(0).real.dtype.name
-    _assert_agree(got, host, HOST_VS_SIM_ULPS[part] if case.libm else 0,
+    assert_agree(got, host, HOST_VS_SIM_ULPS[part] if case.libm else 0,
                   f"{case.name}({t}) as C++ vs the host's C")
