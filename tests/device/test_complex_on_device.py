@@ -170,7 +170,8 @@ def test_the_imaginary_unit_and_a_real_argument_in_one_body(cx, dtype):
     host = cx.rotate(z, angle)
     _close(host, z * np.exp(1j * angle.astype(np.float64)).astype(dtype), dtype)
     _device_or_skip()
-    np.testing.assert_array_equal(_on_device(cx.rotate, z, angle), host)
+    # exp: the host's vector exp, sin and cos against the device's scalar ones, a few ULP.
+    _close(_on_device(cx.rotate, z, angle), host, dtype)
 
 
 @pytest.mark.parametrize("dtype", CTYPES)
