@@ -193,6 +193,13 @@ _VECTOR_MATH = ("exp log pow sin cos acos acosh asin asinh atan atanh cbrt cosh 
 _VECTOR_MATH_CALL = re.compile(r"\b(?:%s)f?\s*\(" % "|".join(_VECTOR_MATH))
 
 
+def _code_lines(body: Body) -> list[str]:
+    """A body's lines without its C comments (a comment may mention exp( or a star)."""
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), "\n".join(body.lines),
+                  flags=re.S)
+    return [line.split("//")[0] for line in text.split("\n")]
+
+
 @dataclass(frozen=True)
 class Identity:
     kind: str                   # "value", or "reorderable" (no identity, but reorderable)
@@ -337,26 +344,41 @@ class Module:
                 instances.append((t, tuple(used)))
         return tuple(instances)
 
+    def _functions_whose_code(self, matches) -> frozenset[str]:
+        """Functions whose body, or a helper it calls (directly or through other helpers),
+        has a line of code (comments left out) for which `matches(line)` holds."""
+        def mentions(body: Body, helper: Helper) -> bool:
+            return any(re.search(rf"\b{helper.name}\b", line) for line in body.lines)
+
+        def has(body: Body) -> bool:
+            return any(matches(line) for line in _code_lines(body))
+
+        matching: set[str] = set()
+        for helper in self.helpers:     # a helper may only call those before it
+            if has(helper.body) or any(
+                    mentions(helper.body, h) for h in self.helpers if h.name in matching):
+                matching.add(helper.name)
+        return frozenset(
+            f.name for f in self.functions
+            if has(f.body) or any(mentions(f.body, h) for h in self.helpers if h.name in matching))
+
     @property
     def flag_exact_functions(self) -> frozenset[str]:
         """Elementwise functions whose body, or a helper it calls, calls a function that the
         host loops may vectorize through libmvec (vecmath.h): their loops get a scalar kernel
         that re-runs any block raising a floating-point error (host_loops.h, ufg_run_block)."""
-        def calls_vector_math(body: Body) -> bool:
-            return any(_VECTOR_MATH_CALL.search(line) for line in body.lines)
+        calling = self._functions_whose_code(_VECTOR_MATH_CALL.search)
+        return frozenset(f.name for f in self.functions if f.name in calling and not f.is_gufunc)
 
-        def mentions(body: Body, helper: Helper) -> bool:
-            return any(re.search(rf"\b{helper.name}\b", line) for line in body.lines)
-
-        vector_helpers: set[str] = set()
-        for helper in self.helpers:     # a helper may only call those before it
-            if calls_vector_math(helper.body) or any(
-                    mentions(helper.body, h) for h in self.helpers if h.name in vector_helpers):
-                vector_helpers.add(helper.name)
-        return frozenset(
-            f.name for f in self.functions
-            if not f.is_gufunc and (calls_vector_math(f.body) or any(
-                mentions(f.body, h) for h in self.helpers if h.name in vector_helpers)))
+    @property
+    def complex_product_functions(self) -> frozenset[str]:
+        """Functions with a complex element type whose body, or a helper it calls, multiplies
+        or divides (a `*` or `/` outside comments, a pointer's star included): GCC 12 may fuse
+        a complex product in their vectorized loops, so those loops get no FMA clone
+        (render.target_clones).  abs, exp, real, imag and conj multiply no complex values."""
+        multiplying = self._functions_whose_code(re.compile(r"[*/]").search)
+        return frozenset(f.name for f in self.functions if f.name in multiplying
+                         and any(sig.has_complex for sig in f.signatures))
 
     @property
     def element_types(self) -> tuple[ElementType, ...]:

@@ -163,15 +163,17 @@ def descriptor_flags(fn: Function) -> str:
     return " | ".join(flags) or "0"
 
 
-def target_clones(fn: Function, sig) -> str:
+def target_clones(fn: Function, sig, module: Module) -> str:
     """The CPU-dispatch macro (ufuncgen/host_loops.h) for a loop's functions.  Complex loops
-    without fast math get no FMA clone (GCC fuses the complex product there).  A gufunc with
+    that may multiply or divide complex values, without fast math, get no FMA clone (GCC
+    fuses the complex product there); abs(z) or exp(z) alone keeps AVX-512 (|z| of complex128
+    over 4M elements: 4.7 ns an element in the AVX2 clone, 2.1 in AVX-512).  A gufunc with
     variable core dimensions gets no AVX-512 clone: GCC 12 vectorizes a body's in-order loop
     over a core dimension (acc += x(i) * x(i)) at 512 bits as a serial chain of lane
     extractions, slower than its AVX2 code (l2_norm float64 over rows of 10: 8.3 ms against
     6.7 ms, benchmarks/host.py's gufunc rows); a gufunc whose core is all frozen ((3)->())
     vectorizes the outer loop, where AVX-512 helps (rgb_to_gray float64: 5.9 ms against 7.3)."""
-    if sig.has_complex and not fn.fastmath:
+    if sig.has_complex and not fn.fastmath and fn.name in module.complex_product_functions:
         return "UFG_TARGET_CLONES_WITHOUT_FMA"
     if fn.is_gufunc and fn.layout.variable_dims:
         return "UFG_TARGET_CLONES_UP_TO_AVX2"

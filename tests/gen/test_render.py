@@ -149,6 +149,68 @@ def test_gufuncs_with_variable_core_dimensions_are_cloned_up_to_avx2_only(exampl
     assert _clones_of(examples["ex_module.c"], function) == clones
 
 
+COMPLEX_CLONES = """\
+helper T cube(T z)
+{
+    return z * z * z;
+}
+
+ufunc modulus(z) -> r
+    types: float64(complex128)
+{
+    /* |z| * 1: no product of complex values, as this comment's star and slash say */
+    r = abs(z);  // nor this one's: z * z
+}
+
+ufunc phase(z) -> w
+    types: complex64(complex64)
+{
+    w = exp(z);
+}
+
+ufunc square(z) -> w
+    types: complex64(complex64)
+{
+    w = z * z;
+}
+
+ufunc ratio_modulus(a, b) -> r
+    types: float32(complex64, complex64)
+{
+    r = abs(a / b);
+}
+
+ufunc through_a_helper(z) -> w
+    types: complex128(complex128)
+{
+    w = cube(z);
+}
+
+ufunc scaled(x) -> y
+    types: float64(float64)
+{
+    y = 2 * x;
+}
+"""
+
+
+@pytest.mark.parametrize("function, clones", [
+    ("ufg_kernel_modulus_complex128__float64", "UFG_TARGET_CLONES"),
+    ("ufg_kernel_phase_complex64", "UFG_TARGET_CLONES"),
+    ("ufg_kernel_square_complex64", "UFG_TARGET_CLONES_WITHOUT_FMA"),
+    ("ufg_kernel_ratio_modulus_complex64_complex64__float32", "UFG_TARGET_CLONES_WITHOUT_FMA"),
+    ("ufg_kernel_through_a_helper_complex128", "UFG_TARGET_CLONES_WITHOUT_FMA"),
+    ("ufg_kernel_scaled_float64", "UFG_TARGET_CLONES"),
+])
+def test_complex_loops_lose_the_fma_clone_only_where_they_multiply_or_divide(
+        tmp_path, function, clones):
+    source = tmp_path / "cx.ufunc"
+    source.write_text(COMPLEX_CLONES)
+    rendered = render_module(load_module("pkg.cx", [str(source)], source_root=str(tmp_path)),
+                             COMMAND)
+    assert _clones_of(rendered["cx_module.c"], function) == clones
+
+
 def test_rendering_twice_gives_identical_text(examples):
     again = render_module(load_module("pkg.ex", [str(EXAMPLES)], source_root=str(EXAMPLES.parent)),
                           COMMAND)
