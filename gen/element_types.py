@@ -25,6 +25,11 @@ class ElementType:
     storage: str | None = None
     load: str | None = None
     store: str | None = None
+    # The runtime's functions converting n elements at a time (ufuncgen/half_blocks.h), for
+    # a type whose element-at-a-time conversions cost more than the arithmetic around them
+    # (float16: F16C converts eight at once); None where loops convert element by element.
+    load_block: str | None = None
+    store_block: str | None = None
     # The Python module whose import registers the dtype with NumPy (np.dtype(name) works
     # after it), for the types NumPy has no number of its own for: "ml_dtypes".
     dtype_module: str | None = None
@@ -99,7 +104,8 @@ ELEMENT_TYPES: dict[str, ElementType] = {
         _int("uint32", "uint32_t", 32, False),
         _int("uint64", "uint64_t", 64, False),
         ElementType("float16", "float", "NPY_FLOAT16", 2, "f", storage="ufg_half",
-                    load="ufg_half_to_float", store="ufg_float_to_half"),
+                    load="ufg_half_to_float", store="ufg_float_to_half",
+                    load_block="ufg_halves_to_floats", store_block="ufg_floats_to_halves"),
         # ml_dtypes' bfloat16 (the top half of a float32), stored as its bits and computed on
         # as float, as ml_dtypes' own loops do.
         ElementType("bfloat16", "float", None, 2, "f", storage="ufg_bfloat16",

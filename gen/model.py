@@ -244,6 +244,14 @@ class Function:
     def args(self) -> tuple[Arg, ...]:
         return self.inputs + self.outputs
 
+    def block_converted_args(self, sig: TypeSignature) -> tuple[Arg, ...]:
+        """An elementwise loop's arguments whose type converts a block at a time
+        (ElementType.load_block: float16): its kernels convert them to and from float buffers
+        of UFG_BLOCK elements around the body's loop."""
+        if self.is_gufunc:
+            return ()
+        return tuple(a for a in self.args if sig.all_types[a.index].load_block)
+
     def widened_args(self, sig: TypeSignature) -> tuple[Arg, ...]:
         """A gufunc loop's core inputs stored as another type than the body computes in
         (float16, bfloat16): its contiguous loop converts them to float a block of outer

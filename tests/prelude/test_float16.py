@@ -115,6 +115,19 @@ def test_float32_narrows_to_numpys_float16_bits_rounding_to_nearest_even(half):
     _assert_same_bits(_on_device(half.narrow, values), want, nan_payload=not ON_GPU)
 
 
+def test_signalling_nans_keep_their_payload_and_raise_nothing_either_way(half):
+    """The hardware conversions (F16C) quiet a signalling NaN and raise invalid; NumPy's keep
+    the payload and raise nothing, and so do these, in a vector and in its tail."""
+    halves = np.array([0x7C01, 0xFD00, 0x7D55, 0x3C00, 0x7E00] * 9, dtype=np.uint16).view(np.float16)
+    floats = np.array([0x7F800001, 0x7FA00000, 0xFF800100, 0x3F800000, 0x7FC00000] * 9,
+                      dtype=np.uint32).view(np.float32)
+    with np.errstate(all="raise"):
+        widened, narrowed = half.widen(halves), half.narrow(floats)
+    _assert_same_bits(widened, halves.astype(np.float32))
+    _assert_same_bits(narrowed, floats.astype(np.float16))
+    assert (_bits(narrowed)[::5] == 0x7C01).all()      # still signalling
+
+
 @pytest.mark.parametrize("value, overflows", [
     (65504.0, False), (65519.99, False), (65520.0, True), (70000.0, True), (3e38, True),
     (-65520.0, True), (np.inf, False), (-np.inf, False), (np.nan, False), (1e-10, False)])
@@ -132,6 +145,19 @@ def test_narrowing_warns_of_overflow_exactly_where_numpy_does(half, value, overf
         ["overflow encountered in narrow"] if overflows else [])
 
 
+def _assert_sum_bits(got, x, y):
+    """NumPy's x + y to the bit, but where both are NaN: then the payload of either (the
+    vectorized add's operand order is the compiler's, and NumPy's float32 add returns the
+    first NaN)."""
+    with np.errstate(all="ignore"):
+        want, swapped = np.add(x, y), np.add(y, x)
+    both = np.isnan(x) & np.isnan(y)
+    assert both.sum() > 10, "the values hold pairs of NaNs"
+    _assert_same_bits(got[~both], want[~both])
+    assert np.isnan(got[both]).all()
+    assert ((_bits(got) == _bits(want)) | (_bits(got) == _bits(swapped)))[both].all()
+
+
 def test_sums_of_every_float16_match_numpys_float16_add_bit_for_bit(half):
     rng = np.random.default_rng(1616)
     x = np.concatenate([ALL_HALVES, rng.permutation(ALL_HALVES)])
@@ -140,9 +166,8 @@ def test_sums_of_every_float16_match_numpys_float16_add_bit_for_bit(half):
         want = np.add(x, y)
         got = half.half_sum(x, y)
         strided = half.half_sum(x[::3], y[1::3])
-        want_strided = np.add(x[::3], y[1::3])
-    _assert_same_bits(got, want)
-    _assert_same_bits(strided, want_strided)
+    _assert_sum_bits(got, x, y)
+    _assert_sum_bits(strided, x[::3], y[1::3])
     with np.errstate(all="ignore"):
         _assert_same_bits(_on_device(half.half_sum, x, y), want, nan_payload=not ON_GPU)
 

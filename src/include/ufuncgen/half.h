@@ -98,7 +98,11 @@ ufg_float_to_half(float value)
      * so no other element's multiplication can overflow when the loop is vectorized. */
     const uint32_t overflows = ufg_half_mask(magnitude >= 0x477ff000u && magnitude < 0x7f800000u);
     const float factor = ufg_half_bits_float(0x3f800000u + (overflows & (127u << 23)));
-    magnitude = ufg_half_choose(overflows, ufg_half_float_bits(ufg_half_bits_float(magnitude) * factor),
+    /* The float arithmetic below sees a NaN as 0: on a signalling NaN it would raise invalid,
+     * where NumPy's conversion raises nothing (a NaN's result comes from its bits alone). */
+    const uint32_t not_nan = ~ufg_half_mask(magnitude > 0x7f800000u);
+    magnitude = ufg_half_choose(overflows,
+                                ufg_half_float_bits(ufg_half_bits_float(magnitude & not_nan) * factor),
                                 magnitude);
     {
         /* Normal: rebias, then round the 13 dropped bits to nearest even (a carry out of the
@@ -107,7 +111,7 @@ ufg_float_to_half(float value)
         /* Subnormal or zero: adding 0.5 leaves the 10 bits a half keeps at the bottom of the
          * sum, rounded to nearest even by the addition itself. */
         const uint32_t subnormal =
-            ufg_half_float_bits(ufg_half_bits_float(magnitude) + 0.5f) - 0x3f000000u;
+            ufg_half_float_bits(ufg_half_bits_float(magnitude & not_nan) + 0.5f) - 0x3f000000u;
         /* NaN keeps its payload's top bits, and stays a NaN when those are all zero. */
         const uint32_t payload = (magnitude & 0x007fffffu) >> 13;
         const uint32_t nan = 0x7c00u | payload | (payload == 0);

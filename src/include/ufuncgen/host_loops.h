@@ -31,6 +31,7 @@
 #include <numpy/ndarraytypes.h>
 
 #include "ufuncgen/host_threads.h"
+#include "ufuncgen/half_blocks.h"   /* float16 converted a block at a time */
 
 /* UFG_MAX_ARGS and UFG_MAX_ITEMSIZE: generated from the generator's tables (gen/limits.py,
  * gen/element_types.py). */
