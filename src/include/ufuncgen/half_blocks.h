@@ -104,7 +104,7 @@ static inline void
 ufg_halves_to_floats(const ufg_half *src, float *dst, ptrdiff_t n)
 {
 #ifdef UFG_HALF_BLOCKS_F16C
-    if (ufg_cpu_converts_halves()) {
+    if (n >= 16 && ufg_cpu_converts_halves()) {    /* shorter: the inline code is cheaper */
         ufg_halves_to_floats_f16c(src, dst, n);
         return;
     }
@@ -118,7 +118,7 @@ static inline void
 ufg_floats_to_halves(const float *src, ufg_half *dst, ptrdiff_t n)
 {
 #ifdef UFG_HALF_BLOCKS_F16C
-    if (ufg_cpu_converts_halves()) {
+    if (n >= 16 && ufg_cpu_converts_halves()) {
         ufg_floats_to_halves_f16c(src, dst, n);
         return;
     }
