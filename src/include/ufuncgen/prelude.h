@@ -362,7 +362,8 @@ UFG_PRELUDE_FN float _Complex ufg_cexp_f(float _Complex z)
 /* exp of a complex is the prelude's (ufg_cexp_*: vectorizes), of a real <tgmath.h>'s. */
 #undef exp
 #define exp(x) _Generic(+(x), float _Complex: ufg_cexp_f, double _Complex: ufg_cexp_d, \
-                        float: expf, default: (exp))(x)
+                        long double _Complex: cexpl, float: expf, long double: expl, \
+                        default: (exp))(x)
 #define abs(x) _Generic(+(x), UFG_ARMS(abs), float _Complex: ufg_cabs_f, double _Complex: ufg_cabs_d)(x)
 #define sign(x) _Generic(+(x), UFG_ARMS(sign))(x)
 #define min(a, b) _Generic((a) + (b), UFG_ARMS(min))((a), (b))
