@@ -22,6 +22,11 @@
 #define UFG_HALF_BLOCKS_F16C 1
 #endif
 
+/* Elements an F16C iteration converts; a shorter call (one element of a reduction) is
+ * cheaper through the inline conversions, so the loops and the dispatch below leave it to
+ * them. */
+#define UFG_HALF_GROUP 16
+
 static inline void
 ufg_halves_to_floats_portable(const ufg_half *src, float *dst, ptrdiff_t n)
 {
@@ -58,7 +63,7 @@ ufg_halves_to_floats_f16c(const ufg_half *src, float *dst, ptrdiff_t n)
 {
     const __m256i magnitude_mask = _mm256_set1_epi16(0x7fff), infinity = _mm256_set1_epi16(0x7c00);
     ptrdiff_t i = 0;
-    for (; i + 16 <= n; i += 16) {
+    for (; i + UFG_HALF_GROUP <= n; i += UFG_HALF_GROUP) {
         const __m256i h = _mm256_loadu_si256((const __m256i *)(src + i));
         /* A magnitude above Inf's is a NaN (a signed compare: magnitudes are below 0x8000). */
         const __m256i nan = _mm256_cmpgt_epi16(_mm256_and_si256(h, magnitude_mask), infinity);
@@ -66,7 +71,7 @@ ufg_halves_to_floats_f16c(const ufg_half *src, float *dst, ptrdiff_t n)
         _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm256_castsi256_si128(numbers)));
         _mm256_storeu_ps(dst + i + 8, _mm256_cvtph_ps(_mm256_extracti128_si256(numbers, 1)));
         if (!_mm256_testz_si256(nan, nan)) {
-            ufg_halves_to_floats_portable(src + i, dst + i, 16);
+            ufg_halves_to_floats_portable(src + i, dst + i, UFG_HALF_GROUP);
         }
     }
     ufg_halves_to_floats_portable(src + i, dst + i, n - i);
@@ -78,7 +83,7 @@ ufg_floats_to_halves_f16c(const float *src, ufg_half *dst, ptrdiff_t n)
     const __m256i magnitude_mask = _mm256_set1_epi32(0x7fffffff);
     const __m256i infinity = _mm256_set1_epi32(0x7f800000);
     ptrdiff_t i = 0;
-    for (; i + 16 <= n; i += 16) {
+    for (; i + UFG_HALF_GROUP <= n; i += UFG_HALF_GROUP) {
         /* Tested as integers: a floating-point compare raises invalid for a signalling NaN. */
         const __m256i low = _mm256_loadu_si256((const __m256i *)(src + i));
         const __m256i high = _mm256_loadu_si256((const __m256i *)(src + i + 8));
@@ -91,7 +96,7 @@ ufg_floats_to_halves_f16c(const float *src, ufg_half *dst, ptrdiff_t n)
         _mm256_storeu_si256((__m256i *)(dst + i), _mm256_set_m128i(h_high, h_low));
         const __m256i nan = _mm256_or_si256(nan_low, nan_high);
         if (!_mm256_testz_si256(nan, nan)) {
-            ufg_floats_to_halves_portable(src + i, dst + i, 16);
+            ufg_floats_to_halves_portable(src + i, dst + i, UFG_HALF_GROUP);
         }
     }
     ufg_floats_to_halves_portable(src + i, dst + i, n - i);
@@ -104,7 +109,7 @@ static inline void
 ufg_halves_to_floats(const ufg_half *src, float *dst, ptrdiff_t n)
 {
 #ifdef UFG_HALF_BLOCKS_F16C
-    if (n >= 16 && ufg_cpu_converts_halves()) {    /* shorter: the inline code is cheaper */
+    if (n >= UFG_HALF_GROUP && ufg_cpu_converts_halves()) {
         ufg_halves_to_floats_f16c(src, dst, n);
         return;
     }
@@ -118,7 +123,7 @@ static inline void
 ufg_floats_to_halves(const float *src, ufg_half *dst, ptrdiff_t n)
 {
 #ifdef UFG_HALF_BLOCKS_F16C
-    if (n >= 16 && ufg_cpu_converts_halves()) {
+    if (n >= UFG_HALF_GROUP && ufg_cpu_converts_halves()) {
         ufg_floats_to_halves_f16c(src, dst, n);
         return;
     }
