@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from . import limits
 from .element_types import ELEMENT_TYPES, ElementType
 from .diagnostics import DiagnosticSink, Location
-from .parse import (RawDimDefinition, RawFile, RawFunction, RawHelper, RawLayout,
+from .parse import (C_NOISE, ParseError, RawDimDefinition, RawFile, RawFunction, RawHelper, RawLayout,
                     RawSpecialization, Token)
 
 # Limits checked at `ufuncgen check`, so that a file that checks also builds and imports.
@@ -63,6 +63,9 @@ RESERVED_NAMES: dict[str, str] = {
     "main": "is reserved in C: it names the program's entry point",
     "T": "is reserved by ufuncgen: inside a body T is the element type",
 }
+# Names an input may not take: the call's own parameters (f(x, /, out=None, **kwargs), a
+# method's self), which the stub and the docstring would then name twice.
+CALL_PARAMETERS = ("out", "kwargs", "self")
 # Every function of the body prelude (src/include/ufuncgen/prelude.h): a helper so named would
 # be rewritten by the prelude's macro of that name.
 PRELUDE_FUNCTIONS = frozenset("""
@@ -139,7 +142,8 @@ class CoreDim:
     name: str                   # "n", or the digits of a frozen size: "3"
     index: int                  # position in NumPy's list of distinct core dimensions
     frozen_size: int | None     # (3)->() : 3
-    size_expression: str | None  # an output-only dimension's size, as C over input dims
+    size_expression: str | None  # an output-only dimension's size, as the user wrote it
+    size_code: str | None = None  # the same as C over the input dims (divisions checked)
 
     @property
     def is_variable(self) -> bool:
@@ -411,7 +415,14 @@ class _Validator:
         reason = (reserved_reason(name) if what != "function name" or keyword.iskeyword(name)
                   else next((r for p, r in RESERVED_PREFIXES if p.match(name)), None))
         if not _IDENTIFIER.match(name):
-            self.error(tok, f"{what} '{name}' is not a valid C and Python identifier")
+            if name.isidentifier():     # a Python identifier outside ASCII: café
+                self.error(tok, f"{what} '{name}' is not ASCII: names take ASCII letters, "
+                                f"digits and '_' (C and Python identifiers alike)")
+            else:
+                self.error(tok, f"{what} '{name}' is not a valid C and Python identifier")
+        elif what == "argument name" and name in CALL_PARAMETERS:
+            self.error(tok, f"{what} '{name}' is a parameter of every call "
+                            f"(f(x, /, out=None, **kwargs)): rename the argument")
         elif reason is not None:
             self.error(tok, f"{what} '{name}' {reason}")
         elif what == "helper name" and name in PRELUDE_FUNCTIONS:
@@ -443,6 +454,10 @@ class _Validator:
             self.error(raw.name, f"function '{raw.name.text}' has no body: expected a line "
                                  "holding only '{' after its options")
             ok = False
+        if raw.body is not None:
+            nin = len(raw.args)
+            stored = [t.text for k, t in enumerate(raw.outputs) if not core or not core[nin + k]]
+            ok &= not stored or self._check_no_return(raw, stored)
         if signatures and core:
             ok &= self._check_core_outputs_stored_as_c_types(raw, signatures, core)
         specializations = self._specializations(raw, layout) if core is not None else ()
@@ -462,6 +477,23 @@ class _Validator:
             location=raw.name.location, threads=threads, associative=associative,
             specializations=specializations,
         )
+
+    def _check_no_return(self, raw: RawFunction, stored: list[str]) -> bool:
+        """The generated code stores a body's scalar outputs (`stored`) after the body's last
+        line: a `return` would skip the stores and hand NumPy whatever the memory held."""
+        text = C_NOISE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), "\n".join(raw.body.lines))
+        for n, line in enumerate(text.split("\n")):
+            m = re.search(r"\breturn\b", line)
+            if m and not line.lstrip().startswith("#"):
+                self.error(self.sink.at(raw.body.first_line + n, m.start() + 1),
+                           f"a function body cannot 'return': "
+                           f"{_count(len(stored), 'output')[2:]} "
+                           f"{' and '.join(repr(name) for name in stored)} "
+                           f"{'is' if len(stored) == 1 else 'are'} stored after the body's last "
+                           f"line, which a return would skip; leave a loop with 'break', or jump "
+                           f"to a label on the body's last line ('goto done;' ... 'done:;')")
+                return False
+        return True
 
     def _check_arg_names(self, raw: RawFunction) -> bool:
         ok = True
@@ -590,6 +622,10 @@ class _Validator:
         elif re.fullmatch(r"[+-]?(inf|nan)", text) or tok.kind == "number" or \
                 re.fullmatch(r"[+-]?[\d.]+(e[+-]?\d+)?", text):
             value_kind, literal = "float", repr(float(text))
+            if literal in ("inf", "-inf") and "inf" not in text:
+                self.error(tok, f"identity {tok.text} is beyond the largest double: it would be "
+                                f"{literal}; write {literal} if that is what you mean")
+                return False
         else:
             self.error(tok, f"identity must be a number, inf, -inf, true, false or none, "
                             f"not '{tok.text}'")
@@ -755,7 +791,7 @@ class _Validator:
         expressions = self._dim_definitions(raw.dims, input_dims, order)
         if expressions is None:   # reported; its dims count as defined, so nothing else is said of them
             ok = False
-            expressions = {d.name.text: "" for d in raw.dims}
+            expressions = {d.name.text: ("", "") for d in raw.dims}
         for group in lay.outputs:
             for tok in group:
                 if tok.kind == "name" and tok.text not in input_dims and tok.text not in expressions:
@@ -765,7 +801,8 @@ class _Validator:
         if not ok:
             return None, None
         dims = {
-            text: CoreDim(text, i, int(text) if tok.kind == "number" else None, expressions.get(text))
+            text: CoreDim(text, i, int(text) if tok.kind == "number" else None,
+                          *expressions.get(text, (None, None)))
             for i, (text, tok) in enumerate(order.items())
         }
         core = tuple(tuple(dims[t.text] for t in group) for group in lay.inputs + lay.outputs)
@@ -790,23 +827,92 @@ class _Validator:
                 self.error(d.name, f"core dimension '{target}' is defined twice")
                 ok = False
                 continue
-            pieces = []
+            bad = False
             for tok in d.expression:
                 if tok.kind == "name" and tok.text not in input_dims:
                     known = ", ".join(t for t in order if t in input_dims and not t.isdigit())
                     self.error(tok, f"the size of '{target}' may use only input core dimensions "
                                     f"({known or 'none here'}); '{tok.text}' is not one")
-                    ok = False
+                    bad = True
                 elif tok.kind == "number" and not tok.text.isdigit():
                     self.error(tok, f"size expression takes whole numbers only, not '{tok.text}'")
-                    ok = False
+                    bad = True
                 elif tok.kind in ("punct", "arrow") and tok.text not in "+-*/%()":
                     self.error(tok, f"unexpected '{tok.text}' in a size expression; "
                                     "use + - * / % and parentheses")
-                    ok = False
-                pieces.append(tok.text)
-            result[target] = " ".join(pieces)
+                    bad = True
+            code = None if bad else self._size_code(d)
+            if code is None:
+                ok = False
+                continue
+            result[target] = (" ".join(t.text for t in d.expression), code)
         return result if ok else None
+
+    def _size_code(self, d: RawDimDefinition) -> str | None:
+        """A `dim:` size expression as C over the input dimensions, None when it does not parse
+        (reported).  Its arithmetic goes through host_loops.h's checked ufg_dim_* functions: a
+        division by zero or an overflow fails the call instead of crashing it."""
+        tokens, pos = d.expression, 0
+        last = d.expression[-1]
+        end = Token("", dataclasses.replace(last.location, col=last.location.col + len(last.text)),
+                    "end")
+
+        def peek() -> Token:
+            return tokens[pos] if pos < len(tokens) else end
+
+        def fail(tok: Token, what: str) -> None:
+            found = "the end of the expression" if tok.kind == "end" else f"'{tok.text}'"
+            raise ParseError(tok.location, f"expected {what} in the size of '{d.name.text}', "
+                                            f"found {found}")
+
+        def operand() -> str:
+            nonlocal pos
+            tok = peek()
+            if tok.text in ("+", "-") and tok.kind == "punct":
+                pos += 1
+                inner = operand()
+                return inner if tok.text == "+" else f"ufg_dim_subtract(0, {inner}, &ufg_dim_error)"
+            if tok.text == "(" and tok.kind == "punct":
+                pos += 1
+                inner = sum_()
+                if peek().text != ")":
+                    fail(peek(), "')'")
+                pos += 1
+                return f"({inner})"
+            if tok.kind in ("name", "number"):
+                pos += 1
+                return f"(npy_intp){tok.text}" if tok.kind == "number" else tok.text
+            fail(tok, "a dimension name, a number or '('")
+
+        def product() -> str:
+            nonlocal pos
+            code = operand()
+            while peek().text in ("*", "/", "%"):
+                op = peek()
+                pos += 1
+                right = operand()
+                if op.text in "/%" and re.fullmatch(r"\(*\(npy_intp\)0+\)*", right):
+                    raise ParseError(op.location, f"the size of '{d.name.text}' divides by zero")
+                code = f"{_DIM_OPERATIONS[op.text]}({code}, {right}, &ufg_dim_error)"
+            return code
+
+        def sum_() -> str:
+            nonlocal pos
+            code = product()
+            while peek().text in ("+", "-"):
+                op = peek()
+                pos += 1
+                code = f"{_DIM_OPERATIONS[op.text]}({code}, {product()}, &ufg_dim_error)"
+            return code
+
+        try:
+            code = sum_()
+            if pos < len(tokens):
+                fail(peek(), "an operator (+ - * / %)")
+        except ParseError as exc:
+            self.error(exc.location, exc.message)
+            return None
+        return code
 
     # -- helpers -----------------------------------------------------------------
 
@@ -832,6 +938,9 @@ class _Validator:
 
 
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
+# The checked arithmetic of `dim:` size expressions (host_loops.h).
+_DIM_OPERATIONS = {"+": "ufg_dim_add", "-": "ufg_dim_subtract", "*": "ufg_dim_multiply",
+                   "/": "ufg_dim_quotient", "%": "ufg_dim_remainder"}
 
 
 def c_balance_problems(lines, first_line: int = 1) -> list[tuple[int, int, str]]:
@@ -1007,8 +1116,6 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
 
 # --------------------------------------------------------------------------- warnings
 
-# Comments, string and character literals: blanked (same length) before looking at operators.
-_C_NOISE = re.compile(r'//[^\n]*|/\*.*?(?:\*/|\Z)|"(?:\\.|[^"\\\n])*"?|\'(?:\\.|[^\'\\\n])*\'?', re.S)
 _DIVISION = re.compile(r"(?<![/*])([/%])(?![/*])\s*=?\s*(?P<divisor>\((?:\s*\w+\s*)\)\s*(?=\w|\()|)"
                        r"(?P<operand>[A-Za-z_]\w*|\d[\w.]*|\()?")
 _COMPARISON = r"(?:[=!<>]=|<|>)"
@@ -1180,7 +1287,7 @@ def _warn_unguarded_division(sink: DiagnosticSink, body: Body, what: str, t_kind
     test (`!d`, `d ?`, `if (d)`); any other divisor (an expression) needs some comparison with
     0 in the body."""
     text = "\n".join(body.lines)
-    clean = _C_NOISE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+    clean = C_NOISE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
     any_zero_test = re.search(rf"{_COMPARISON}\s*0\b|\b0\s*{_COMPARISON}", clean)
     kinds = {"T": t_kind, **(names or {}), **_declared_kinds(clean, t_kind)}
     for m in _DIVISION.finditer(clean):

@@ -17,8 +17,9 @@ together, is decided once, in `model.py`.
         r = hypot(x, y);
     }
 
-A body starts with a line holding only `{` and ends with a line holding only `}`, both at
-column 1; everything between is C, passed through untouched.
+A body starts with a line whose first character is `{` and ends with a line holding only
+`}` at column 1; everything between is C, passed through untouched.  C may follow the `{` on
+its line (`{   // the sum`), and a short body may be one line, `{ y = x * x; }`.
 """
 from __future__ import annotations
 
@@ -115,6 +116,12 @@ class RawFile:
     helpers: tuple[RawHelper, ...]
 
 
+# Comments, string and character literals of C text (an unterminated one runs to the end).
+C_NOISE = re.compile(r'//[^\n]*|/\*.*?(?:\*/|\Z)|"(?:\\.|[^"\\\n])*"?|\'(?:\\.|[^\'\\\n])*\'?', re.S)
+
+# A line at column 1 that starts a declaration: where an unclosed body is known to have ended.
+_DECLARATION = re.compile(r"(?:ufunc|gufunc|helper)\s+[A-Za-z_]\w*.*\(")
+
 _DELIMITERS = frozenset("(),:=")   # what ends a name even without a space before it
 
 
@@ -153,7 +160,7 @@ class _Cursor:
     def expect(self, text: str, what: str) -> Token:
         tok = self.peek()
         if tok.text != text or tok.kind == "end":
-            raise _ParseError(tok.location, f"expected {what}, found {_describe(tok)}")
+            raise ParseError(tok.location, f"expected {what}, found {_describe(tok)}")
         return self.next()
 
     def expect_name(self, what: str) -> Token:
@@ -161,7 +168,7 @@ class _Cursor:
         whole, as one name token, for the model to reject by name."""
         tok = self.peek()
         if tok.kind in ("end", "arrow") or tok.text in _DELIMITERS:
-            raise _ParseError(tok.location, f"expected {what}, found {_describe(tok)}")
+            raise ParseError(tok.location, f"expected {what}, found {_describe(tok)}")
         self.next()
         text, end_col = tok.text, tok.location.col + len(tok.text)
         while True:
@@ -175,12 +182,13 @@ class _Cursor:
     def expect_end(self) -> None:
         tok = self.peek()
         if tok.kind != "end":
-            raise _ParseError(tok.location, f"unexpected {_describe(tok)}")
+            raise ParseError(tok.location, f"unexpected {_describe(tok)}")
 
 
-class _ParseError(Exception):
+class ParseError(Exception):
     def __init__(self, location: Location, message: str):
         self.location, self.message = location, message
+
 
 
 def _describe(tok: Token) -> str:
@@ -224,7 +232,7 @@ def _core_dims(cur: _Cursor) -> tuple[Token, ...]:
         while True:
             tok = cur.next()
             if tok.kind not in ("name", "number"):
-                raise _ParseError(tok.location, f"expected a dimension name or size, found {_describe(tok)}")
+                raise ParseError(tok.location, f"expected a dimension name or size, found {_describe(tok)}")
             dims.append(tok)
             if cur.accept(")"):
                 break
@@ -256,7 +264,7 @@ def parse_dim_definition(cur: _Cursor) -> RawDimDefinition:
     while cur.peek().kind != "end":
         expression.append(cur.next())
     if not expression:
-        raise _ParseError(cur.peek().location, "expected a size expression after '='")
+        raise ParseError(cur.peek().location, "expected a size expression after '='")
     return RawDimDefinition(name, tuple(expression), name.location)
 
 
@@ -269,7 +277,7 @@ def parse_specialization(cur: _Cursor) -> RawSpecialization:
         cur.expect("=", "'=' and a size")
         size = cur.next()
         if size.kind != "number":
-            raise _ParseError(size.location, f"expected a size such as 4, found {_describe(size)}")
+            raise ParseError(size.location, f"expected a size such as 4, found {_describe(size)}")
         sizes.append((name, size))
         if not cur.accept(","):
             break
@@ -319,11 +327,11 @@ def _parse_option(sink: DiagnosticSink, fn: _FunctionBuilder, text: str, number:
     key_match = re.match(r"([A-Za-z_]\w*)\s*:", text[indent:])
     col = indent + 1
     if not key_match:
-        raise _ParseError(sink.at(number, col),
+        raise ParseError(sink.at(number, col),
                           "expected an option line 'key: value' or a line holding only '{'")
     key = key_match.group(1)
     if key not in OPTION_KEYS:
-        raise _ParseError(sink.at(number, col),
+        raise ParseError(sink.at(number, col),
                           f"unknown option '{key}'; expected one of {', '.join(OPTION_KEYS)}")
     value_col = col + key_match.end()
     value = text[indent + key_match.end():]
@@ -333,7 +341,7 @@ def _parse_option(sink: DiagnosticSink, fn: _FunctionBuilder, text: str, number:
     cur = _Cursor(sink, value, number, value_col)
     try:
         _parse_option_value(sink, fn, key, cur, number, col)
-    except _ParseError:
+    except ParseError:
         fn.broken.add(key)   # so that the model does not also report the option as missing
         raise
 
@@ -344,7 +352,7 @@ def _parse_option_value(sink: DiagnosticSink, fn: _FunctionBuilder, key: str, cu
         fn.types.extend(parse_type_signatures(cur))
     elif key == "layout":
         if fn.layout is not None:
-            raise _ParseError(sink.at(number, col), "layout given twice")
+            raise ParseError(sink.at(number, col), "layout given twice")
         fn.layout = parse_layout(cur)
     elif key == "dim":
         fn.dims.append(parse_dim_definition(cur))
@@ -354,23 +362,53 @@ def _parse_option_value(sink: DiagnosticSink, fn: _FunctionBuilder, key: str, cu
         sign = cur.accept("-") or cur.accept("+")
         tok = cur.next()
         if tok.kind not in ("name", "number"):
-            raise _ParseError(tok.location, f"expected a value for '{key}', found {_describe(tok)}")
+            raise ParseError(tok.location, f"expected a value for '{key}', found {_describe(tok)}")
         cur.expect_end()
         if sign:
             tok = Token(sign.text + tok.text, sign.location, tok.kind)
         if getattr(fn, key) is not None:
-            raise _ParseError(sink.at(number, col), f"{key} given twice")
+            raise ParseError(sink.at(number, col), f"{key} given twice")
         setattr(fn, key, tok)
 
 
-def _read_body(sink: DiagnosticSink, lines: list[str], index: int) -> tuple[RawBody, int]:
-    """`lines[index]` is the `{` line; returns the body and the index after its `}`."""
+def opens_body(text: str) -> bool:
+    return text.startswith("{")
+
+
+def _one_line_body_end(text: str) -> int | None:
+    """Where the `}` that closes a one-line body is, `{ y = x * x; }`, or None when the `{`
+    line leaves its body open (braces in comments and literals do not count)."""
+    code = C_NOISE.sub(lambda m: " " * len(m.group(0)), text).rstrip()
+    if not code.endswith("}"):
+        return None
+    depth = 0
+    for c in code[:-1]:
+        depth += (c == "{") - (c == "}")
+        if depth == 0:
+            return None         # `{ a; } b; }`: the first `}` closed the body already
+    return len(code) - 1 if depth == 1 else None
+
+
+def _read_body(sink: DiagnosticSink, lines: list[str], index: int, owner: str) -> tuple[RawBody, int]:
+    """`lines[index]` is the `{` line; returns the body and the index after its `}`.  The `{`
+    (and a one-line body's `}`) become spaces, so that the C keeps the user's columns."""
     opening = sink.at(index + 1, 1)
+    first = " " + lines[index][1:]
+    end = _one_line_body_end(lines[index])
+    if end is not None:
+        return RawBody((first[:end] + " " + first[end + 1:],), index + 1, opening), index + 1
     end = index + 1
     while end < len(lines) and lines[end].rstrip() != "}":
+        if _DECLARATION.match(lines[end]):
+            raise ParseError(opening, f"the body of {owner} is never closed: end it with a line "
+                                       f"holding only '}}' at column 1, before the declaration "
+                                       f"at line {end + 1}")
         end += 1
     if end == len(lines):
-        raise _ParseError(opening, "body is never closed: end it with a line holding only '}' at column 1")
+        raise ParseError(opening, f"the body of {owner} is never closed: end it with a line "
+                                   "holding only '}' at column 1")
+    if first.strip():
+        return RawBody((first, *lines[index + 1:end]), index + 1, opening), end + 1
     return RawBody(tuple(lines[index + 1:end]), index + 2, opening), end + 1
 
 
@@ -380,6 +418,7 @@ def _is_blank_or_comment(text: str) -> bool:
 
 
 def parse_text(path: str, text: str, sink: DiagnosticSink) -> RawFile:
+    text = text.removeprefix("\ufeff")   # a byte order mark some editors write: not the user's text
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -395,7 +434,7 @@ def parse_text(path: str, text: str, sink: DiagnosticSink) -> RawFile:
             continue
         try:
             if line[0].isspace():
-                raise _ParseError(sink.at(number, len(line) - len(line.lstrip()) + 1),
+                raise ParseError(sink.at(number, len(line) - len(line.lstrip()) + 1),
                                   "unexpected indented line; declarations start at column 1 with "
                                   "'ufunc', 'gufunc' or 'helper'")
             cur = _Cursor(sink, line, number)
@@ -405,9 +444,9 @@ def parse_text(path: str, text: str, sink: DiagnosticSink) -> RawFile:
             elif head.text in ("ufunc", "gufunc"):
                 i = _parse_function(sink, lines, i, cur, head, functions)
             else:
-                raise _ParseError(head.location,
+                raise ParseError(head.location,
                                   f"expected 'ufunc', 'gufunc' or 'helper', found {_describe(head)}")
-        except _ParseError as exc:
+        except ParseError as exc:
             sink.error(exc.location, exc.message)
             i = _skip_declaration(lines, i + 1)
     return RawFile(path, tuple(lines), tuple(functions), tuple(helpers))
@@ -419,9 +458,11 @@ def _skip_declaration(lines: list[str], i: int) -> int:
     while i < len(lines):
         text = lines[i].rstrip()
         if inside_body:
-            inside_body = text != "}"
-        elif text == "{":
-            inside_body = True
+            inside_body = text != "}" and not _DECLARATION.match(text)
+            if not inside_body and text != "}":
+                return i
+        elif opens_body(text):
+            inside_body = _one_line_body_end(text) is None
         elif text and not text[0].isspace() and text.split()[0] in ("ufunc", "gufunc", "helper"):
             return i
         i += 1
@@ -437,14 +478,14 @@ def _parse_helper(sink, lines, i, cur, head, helpers) -> int:
             name = cur.tokens[k - 1]
             break
     if name is None or name is prototype_start:
-        raise _ParseError(prototype_start.location,
+        raise ParseError(prototype_start.location,
                           "expected a C prototype such as 'void f(T x, T *y)' after 'helper'")
     i += 1
     body = None
-    if i < len(lines) and lines[i].rstrip() == "{":
-        body, i = _read_body(sink, lines, i)
+    if i < len(lines) and opens_body(lines[i]):
+        body, i = _read_body(sink, lines, i, f"helper '{name.text}'")
     else:
-        sink.error(name.location, f"helper '{name.text}' has no body: expected a line holding only '{{'")
+        sink.error(name.location, f"helper '{name.text}' has no body: expected a line starting with '{{'")
     helpers.append(RawHelper(name, prototype, head.location, body))
     return i
 
@@ -452,7 +493,7 @@ def _parse_helper(sink, lines, i, cur, head, helpers) -> int:
 def _parse_function(sink, lines, i, cur, head, functions) -> int:
     fn = _parse_header(cur, head)
     i += 1
-    while i < len(lines) and lines[i].rstrip() != "{":
+    while i < len(lines) and not opens_body(lines[i]):
         text = lines[i]
         if _is_blank_or_comment(text):
             i += 1
@@ -461,11 +502,11 @@ def _parse_function(sink, lines, i, cur, head, functions) -> int:
             break        # the next declaration: this function has no body
         try:
             _parse_option(sink, fn, text, i + 1)
-        except _ParseError as exc:
+        except ParseError as exc:
             sink.error(exc.location, exc.message)
         i += 1
     body = None
-    if i < len(lines) and lines[i].rstrip() == "{":
-        body, i = _read_body(sink, lines, i)
+    if i < len(lines) and opens_body(lines[i]):
+        body, i = _read_body(sink, lines, i, f"function '{fn.name.text}'")
     functions.append(fn.build(body))
     return i

@@ -299,3 +299,74 @@ def test_a_file_with_windows_line_endings_parses_like_one_with_unix_endings():
 def test_a_file_without_a_final_newline_parses():
     raw = parse_ok("ufunc f(x) -> y\n    types: float64(float64)\n{\n    y = x;\n}")
     assert raw.functions[0].body.lines == ("    y = x;",)
+
+
+def test_a_one_line_body_keeps_its_columns_with_its_braces_blanked():
+    raw = parse_ok("""
+        ufunc sq(x) -> y
+            types: float64(float64)
+        { y = x * x; }   // squared
+
+        ufunc nested(x) -> y
+            types: float64(float64)
+        { if (x > 0) { y = x; } else { y = -x; } }
+    """)
+    square, nested = raw.functions
+    assert square.body.lines == ("  y = x * x;     // squared",) and square.body.first_line == 3
+    assert nested.body.lines == ("  if (x > 0) { y = x; } else { y = -x; }  ",)
+    assert nested.body.first_line == 7
+
+
+def test_code_after_the_opening_brace_starts_the_body_on_that_line():
+    raw = parse_ok("""
+        ufunc inc(x) -> y
+            types: float64(float64)
+        {   // one more
+            y = x + 1;
+        }
+        ufunc dec(x) -> y
+            types: float64(float64)
+        {
+            y = x - 1;
+        }
+    """)
+    inc, dec = raw.functions
+    assert inc.body.lines == ("    // one more", "    y = x + 1;") and inc.body.first_line == 3
+    assert dec.body.lines == ("    y = x - 1;",) and dec.body.first_line == 9
+
+
+def test_a_brace_line_whose_last_brace_closes_an_inner_block_opens_a_longer_body():
+    raw = parse_ok("""
+        ufunc f(x) -> y
+            types: float64(float64)
+        { if (x > 0) { y = x; }
+            else { y = 0; }
+        }
+    """)
+    (fn,) = raw.functions
+    assert fn.body.lines == ("  if (x > 0) { y = x; }", "    else { y = 0; }")
+
+
+def test_a_byte_order_mark_at_the_start_of_the_file_is_not_part_of_the_first_line():
+    raw, sink = parse("\ufeffufunc f(x) -> y\n    types: float64(float64)\n{\n    y = x;\n}\n")
+    assert sink.diagnostics == []
+    assert raw.functions[0].name.location.col == 7
+
+
+def test_a_body_left_open_before_the_next_declaration_is_reported_and_the_next_one_parses():
+    raw, sink = parse("""
+        ufunc f(x) -> y
+            types: float64(float64)
+        {
+            y = x;
+
+        ufunc g(x) -> y
+            types: float64(float64)
+        {
+            y = x;
+        }
+    """)
+    (error,) = sink.diagnostics
+    assert (error.location.line, error.location.col) == (3, 1)
+    assert "before the declaration at line 6" in error.message
+    assert [fn.name.text for fn in raw.functions] == ["g"]
