@@ -8,6 +8,7 @@ systems do not recompile it).
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 
 import jinja2
@@ -33,12 +34,18 @@ def c_string(text: str) -> str:
     return f'"{escaped}"'
 
 
-def c_body(body: Body) -> str:
+_DEFINE = re.compile(r"\s*#\s*define\s+([A-Za-z_]\w*)")
+
+
+def c_body(body: Body, scope_macros: bool = True) -> str:
     """The user's lines in a block, with #line directives so compiler messages name the user's
     file.  The block's braces are the user's `{` and `}` lines: an error the compiler only sees
-    at the closing brace (a body ending in an unfinished statement) names the user's `}`."""
+    at the closing brace (a body ending in an unfinished statement) names the user's `}`.
+    A macro the body #defines ends with it (`scope_macros`), so that it cannot rewrite the
+    names of the functions after it (a `#define N 4` against a later layout's `n`, `N`)."""
+    undefs = [f"#undef {m[1]}" for line in body.lines if (m := _DEFINE.match(line))]
     lines = [f"#line {body.first_line - 1} {c_string(body.path)}", "{", *body.lines, "}",
-             _GENERATED_LINE]
+             _GENERATED_LINE, *(dict.fromkeys(undefs) if scope_macros else ())]
     return "\n".join(lines)
 
 
@@ -49,6 +56,16 @@ def c_param(arg: Arg, t: ElementType) -> str:
     if arg.is_scalar:
         return f"{t.c_type} *ufg_out_{arg.name}"
     return f"char *ufg_{arg.name}"
+
+
+def output_store(arg: Arg) -> str:
+    """`*ufg_out_y = y;` for a scalar output, its `= y` placed at the output's name in the
+    user's declaration: a body that never sets `y` (or hides it behind a local of its own) then
+    draws the compiler's "used uninitialized" warning there (GCC places it at the `=`)."""
+    return "\n".join([f"    *ufg_out_{arg.name}",
+                      f"#line {arg.location.line} {c_string(arg.location.path)}",
+                      " " * (arg.location.col - 1) + f"= {arg.name};",
+                      _GENERATED_LINE])
 
 
 def load(expression: str, t: ElementType) -> str:
@@ -66,7 +83,9 @@ def core_accessor(arg: Arg, t: ElementType) -> str:
     input stored as another type (float16) its value (the model refuses such outputs)."""
     index = ", ".join(f"ufg_i{k}" for k in range(len(arg.core_dims)))
     offset = " + ".join(f"(ufg_i{k}) * ufg_{arg.name}_s{k}" for k in range(len(arg.core_dims)))
-    element = f"*({t.storage_type} *)(ufg_{arg.name} + {offset})"
+    # An input is const: a body writing into it would change the caller's array.
+    const = "" if arg.is_output else "const "
+    element = f"*({const}{t.storage_type} *)(ufg_{arg.name} + {offset})"
     return f"#define {arg.name}({index}) ({load(element, t)})"
 
 
@@ -200,7 +219,7 @@ def environment() -> jinja2.Environment:
         autoescape=False,
     )
     env.filters.update(
-        c_string=c_string, c_body=c_body, c_param=c_param, core_accessor=core_accessor,
+        c_string=c_string, c_body=c_body, c_param=c_param, output_store=output_store, core_accessor=core_accessor,
         load=load, store=store, dtype_code=dtype_code,
         wrapper_doc=wrapper_doc, ufunc_doc=ufunc_doc, identity_spec=identity_spec,
         descriptor_flags=descriptor_flags, target_clones=target_clones,

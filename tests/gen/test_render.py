@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -246,7 +247,7 @@ def test_each_body_is_preceded_by_a_line_directive_to_its_first_line_in_the_sign
     helper's prototype under a #line naming its `helper` line."""
     source = EXAMPLES.read_text().split("\n")
     lines = examples["ex_bodies.h"].split("\n")
-    seen = prototypes = 0
+    seen = prototypes = stores = 0
     for i, text in enumerate(lines):
         m = _LINE.fullmatch(text)
         if not m or m[2] != "examples.ufunc":
@@ -255,6 +256,9 @@ def test_each_body_is_preceded_by_a_line_directive_to_its_first_line_in_the_sign
         if source[first - 1].startswith("helper "):
             prototypes += 1
             assert lines[i + 1].endswith(source[first - 1][len("helper "):].strip())
+            continue
+        if source[first - 1].startswith(("ufunc ", "gufunc ")):
+            stores += 1         # an output's store, under its name: see the next test
             continue
         seen += 1
         assert source[first - 1] == "{", f"#line {first} is not a '{{' line"
@@ -272,6 +276,26 @@ def test_each_body_is_preceded_by_a_line_directive_to_its_first_line_in_the_sign
     assert prototypes == helpers
     assert widened == 3
     assert seen == sum(len(f.signatures) for f in module.functions) + widened + helpers == 44
+    assert stores == sum(len(f.signatures) * sum(a.is_scalar for a in f.outputs)
+                         for f in module.functions) + widened
+
+
+def test_the_store_of_a_scalar_output_reads_it_under_its_name_in_the_declaration(examples):
+    """A body that never sets an output draws GCC's "used uninitialized" warning at the `=` of
+    the store: placed at the output's name, the warning names the user's line and column."""
+    source = EXAMPLES.read_text().split("\n")
+    lines = examples["ex_bodies.h"].split("\n")
+    checked = set()
+    for i, text in enumerate(lines):
+        m = _LINE.fullmatch(text)
+        if not m or m[2] != "examples.ufunc" or not source[int(m[1]) - 1].startswith(("ufunc ", "gufunc ")):
+            continue
+        header, store = source[int(m[1]) - 1], lines[i + 1]
+        name = re.fullmatch(r" *= (\w+);", store)[1]
+        assert lines[i - 1] == f"    *ufg_out_{name}"
+        assert header.index(name, header.index("->")) == store.index("=")
+        checked.add(header.split("(")[0])
+    assert {"ufunc sincos", "gufunc l2_norm", "ufunc add"} <= checked
 
 
 def test_after_each_body_a_line_directive_points_back_at_the_generated_file_with_true_numbers(examples):
@@ -346,3 +370,95 @@ def test_the_generator_command_reports_a_bad_file_and_writes_nothing(tmp_path):
                                     "has 2 input types, but 'f' takes 1 argument (x)\n")
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def _build(tmp_path: Path, text: str, name: str) -> subprocess.CompletedProcess:
+    (tmp_path / f"{name}.ufunc").write_text(text)
+    return subprocess.run([sys.executable, "-m", "ufuncgen", "build", f"{name}.ufunc", "--name",
+                           name, "-o", ".", "--cuda-arch", "none"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_a_body_that_never_sets_its_output_builds_with_a_warning_at_the_outputs_name(tmp_path):
+    result = _build(tmp_path, "ufunc f(x) -> y\n"
+                              "    types: float64(float64)\n"
+                              "{\n"
+                              "    double y = x * 2;   /* a local hides the output */\n"
+                              "    y += 1;\n"
+                              "}\n", "unset")
+    assert result.returncode == 0, result.stderr
+    warning = result.stderr.translate({0x2018: "'", 0x2019: "'"}).splitlines()
+    assert warning[:3] == ["unset.ufunc:1:15: warning: 'y' is used uninitialized [-Wuninitialized]",
+                           "    ufunc f(x) -> y", "                  ^"]
+
+
+def test_a_gufunc_body_writing_into_an_input_fails_at_the_users_line(tmp_path):
+    result = _build(tmp_path, "gufunc first_set(a) -> m\n"
+                              "    layout: (n)->()\n"
+                              "    types: float64(float64)\n"
+                              "{\n"
+                              "    a(0) = 1;\n"
+                              "    m = a(0);\n"
+                              "}\n", "writes_input")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("writes_input.ufunc:5:10: error: assignment of read-only location")
+    assert not list(tmp_path.glob("writes_input*.so"))
+
+
+def test_a_dim_expression_that_divides_by_zero_or_overflows_fails_the_call_not_the_process(tmp_path):
+    script = textwrap.dedent("""
+        import numpy as np, ufuncgen
+        from numpy.lib.stride_tricks import as_strided
+        m = ufuncgen.load('''
+        gufunc strided(x, w) -> y
+            layout: (n),(k)->(q)
+            dim: q = n / k
+            types: float64(float64, float64)
+        {
+            for (int64_t i = 0; i < q; i++) y(i) = x(i * k);
+        }
+
+        gufunc pairs(x) -> y
+            layout: (n)->(p)
+            dim: p = n * (n - 1) / 2 - -n % 3
+            types: float64(float64)
+        {
+            for (int64_t i = 0; i < p; i++) y(i) = 0;
+        }
+        ''', cuda_arch="none")
+        print(m.strided(np.arange(6.), np.zeros(2)).tolist())
+        for n in (0, 1, 5, 6):
+            # C's % truncates: -n % 3 is -(n % 3)
+            assert m.pairs(np.zeros(n)).shape == (n * (n - 1) // 2 + n % 3,), n
+        for call in (lambda: m.strided(np.arange(6.), np.zeros(0)),
+                     lambda: m.pairs(as_strided(np.zeros(1), (2923175692643,), (0,))),
+                     lambda: m.pairs(as_strided(np.zeros(1), (2**32,), (0,)))):
+            try:
+                call()
+            except ValueError as e:
+                print(e)
+    """)
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "[0.0, 2.0, 4.0]",
+        "strided: core dimension q = n/k divides by zero for the input core dimensions of this call",
+        "pairs: core dimension p = n*(n-1)/2--n%3 overflows a 64-bit integer for the input core "
+        "dimensions of this call",
+        "pairs: core dimension p = n*(n-1)/2--n%3 overflows a 64-bit integer for the input core "
+        "dimensions of this call"]
+
+
+def test_a_macro_a_function_body_defines_ends_with_that_body_but_a_helpers_does_not(tmp_path):
+    (tmp_path / "m.ufunc").write_text(
+        "helper T twice(T x)\n{\n#define FACTOR 2\n    return FACTOR * x;\n}\n\n"
+        "ufunc f(x) -> y\n    types: float64(float64)\n{\n#define N 4\n    y = twice(x) * N;\n}\n\n"
+        "gufunc g(x) -> y\n    layout: (N)->()\n    types: float64(float64)\n{\n"
+        "    y = N * FACTOR;\n}\n")
+    generate("m", [str(tmp_path / "m.ufunc")], str(tmp_path / "out"))
+    bodies = (tmp_path / "out" / "m_bodies.h").read_text().split("\n")
+    assert bodies.count("#undef N") == 1 and "#undef FACTOR" not in bodies
+    undef = bodies.index("#undef N")
+    assert bodies[undef - 2:undef] == ["}", f"#line {undef + 1} \"m_bodies.h\""]

@@ -449,13 +449,76 @@ ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int
 }
 
 /*
+ * The arithmetic of a `dim:` size expression, checked: a zero divisor (or INT64_MIN / -1)
+ * would stop the interpreter with SIGFPE, and a product that wraps could make NumPy allocate a
+ * small output that the body then overruns.  Each gives 0 and records why in *error (the
+ * first reason stays), which fails the call.
+ */
+enum { UFG_DIM_OK, UFG_DIM_DIVIDES_BY_ZERO, UFG_DIM_OVERFLOWS };
+
+static inline npy_intp
+ufg_dim_failed(int *error, int why)
+{
+    if (*error == UFG_DIM_OK) {
+        *error = why;
+    }
+    return 0;
+}
+
+static inline npy_intp
+ufg_dim_add(npy_intp a, npy_intp b, int *error)
+{
+    npy_intp r;
+    return __builtin_add_overflow(a, b, &r) ? ufg_dim_failed(error, UFG_DIM_OVERFLOWS) : r;
+}
+
+static inline npy_intp
+ufg_dim_subtract(npy_intp a, npy_intp b, int *error)
+{
+    npy_intp r;
+    return __builtin_sub_overflow(a, b, &r) ? ufg_dim_failed(error, UFG_DIM_OVERFLOWS) : r;
+}
+
+static inline npy_intp
+ufg_dim_multiply(npy_intp a, npy_intp b, int *error)
+{
+    npy_intp r;
+    return __builtin_mul_overflow(a, b, &r) ? ufg_dim_failed(error, UFG_DIM_OVERFLOWS) : r;
+}
+
+static inline npy_intp
+ufg_dim_quotient(npy_intp a, npy_intp b, int *error)
+{
+    if (b == 0) {
+        return ufg_dim_failed(error, UFG_DIM_DIVIDES_BY_ZERO);
+    }
+    return (b == -1 && a == NPY_MIN_INTP) ? ufg_dim_failed(error, UFG_DIM_OVERFLOWS) : a / b;
+}
+
+static inline npy_intp
+ufg_dim_remainder(npy_intp a, npy_intp b, int *error)
+{
+    if (b == 0) {
+        return ufg_dim_failed(error, UFG_DIM_DIVIDES_BY_ZERO);
+    }
+    return (b == -1) ? 0 : a % b;
+}
+
+/*
  * An output core dimension given by a size expression over input dimensions (`dim: p = ...`):
  * fills it in when NumPy allocates the output, checks it when the caller passed out=.
  */
 static inline int
-ufg_set_computed_core_dim(npy_intp *sizes, int index, npy_intp value, const char *function,
-                          const char *dim, const char *expression)
+ufg_set_computed_core_dim(npy_intp *sizes, int index, npy_intp value, int error,
+                          const char *function, const char *dim, const char *expression)
 {
+    if (error != UFG_DIM_OK) {
+        PyErr_Format(PyExc_ValueError, "%s: core dimension %s = %s %s for the input core "
+                     "dimensions of this call", function, dim, expression,
+                     error == UFG_DIM_DIVIDES_BY_ZERO ? "divides by zero"
+                                                      : "overflows a 64-bit integer");
+        return -1;
+    }
     if (value < 0) {
         PyErr_Format(PyExc_ValueError, "%s: core dimension %s = %s is negative (%zd)",
                      function, dim, expression, (Py_ssize_t)value);
