@@ -297,6 +297,16 @@ def test_condensed_distances_of_zero_or_one_point_is_empty(n):
     assert ex.condensed_distances(np.zeros((n, 0))).shape == (0,)
 
 
+@pytest.mark.parametrize("n", [2923175692643, 2**32 + 1, 2**32])
+def test_condensed_distances_of_more_points_than_int64_pairs_is_an_error_not_an_overrun(n):
+    # n*(n-1) wraps int64 (2923175692643 to a small positive size): zero-size rows cost nothing
+    points = np.lib.stride_tricks.as_strided(np.zeros(1), (n, 0), (0, 8))
+    with pytest.raises(ValueError, match=r"p = n\*\(n-1\)/2 overflows a 64-bit integer"):
+        ex.condensed_distances(points)
+    with pytest.raises(ValueError, match="overflows"):
+        ex.condensed_distances(points, out=np.empty(207219))
+
+
 def test_condensed_distances_writes_out_of_the_right_size(rng):
     points = rng.uniform(-1, 1, (6, 2))
     out = np.full(15, -1.0)
