@@ -55,7 +55,8 @@ RESERVED_NAMES: dict[str, str] = {
     **dict.fromkeys("""
         int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t intptr_t uintptr_t
         intmax_t uintmax_t size_t ptrdiff_t NULL errno I complex imaginary NAN INFINITY
-        HUGE_VAL HUGE_VALF HUGE_VALL
+        HUGE_VAL HUGE_VALF HUGE_VALL EOF BUFSIZ FILENAME_MAX RAND_MAX EXIT_SUCCESS EXIT_FAILURE
+        CHAR_BIT MB_LEN_MAX CLOCKS_PER_SEC stdin stdout stderr assert offsetof unix linux
     """.split(), _HEADER_NAME),
     **dict.fromkeys("abs min max clamp sign".split(), _PRELUDE_NAME),
     **dict.fromkeys("PI TWO_PI SQRT2 LN2".split(),
@@ -82,6 +83,11 @@ RESERVED_PREFIXES: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"npy_|NPY_|Py[A-Z_]"), "is reserved by NumPy's and Python's C headers "
                                         "(npy_*, NPY_*, Py_*, PyName)"),
 )
+# The families of object-like macros of <math.h>, <fenv.h>, <limits.h>, <stdint.h> and
+# <float.h>: an argument or local so named would be rewritten by the preprocessor.
+HEADER_MACRO = re.compile(r"(?:M|FP|FE|MATH)_[A-Z0-9_]+\Z|(?:U?INT\d*|U?LONG|U?LLONG|U?SHRT|"
+                          r"[SU]?CHAR|FLT|DBL|LDBL|SIZE|PTRDIFF|U?INTPTR|U?INTMAX|WCHAR|"
+                          r"SIG_ATOMIC)_[A-Z0-9_]+\Z")
 
 
 def reserved_reason(name: str) -> str | None:
@@ -93,6 +99,9 @@ def reserved_reason(name: str) -> str | None:
     for prefix, reason in RESERVED_PREFIXES:
         if prefix.match(name):
             return reason
+    if HEADER_MACRO.match(name):
+        return ("is a macro of the C headers the generated code includes (M_PI, INT_MAX, "
+                "FLT_EPSILON, FE_INVALID, ...)")
     return None
 
 
