@@ -57,35 +57,81 @@
 
 /* min and max as NumPy's minimum and maximum: a NaN argument is the result (the first one, when
  * both are), and of two equal values (-0.0 and +0.0) the second.  clamp(x, lo, hi) is
- * min(max(x, lo), hi), as np.clip.  sign is -1, 0 or +1 (0 for -0.0, NaN for NaN), as np.sign. */
-#define UFG_DEFINE_ORDER(S, TYPE, NOT_A_NUMBER) \
-    UFG_PRELUDE_FN TYPE ufg_min_##S(TYPE a, TYPE b) { return (a < b || NOT_A_NUMBER(a)) ? a : b; } \
-    UFG_PRELUDE_FN TYPE ufg_max_##S(TYPE a, TYPE b) { return (a > b || NOT_A_NUMBER(a)) ? a : b; } \
+ * min(max(x, lo), hi), as np.clip.  sign is -1, 0 or +1 (0 for -0.0, NaN for NaN), as np.sign.
+ * fmin and fmax (floats only) as NumPy's: a NaN argument is ignored, and of two equal values
+ * the second is the result.  libm leaves the sign of fmin(0.0, -0.0) open, and glibc's scalar
+ * call and GCC's vector instructions answer differently, so they are written out here. */
+#define UFG_DEFINE_ORDER(S, TYPE, UTYPE) \
+    UFG_PRELUDE_FN TYPE ufg_min_##S(TYPE a, TYPE b) { return a < b ? a : b; } \
+    UFG_PRELUDE_FN TYPE ufg_max_##S(TYPE a, TYPE b) { return a > b ? a : b; } \
     UFG_PRELUDE_FN TYPE ufg_clamp_##S(TYPE x, TYPE lo, TYPE hi) \
     { return ufg_min_##S(ufg_max_##S(x, lo), hi); }
-#define UFG_NEVER_NAN(x) 0
-#define UFG_IS_NAN(x) ((x) != (x))
-#define UFG_DEFINE_ORDER_INTEGER(S, TYPE, UTYPE) UFG_DEFINE_ORDER(S, TYPE, UFG_NEVER_NAN)
-#define UFG_DEFINE_ORDER_FLOAT(S, TYPE, UTYPE) UFG_DEFINE_ORDER(S, TYPE, UFG_IS_NAN)
-UFG_SIGNED_TYPES(UFG_DEFINE_ORDER_INTEGER)
-UFG_UNSIGNED_TYPES(UFG_DEFINE_ORDER_INTEGER)
-UFG_FLOAT_TYPES(UFG_DEFINE_ORDER_FLOAT)
 #define UFG_DEFINE_SIGN(S, TYPE, UTYPE) \
     UFG_PRELUDE_FN TYPE ufg_sign_##S(TYPE x) \
-    { return x > 0 ? (TYPE)1 : x < 0 ? (TYPE)-1 : x == 0 ? (TYPE)0 : x; }
+    { return x > 0 ? (TYPE)1 : x < 0 ? (TYPE)-1 : (TYPE)0; }
 #define UFG_DEFINE_SIGN_UNSIGNED(S, TYPE, UTYPE) \
     UFG_PRELUDE_FN TYPE ufg_sign_##S(TYPE x) { return x > 0 ? (TYPE)1 : (TYPE)0; }
+UFG_SIGNED_TYPES(UFG_DEFINE_ORDER)
+UFG_UNSIGNED_TYPES(UFG_DEFINE_ORDER)
 UFG_SIGNED_TYPES(UFG_DEFINE_SIGN)
 UFG_UNSIGNED_TYPES(UFG_DEFINE_SIGN_UNSIGNED)
-UFG_FLOAT_TYPES(UFG_DEFINE_SIGN)
 
-/* fmin and fmax as NumPy's: a NaN argument is ignored, and of two equal values the second is
- * the result.  libm leaves the sign of fmin(0.0, -0.0) open, and glibc's scalar call and GCC's
- * vector instructions answer differently, so they are written out here. */
-#define UFG_DEFINE_FMIN_FMAX(S, TYPE, UTYPE) \
-    UFG_PRELUDE_FN TYPE ufg_fmin_##S(TYPE a, TYPE b) { return (a < b || UFG_IS_NAN(b)) ? a : b; } \
-    UFG_PRELUDE_FN TYPE ufg_fmax_##S(TYPE a, TYPE b) { return (a > b || UFG_IS_NAN(b)) ? a : b; }
-UFG_FLOAT_TYPES(UFG_DEFINE_FMIN_FMAX)
+UFG_PRELUDE_FN uint32_t ufg_bits_of_f(float x) { uint32_t b; memcpy(&b, &x, sizeof b); return b; }
+UFG_PRELUDE_FN float ufg_f_of_bits(uint32_t b) { float x; memcpy(&x, &b, sizeof x); return x; }
+UFG_PRELUDE_FN uint64_t ufg_bits_of_d(double x) { uint64_t b; memcpy(&b, &x, sizeof b); return b; }
+UFG_PRELUDE_FN double ufg_d_of_bits(uint64_t b) { double x; memcpy(&x, &b, sizeof x); return x; }
+
+/* Of floats, the same, raising no flag: NumPy's own loops raise none for a NaN, quiet or
+ * signalling, and a body's max(x, 0) must not fail under np.errstate(invalid='raise') where
+ * np.maximum passes the NaN through.  An ordered comparison (a < b) raises invalid for any NaN.
+ * C99's isless and GCC's __builtin_isless are quiet in scalar code, but GCC 12 vectorizes them
+ * with signalling predicates (cmpnltps, vcmpps GT_OS), and no x86 comparison is quiet for a
+ * signalling NaN.  So floats are compared as integers, on their bits: a NaN is a magnitude
+ * above Inf's, and other values order as their magnitudes, negated where the sign bit is set
+ * (so -0.0 and +0.0 are both 0, equal).  The result is chosen with bit masks, not ?:, with
+ * which GCC 12 leaves clamp (min of max's result) of three arrays unvectorized.  The loops'
+ * x86-64-v3 and v4 clones vectorize all of it; the SSE2 clone (CPUs without AVX2) only the
+ * float32 loops, SSE2 having no 64-bit integer comparison.  The simulator, and nvcc for the
+ * GPU (which has no flags), compile the same code to the same values. */
+#define UFG_DEFINE_FLOAT_ORDER(S, TYPE, BITS, SIGNED_BITS, INF_BITS, ONE_BITS) \
+    UFG_PRELUDE_FN int ufg_is_nan_##S(TYPE x) \
+    { return (ufg_bits_of_##S(x) & (~(BITS)0 >> 1)) > (INF_BITS); } \
+    UFG_PRELUDE_FN SIGNED_BITS ufg_order_key_##S(TYPE x) \
+    { \
+        const BITS bits = ufg_bits_of_##S(x), magnitude = bits & (~(BITS)0 >> 1); \
+        return bits == magnitude ? (SIGNED_BITS)magnitude : -(SIGNED_BITS)magnitude; \
+    } \
+    /* a < b, false where either is NaN (C99's isless). */ \
+    UFG_PRELUDE_FN int ufg_less_##S(TYPE a, TYPE b) \
+    { \
+        const int ordered = !(ufg_is_nan_##S(a) | ufg_is_nan_##S(b)); \
+        return ordered & (ufg_order_key_##S(a) < ufg_order_key_##S(b)); \
+    } \
+    UFG_PRELUDE_FN TYPE ufg_choose_##S(int when, TYPE a, TYPE b) \
+    { \
+        const BITS mask = (BITS)0 - (BITS)(when != 0); \
+        return ufg_##S##_of_bits((ufg_bits_of_##S(a) & mask) | (ufg_bits_of_##S(b) & ~mask)); \
+    } \
+    UFG_PRELUDE_FN TYPE ufg_min_##S(TYPE a, TYPE b) \
+    { return ufg_choose_##S(ufg_less_##S(a, b) | ufg_is_nan_##S(a), a, b); } \
+    UFG_PRELUDE_FN TYPE ufg_max_##S(TYPE a, TYPE b) \
+    { return ufg_choose_##S(ufg_less_##S(b, a) | ufg_is_nan_##S(a), a, b); } \
+    UFG_PRELUDE_FN TYPE ufg_clamp_##S(TYPE x, TYPE lo, TYPE hi) \
+    { return ufg_min_##S(ufg_max_##S(x, lo), hi); } \
+    UFG_PRELUDE_FN TYPE ufg_fmin_##S(TYPE a, TYPE b) \
+    { return ufg_choose_##S(ufg_less_##S(a, b) | ufg_is_nan_##S(b), a, b); } \
+    UFG_PRELUDE_FN TYPE ufg_fmax_##S(TYPE a, TYPE b) \
+    { return ufg_choose_##S(ufg_less_##S(b, a) | ufg_is_nan_##S(b), a, b); } \
+    /* A NaN is itself; +-0.0 is +0.0; anything else 1.0 with x's sign. */ \
+    UFG_PRELUDE_FN TYPE ufg_sign_##S(TYPE x) \
+    { \
+        const BITS bits = ufg_bits_of_##S(x), magnitude = bits & (~(BITS)0 >> 1); \
+        const BITS unit = (bits ^ magnitude) | (ONE_BITS); \
+        return ufg_##S##_of_bits(ufg_is_nan_##S(x) ? bits : magnitude == 0 ? 0 : unit); \
+    }
+UFG_DEFINE_FLOAT_ORDER(f, float, uint32_t, int32_t, 0x7f800000u, 0x3f800000u)
+UFG_DEFINE_FLOAT_ORDER(d, double, uint64_t, int64_t, 0x7ff0000000000000ull, 0x3ff0000000000000ull)
+#undef UFG_DEFINE_FLOAT_ORDER
 
 /* abs of the most negative integer wraps to itself, as np.abs does: negate in the unsigned
  * twin, where overflow is defined. */
@@ -167,9 +213,6 @@ UFG_SIGNED_TYPES(UFG_DEFINE_ARG_INTEGER)
 UFG_UNSIGNED_TYPES(UFG_DEFINE_ARG_INTEGER)
 UFG_PRELUDE_FN float ufg_arg_f(float x) { return (atan2f)(0.0f, x); }
 UFG_PRELUDE_FN double ufg_arg_d(double x) { return (atan2)(0.0, x); }
-
-UFG_PRELUDE_FN uint64_t ufg_bits_of_d(double x) { uint64_t b; memcpy(&b, &x, sizeof b); return b; }
-UFG_PRELUDE_FN double ufg_d_of_bits(uint64_t b) { double x; memcpy(&x, &b, sizeof x); return x; }
 
 /* hypot of float64, inline and branch-free so that a loop calling it vectorizes (libm's hypot
  * is a scalar call: a loop calling it ran at 12 ns an element, its sin and cos scalar too).
