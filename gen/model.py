@@ -331,7 +331,8 @@ class Helper:
     name: str
     prototype: str
     body: Body
-    location: Location
+    location: Location          # its `helper` keyword
+    prototype_col: int = 8      # where its prototype starts on that line
 
 
 @dataclass(frozen=True)
@@ -943,7 +944,7 @@ class _Validator:
                 return None
         if problems:
             return None
-        return Helper(raw.name.text, raw.prototype, self.body(raw.body), raw.location)
+        return Helper(raw.name.text, raw.prototype, self.body(raw.body), raw.location, start + 1)
 
 
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
