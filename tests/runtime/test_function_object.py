@@ -6,6 +6,7 @@ These tests wrap NumPy's own ufuncs, so they need the compiled
 
 import copy
 import gc
+import re
 import pickle
 import sys
 import types
@@ -443,6 +444,47 @@ def test_accumulate_into_a_0d_out_is_numpys_wrong_size_error_not_a_crash(add, ca
     out = np.array(7.0)
     with pytest.raises(ValueError, match="provided out is the wrong size for the accumulation"):
         call(add, array, out)
+    assert out == 7.0
+
+
+@pytest.mark.parametrize("call", [
+    lambda add, a, o: add.accumulate(array=a, out=o),
+    lambda add, a, o: add.accumulate(array=a, out=(o,)),
+    lambda add, a, o: add.accumulate(a, 0, out=o),
+    lambda add, a, o: add.accumulate(a, 0, None, out=(o,)),
+    lambda add, a, o: add.accumulate(array=a, axis=0, dtype=np.float64, out=o),
+    lambda add, a, o: add.accumulate(out=(o,), dtype=None, array=a, axis=-1),
+    lambda add, a, o: add.accumulate(**{"array": a, "out": o}),
+], ids=["array=, out=", "array=, out=(o,)", "axis by position, out=",
+        "dtype by position, out=(o,)", "axis=, dtype=", "keywords in another order",
+        "names built at run time"])
+@pytest.mark.parametrize("array", [np.ones(1), np.zeros(0), [1.0], memoryview(np.ones(2))],
+                         ids=["one element", "empty", "list", "memoryview"])
+def test_accumulate_into_a_0d_out_is_the_wrong_size_error_however_the_arguments_are_passed(
+        add, call, array):
+    # np.add.accumulate(array=np.ones(1), out=np.array(0.)) segfaults, as the positional call does
+    out = np.array(7.0)
+    with pytest.raises(ValueError, match="provided out is the wrong size for the accumulation"):
+        call(add, array, out)
+    assert out == 7.0
+
+
+@pytest.mark.parametrize("call", [
+    lambda f, o: f.accumulate(array=np.array(2.0), out=o),
+    lambda f, o: f.accumulate(array=3.0, out=(o,)),
+    lambda f, o: f.accumulate(np.ones(1), 0, None, (o,)),
+    lambda f, o: f.accumulate(np.ones(1), out=[o]),
+    lambda f, o: f.accumulate(np.ones(1), array=np.ones(1), out=o),
+    lambda f, o: f.accumulate(np.ones(1), 0, None, o, out=o),
+    lambda f, o: f.accumulate(array=np.ones(1), out=(o, o)),
+], ids=["0-d array=", "scalar array=", "out as a positional tuple", "out as a list",
+        "array given twice", "out given twice", "out tuple of two"])
+def test_accumulate_calls_numpy_refuses_before_reaching_a_0d_out_keep_numpys_error(add, call):
+    out = np.array(7.0)
+    with pytest.raises(Exception) as numpys:
+        call(np.add, out)
+    with pytest.raises(type(numpys.value), match=re.escape(str(numpys.value))):
+        call(add, out)
     assert out == 7.0
 
 
