@@ -12,9 +12,12 @@
 
 #include "dispatch.h"
 
-/* DLPack DLDeviceType values whose memory a host ufunc loop cannot read.
- * kDLCUDAHost (3) is pinned host memory and is deliberately left out. */
+/* DLPack DLDeviceType values: the CPU's, and those whose memory a host ufunc loop cannot
+ * read.  kDLCUDAHost (3) is pinned host memory and is deliberately left out of the latter.
+ * 0 is no device type: what a malformed __dlpack_device__ answer counts as. */
 enum {
+    UFG_DLPACK_NONE = 0,
+    UFG_DLPACK_CPU = 1,
     UFG_DLPACK_CUDA = 2,
     UFG_DLPACK_CUDA_MANAGED = 13,
 };
@@ -23,6 +26,9 @@ enum {
  * produced by the compiler (which are interned) match by pointer. */
 static PyObject *ufg_cuda_array_interface_name = NULL;
 static PyObject *ufg_dlpack_device_name = NULL;
+static PyObject *ufg_array_method_name = NULL;       /* __array__ */
+static PyObject *ufg_array_interface_name = NULL;
+static PyObject *ufg_array_struct_name = NULL;
 static PyObject *ufg_out_name = NULL;
 static PyObject *ufg_where_name = NULL;
 static PyObject *ufg_array_name = NULL;
@@ -44,6 +50,9 @@ ufg_dispatch_init(void)
     if (ufg_intern_once(&ufg_cuda_array_interface_name,
                         "__cuda_array_interface__") < 0 ||
         ufg_intern_once(&ufg_dlpack_device_name, "__dlpack_device__") < 0 ||
+        ufg_intern_once(&ufg_array_method_name, "__array__") < 0 ||
+        ufg_intern_once(&ufg_array_interface_name, "__array_interface__") < 0 ||
+        ufg_intern_once(&ufg_array_struct_name, "__array_struct__") < 0 ||
         ufg_intern_once(&ufg_out_name, "out") < 0 ||
         ufg_intern_once(&ufg_where_name, "where") < 0 ||
         ufg_intern_once(&ufg_array_name, "array") < 0 ||
@@ -90,70 +99,115 @@ ufg_is_plain_host(PyObject *obj)
             !PyType_HasFeature(Py_TYPE(obj), Py_TPFLAGS_HEAPTYPE));
 }
 
-/* Returns 1 if the DLPack device tuple names CUDA memory, 0 otherwise.
- * A malformed answer is treated as host: the ufunc will then reject the
- * object with its own, more specific, error. */
-static int
-ufg_dlpack_device_tuple_is_cuda(PyObject *device)
+/* The device type of a __dlpack_device__ answer, (device_type, device_id).  A malformed
+ * answer is UFG_DLPACK_NONE: the object is then judged as if it had no __dlpack_device__,
+ * and whichever path takes it rejects it with a more specific error. */
+static long
+ufg_dlpack_device_tuple_type(PyObject *device)
 {
     PyObject *device_type;
     long value;
     int overflow;
 
     if (!PyTuple_Check(device) || PyTuple_GET_SIZE(device) < 1) {
-        return 0;
+        return UFG_DLPACK_NONE;
     }
     device_type = PyTuple_GET_ITEM(device, 0);
     if (!PyLong_Check(device_type)) {
-        return 0;
+        return UFG_DLPACK_NONE;
     }
     value = PyLong_AsLongAndOverflow(device_type, &overflow);
-    if (value == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    return value == UFG_DLPACK_CUDA || value == UFG_DLPACK_CUDA_MANAGED;
+    return overflow != 0 || value < 0 ? UFG_DLPACK_NONE : value;
 }
 
-/* Asks the object itself; errors from __dlpack_device__ propagate because
- * silently treating a broken device object as host memory would be worse. */
+/* Asks the object itself; 0 with *device_type set, or -1: errors from __dlpack_device__
+ * propagate because silently treating a broken device object as host memory would be
+ * worse. */
 static int
-ufg_dlpack_device_is_cuda(PyObject *obj)
+ufg_dlpack_device_type(PyObject *obj, long *device_type)
 {
-    PyObject *device;
-    int result;
+    PyObject *device = PyObject_CallMethodNoArgs(obj, ufg_dlpack_device_name);
 
-    device = PyObject_CallMethodNoArgs(obj, ufg_dlpack_device_name);
     if (device == NULL) {
         return -1;
     }
-    result = ufg_dlpack_device_tuple_is_cuda(device);
+    *device_type = ufg_dlpack_device_tuple_type(device);
     Py_DECREF(device);
-    return result;
+    return 0;
+}
+
+/* Whether NumPy would read the object as an array of its own (the buffer protocol,
+ * __array__, __array_interface__ or __array_struct__), rather than as a Python object or
+ * not at all.  Only such an object can be a host argument despite a
+ * __cuda_array_interface__ on its type. */
+static int
+ufg_numpy_reads_as_array(PyObject *obj)
+{
+    PyTypeObject *type = Py_TYPE(obj);
+
+    return PyObject_CheckBuffer(obj) || _PyType_Lookup(type, ufg_array_method_name) != NULL ||
+           _PyType_Lookup(type, ufg_array_interface_name) != NULL ||
+           _PyType_Lookup(type, ufg_array_struct_name) != NULL;
+}
+
+/* Reads the interface of an object whose type has one: 1 if the instance has it too, 0 if
+ * reading it raised AttributeError (a PyTorch CPU tensor's does: the property is on
+ * torch.Tensor, the interface only on CUDA tensors), -1 with any other error set. */
+static int
+ufg_cuda_array_interface_is_present(PyObject *obj)
+{
+    PyObject *interface = PyObject_GetAttr(obj, ufg_cuda_array_interface_name);
+
+    if (interface != NULL) {
+        Py_DECREF(interface);
+        return 1;
+    }
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        return -1;
+    }
+    PyErr_Clear();
+    return 0;
 }
 
 /*
- * Slow path for objects not recognised by type identity.
+ * Slow path for objects not recognised by type identity.  It asks only what can change the
+ * answer, cheapest first; the interface, usually a property that builds a dict (and may
+ * synchronise the device), is read last, only where nothing cheaper can tell:
  *
- * __cuda_array_interface__ is looked up on the type, never on the instance:
- * it is usually a property that builds a dict and may synchronise the
- * device, and its mere presence is all we need.  _PyType_Lookup uses the
- * type attribute cache and neither raises nor allocates.
+ *   - a __cuda_array_interface__ on a type NumPy cannot read as an array: a device buffer,
+ *     by the type alone (the host path could only refuse it);
+ *   - else __dlpack_device__, where the type has it: CUDA memory is a device buffer, the CPU
+ *     is host memory (a PyTorch CPU tensor, whose type has the CUDA interface too);
+ *   - else the interface itself, where the type has one: an instance that raises
+ *     AttributeError for it is host memory, as np.add takes it (through __array__).  A
+ *     device array whose type has __array__ but no __dlpack_device__ (Numba's) is read
+ *     here, and again by the device path: one more read per call.
  *
- * Out of line (like ufg_scan_keywords) so the scan over plain ndarrays
- * and scalars compiles to a short loop with no register spills.
+ * _PyType_Lookup uses the type attribute cache and neither raises nor allocates.  Out of
+ * line (like ufg_scan_keywords) so the scan over plain ndarrays and scalars compiles to a
+ * short loop with no register spills.
  */
 static Py_NO_INLINE int
 ufg_probe_device_buffer(PyObject *obj)
 {
     PyTypeObject *type = Py_TYPE(obj);
+    const int has_interface = _PyType_Lookup(type, ufg_cuda_array_interface_name) != NULL;
+    long device_type = UFG_DLPACK_NONE;
 
-    if (_PyType_Lookup(type, ufg_cuda_array_interface_name) != NULL) {
+    if (has_interface && !ufg_numpy_reads_as_array(obj)) {
         return 1;
     }
-    if (_PyType_Lookup(type, ufg_dlpack_device_name) == NULL) {
+    if (_PyType_Lookup(type, ufg_dlpack_device_name) != NULL &&
+        ufg_dlpack_device_type(obj, &device_type) < 0) {
+        return -1;
+    }
+    if (device_type == UFG_DLPACK_CUDA || device_type == UFG_DLPACK_CUDA_MANAGED) {
+        return 1;
+    }
+    if (device_type == UFG_DLPACK_CPU || !has_interface) {
         return 0;
     }
-    return ufg_dlpack_device_is_cuda(obj);
+    return ufg_cuda_array_interface_is_present(obj);
 }
 
 /* 1: device buffer, 0: host, -1: error set. */

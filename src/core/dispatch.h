@@ -35,7 +35,7 @@ int ufg_dispatch_init(void);
  * the index of the keyword's value, i.e. nargs + position in kwnames),
  * UFG_DISPATCH_HOST (-1) if every argument is host memory, or
  * UFG_DISPATCH_ERROR (-2) with an exception set if probing an argument
- * raised (e.g. its __dlpack_device__ failed).
+ * raised (see ufg_dispatch_is_device_buffer).
  */
 Py_ssize_t ufg_dispatch_find_device_argument(PyObject *const *args,
                                              Py_ssize_t nargs,
@@ -54,7 +54,9 @@ int ufg_dispatch_is_plain_host_call(PyObject *const *args, Py_ssize_t nargs,
                                     PyObject *kwnames);
 
 /* One object: 1 if it is a CUDA buffer, 0 if not, -1 with an exception set
- * (its __dlpack_device__ raised). */
+ * (its __dlpack_device__ raised, or reading its __cuda_array_interface__ raised something
+ * other than AttributeError).  An object whose __dlpack_device__ says CPU, or whose
+ * __cuda_array_interface__ raises AttributeError (a PyTorch CPU tensor), is host memory. */
 int ufg_dispatch_is_device_buffer(PyObject *obj);
 
 #endif /* UFG_CORE_DISPATCH_H */

@@ -473,21 +473,59 @@ done:
     return result;
 }
 
+/* accumulate(array, axis, dtype, out): the parameter at `position`, given by position or by
+ * keyword `name`.  NULL when it is not given, or given both ways (NumPy's TypeError for that
+ * comes before it looks at any operand). */
+static PyObject *
+ufg_accumulate_parameter(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                         Py_ssize_t position, const char *name)
+{
+    PyObject *keyword = ufg_keyword_value(args + nargs, kwnames, name);
+
+    if (position < nargs) {
+        return keyword == NULL ? args[position] : NULL;
+    }
+    return keyword;
+}
+
+/* accumulate's out= when it is a 0-d ndarray, else NULL.  NumPy takes out= by keyword as an
+ * array or as a tuple of one; a tuple given by position, or a list, is its TypeError. */
+static PyObject *
+ufg_accumulate_0d_out(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *out = ufg_accumulate_parameter(args, nargs, kwnames, 3, "out");
+
+    if (out != NULL && nargs <= 3 && PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1) {
+        out = PyTuple_GET_ITEM(out, 0);
+    }
+    if (out == NULL || !PyArray_Check(out) || PyArray_NDIM((PyArrayObject *)out) != 0) {
+        return NULL;
+    }
+    return out;
+}
+
+/* A scalar or a 0-d ndarray: NumPy's accumulate refuses it ("cannot accumulate on a scalar")
+ * before it looks at out=. */
+static int
+ufg_is_scalar_operand(PyObject *array)
+{
+    return PyArray_IsAnyScalar(array) ||
+           (PyArray_Check(array) && PyArray_NDIM((PyArrayObject *)array) == 0);
+}
+
 /* NumPy (2.4 at least) crashes the interpreter on ufunc.accumulate of an array of one
- * dimension or more into a 0-d out= (np.add.accumulate(np.ones(1), out=np.array(0.0))).
+ * dimension or more into a 0-d out= (np.add.accumulate(np.ones(1), out=np.array(0.0)),
+ * np.add.accumulate(array=[1.0], out=(np.array(0.0),)), with or without axis= and dtype=).
  * Such an out= is the wrong size whatever the array, so it gets NumPy's ValueError for a
- * wrong-size out= instead.  0 when the call may go to NumPy. */
+ * wrong-size out= instead.  Both operands may come by position or by keyword, as NumPy takes
+ * them.  0 when the call may go to NumPy. */
 static int
 ufg_accumulate_refuse_0d_out(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    PyObject *out = nargs > 3 ? args[3] : ufg_keyword_value(args + nargs, kwnames, "out");
+    PyObject *array = ufg_accumulate_parameter(args, nargs, kwnames, 0, "array");
 
-    if (out != NULL && PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1) {
-        out = PyTuple_GET_ITEM(out, 0);
-    }
-    if (nargs < 1 || out == NULL || !PyArray_Check(out) ||
-        PyArray_NDIM((PyArrayObject *)out) != 0 || PyArray_IsAnyScalar(args[0]) ||
-        (PyArray_Check(args[0]) && PyArray_NDIM((PyArrayObject *)args[0]) == 0)) {
+    if (array == NULL || ufg_is_scalar_operand(array) ||
+        ufg_accumulate_0d_out(args, nargs, kwnames) == NULL) {
         return 0;
     }
     PyErr_SetString(PyExc_ValueError, "provided out is the wrong size for the accumulation.");

@@ -5,7 +5,8 @@
  * Only gufunc calls that pass outputs come here (function_object.c decides
  * that from the argument count and the keywords alone), so plain calls pay
  * nothing; a call whose outputs are apart from its inputs pays one bounds
- * test per (input, output) pair.
+ * test per (input, output) pair, and a conversion of each input that is
+ * neither an ndarray nor a value NumPy copies anyway (a number, a list).
  */
 #include "numpy_api.h"
 
@@ -153,17 +154,51 @@ ufg_collect_outputs(int nin, PyObject *const *args, Py_ssize_t nargs,
     return count;
 }
 
-/* 1 if `input` is an ndarray that may share memory with an output. */
+/* Inputs NumPy always makes a new array of, by value: numbers, strings, NumPy scalars, None,
+ * lists and tuples (a view inside one is copied out).  Exact types: a subclass may define
+ * __array__. */
 static int
-ufg_input_overlaps(PyObject *input, PyArrayObject *const *outputs, int count)
+ufg_numpy_makes_new_array_of(PyObject *input)
+{
+    PyTypeObject *type = Py_TYPE(input);
+
+    return input == Py_None || type == &PyFloat_Type || type == &PyLong_Type ||
+           type == &PyBool_Type || type == &PyComplex_Type || type == &PyUnicode_Type ||
+           type == &PyBytes_Type || type == &PyList_Type || type == &PyTuple_Type ||
+           PyArray_IsScalar(input, Generic);
+}
+
+/*
+ * The ndarray NumPy will compute `input` from, where that may be a view of memory an output
+ * has: the input itself if it is an ndarray, else NumPy's own conversion of it (a
+ * memoryview, an object with __array__ or __array_interface__, ... may give a view; NumPy
+ * looks for some of these on the instance, so every other object is converted to tell).
+ * *array is a new reference, or NULL for an input NumPy makes a new array of anyway.
+ * 0, or -1 with an exception set (the conversion's, which NumPy's own would raise too).
+ */
+static int
+ufg_input_array(PyObject *input, PyArrayObject **array)
+{
+    *array = NULL;
+    if (PyArray_Check(input)) {
+        *array = (PyArrayObject *)Py_NewRef(input);
+        return 0;
+    }
+    if (ufg_numpy_makes_new_array_of(input)) {
+        return 0;
+    }
+    *array = (PyArrayObject *)PyArray_FromAny(input, NULL, 0, 0, 0, NULL);
+    return *array == NULL ? -1 : 0;
+}
+
+/* 1 if the array may share memory with an output, 0 if not, -1 on error. */
+static int
+ufg_array_overlaps_outputs(PyArrayObject *array, PyArrayObject *const *outputs, int count)
 {
     int i, overlap;
 
-    if (!PyArray_Check(input)) {
-        return 0;
-    }
     for (i = 0; i < count; i++) {
-        overlap = ufg_arrays_may_overlap((PyArrayObject *)input, outputs[i]);
+        overlap = ufg_arrays_may_overlap(array, outputs[i]);
         if (overlap != 0) {
             return overlap;
         }
@@ -172,37 +207,68 @@ ufg_input_overlaps(PyObject *input, PyArrayObject *const *outputs, int count)
 }
 
 /*
+ * What to pass for `input`: *copy is a copy of its array (a new reference) if that may share
+ * memory with an output, else NULL, meaning the input itself, untouched: an object NumPy
+ * converts is handed over as it was, so that NumPy converts it as always (its
+ * __array_wrap__ still wraps the outputs NumPy allocates).  0, or -1 with an exception set.
+ */
+static int
+ufg_copy_if_overlapping(PyObject *input, PyArrayObject *const *outputs, int count,
+                        PyObject **copy)
+{
+    PyArrayObject *array;
+    int overlap;
+
+    *copy = NULL;
+    if (ufg_input_array(input, &array) < 0) {
+        return -1;
+    }
+    if (array == NULL) {
+        return 0;
+    }
+    overlap = ufg_array_overlaps_outputs(array, outputs, count);
+    if (overlap > 0) {
+        *copy = PyArray_NewCopy(array, NPY_KEEPORDER);
+        overlap = *copy == NULL ? -1 : 1;
+    }
+    Py_DECREF(array);
+    return overlap < 0 ? -1 : 0;
+}
+
+/*
  * The call again, with a copy in place of every input that overlaps an
- * output, from `first` (known to overlap) on.  An input passed twice
+ * output: `first_copy` (taken over) for input `first`, the first that does,
+ * and copies of the later ones that do.  An input passed twice
  * (matmul(a, a, out=a)) is copied once.
  */
 static PyObject *
-ufg_call_with_copies(PyObject *ufunc, int nin, int first, PyObject *const *args,
-                     Py_ssize_t nargs, PyObject *kwnames,
+ufg_call_with_copies(PyObject *ufunc, int nin, int first, PyObject *first_copy,
+                     PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
                      PyArrayObject *const *outputs, int noutputs)
 {
     Py_ssize_t nall = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
     PyObject **vector = PyMem_Malloc((size_t)nall * sizeof(PyObject *));
-    PyObject *result = NULL;
-    int i, j, overlap = 1;
+    PyObject *result = NULL, *copy;
+    int i, j;
 
     if (vector == NULL) {
+        Py_DECREF(first_copy);
         return PyErr_NoMemory();
     }
     memcpy(vector, args, (size_t)nall * sizeof(PyObject *));
-    for (i = first; i < nin; i++) {
+    vector[first] = first_copy;
+    for (i = first + 1; i < nin; i++) {
         for (j = 0; j < i && args[j] != args[i]; j++) {
         }
         if (j < i) {
             vector[i] = vector[j] == args[j] ? args[i] : Py_NewRef(vector[j]);
             continue;
         }
-        overlap = i == first ? 1 : ufg_input_overlaps(args[i], outputs, noutputs);
-        if (overlap > 0) {
-            vector[i] = PyArray_NewCopy((PyArrayObject *)args[i], NPY_KEEPORDER);
-        }
-        if (overlap < 0 || vector[i] == NULL) {
+        if (ufg_copy_if_overlapping(args[i], outputs, noutputs, &copy) < 0) {
             break;
+        }
+        if (copy != NULL) {
+            vector[i] = copy;
         }
     }
     if (i == nin) {
@@ -210,7 +276,7 @@ ufg_call_with_copies(PyObject *ufunc, int nin, int first, PyObject *const *args,
     }
     for (i = first; i < nin; i++) {
         if (vector[i] != args[i]) {
-            Py_XDECREF(vector[i]);
+            Py_DECREF(vector[i]);
         }
     }
     PyMem_Free(vector);
@@ -223,24 +289,21 @@ ufg_overlap_call_gufunc(PyObject *ufunc, PyObject *const *args, size_t nargsf,
 {
     PyArrayObject *outputs[UFG_OVERLAP_MAX_OUTPUTS];
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    int nin = ((PyUFuncObject *)ufunc)->nin, noutputs, i, overlap = 0;
+    int nin = ((PyUFuncObject *)ufunc)->nin, noutputs, i;
+    PyObject *copy;
 
     if (nargs < nin) {
         nin = (int)nargs; /* NumPy will say what is missing */
     }
     noutputs = ufg_collect_outputs(nin, args, nargs, kwnames, outputs);
     for (i = 0; i < nin && noutputs > 0; i++) {
-        overlap = ufg_input_overlaps(args[i], outputs, noutputs);
-        if (overlap != 0) {
-            break;
+        if (ufg_copy_if_overlapping(args[i], outputs, noutputs, &copy) < 0) {
+            return NULL;
+        }
+        if (copy != NULL) {
+            return ufg_call_with_copies(ufunc, nin, i, copy, args, nargs, kwnames, outputs,
+                                        noutputs);
         }
     }
-    if (overlap < 0) {
-        return NULL;
-    }
-    if (overlap == 0) {
-        return PyObject_Vectorcall(ufunc, args, nargsf, kwnames);
-    }
-    return ufg_call_with_copies(ufunc, nin, i, args, nargs, kwnames, outputs,
-                                noutputs);
+    return PyObject_Vectorcall(ufunc, args, nargsf, kwnames);
 }

@@ -18,10 +18,14 @@
 /*
  * Call the gufunc `ufunc` on the host with a vectorcall argument vector
  * that may carry outputs (positionally or as `out=`), first replacing every
- * ndarray input that may share memory with an ndarray output by a copy.
- * Bounds decide when they are apart; when they meet, numpy.may_share_memory
- * with a bounded effort decides, a "too hard to tell" counting as shared.
- * Inputs that are not ndarrays are left alone: NumPy makes new arrays of them.
+ * input that may share memory with an ndarray output by a copy.  An input
+ * that is not an ndarray (a memoryview, an object with __array__ or
+ * __array_interface__, ...) is converted as NumPy converts it, to tell, and
+ * replaced by a copy of that array if it overlaps; else it is passed as it
+ * was.  Numbers, strings, lists and tuples are left alone: NumPy makes new
+ * arrays of them.  Bounds decide when two arrays are apart; when they meet,
+ * numpy.may_share_memory with a bounded effort decides, a "too hard to tell"
+ * counting as shared.
  * Returns the ufunc's result, or NULL with an exception set.
  */
 PyObject *ufg_overlap_call_gufunc(PyObject *ufunc, PyObject *const *args,

@@ -155,6 +155,22 @@ def test_bad_calls_raise_numpys_errors(call, error, message, rng):
         call(d)
 
 
+@pytest.mark.parametrize("call", [
+    lambda a, o: ex.add.accumulate(a, out=o),
+    lambda a, o: ex.add.accumulate(array=a, out=o),
+    lambda a, o: ex.add.accumulate(array=a, out=(o,)),
+    lambda a, o: ex.add.accumulate(array=a, axis=0, dtype=np.float64, out=o),
+    lambda a, o: ex.add.accumulate(a, 0, None, out=(o,)),
+], ids=["by position", "array=", "array=, out=(o,)", "axis=, dtype=", "out=(o,)"])
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_accumulate_into_a_0d_out_is_a_wrong_size_error_however_the_arguments_are_passed(
+        call, n):
+    out = to_dev(np.array(7.0))
+    with pytest.raises(ValueError, match="shape"):
+        call(to_dev(np.ones(n)), out)
+    assert host(out) == 7.0
+
+
 def test_a_0d_array_cannot_be_accumulated():
     with pytest.raises(TypeError, match="cannot accumulate on a scalar"):
         ex.add.accumulate(to_dev(np.float64(3)))

@@ -115,6 +115,61 @@ def test_an_input_subclass_keeps_its_type_through_the_copy(rng):
     np.testing.assert_array_equal(np.asarray(a), expected)
 
 
+class WithArray:
+    """Read by NumPy through __array__, without a copy."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __array__(self, dtype=None, copy=None):
+        return self.a
+
+
+class WithArrayInterface:
+    """Read by NumPy through __array_interface__: the same memory, no copy."""
+
+    def __init__(self, a):
+        self.__array_interface__ = a.__array_interface__
+        self.keep = a
+
+
+# Every kind of input NumPy converts without copying: each is a view of the output here.
+VIEWS = {"memoryview": memoryview, "__array__": WithArray,
+         "__array_interface__": WithArrayInterface}
+
+
+@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("which", ["first", "second", "both"])
+def test_matmul_into_an_array_an_input_views_without_being_an_ndarray_is_the_product_of_copies(
+        view, which):
+    a = np.arange(1.0, 10.0).reshape(3, 3)
+    expected = np.matmul(a, a.copy())
+    first = VIEWS[view](a) if which in ("first", "both") else a
+    second = VIEWS[view](a) if which in ("second", "both") else a
+    assert ex.matmul(first, second, out=a) is a
+    np.testing.assert_array_equal(a, expected)
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_a_stack_multiplied_in_place_through_a_view_by_position_and_tuple(view, rng):
+    s = rng.uniform(-1, 1, (3, 4, 4))
+    expected = from_copies(ex.matmul, s, s)
+    t = s.copy()
+    ex.matmul(VIEWS[view](t), t, t)                   # out by position
+    np.testing.assert_array_equal(t, expected)
+    ex.matmul(s, VIEWS[view](s), out=(s,))            # out as a one-entry tuple
+    np.testing.assert_array_equal(s, expected)
+
+
+def test_inputs_numpy_makes_new_arrays_of_compute_as_before_with_out(rng):
+    a = rng.uniform(-1, 1, (3, 3))
+    out = np.empty((3, 3))
+    assert ex.matmul(a.tolist(), WithArray(a), out=out) is out
+    np.testing.assert_array_equal(out, from_copies(ex.matmul, a, a))
+    np.testing.assert_array_equal(ex.inner1d(WithArray(a), (1.0, 2.0, 3.0), out=np.empty(3)),
+                                  from_copies(ex.inner1d, a, [1.0, 2.0, 3.0]))
+
+
 def test_errors_of_an_overlapping_call_are_numpys():
     a = np.ones((3, 3))
     with pytest.raises(ValueError, match="out"):

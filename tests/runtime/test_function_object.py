@@ -6,6 +6,7 @@ These tests wrap NumPy's own ufuncs, so they need the compiled
 
 import copy
 import gc
+import re
 import pickle
 import sys
 import types
@@ -412,6 +413,100 @@ def test_dlpack_cuda_device_is_routed_to_the_device_path(add, device_type):
         add(1.0, DLPackBuffer((device_type, 0)))
 
 
+class CPUTensor:
+    """A host array whose type has a __cuda_array_interface__ that raises AttributeError on
+    the instance, as torch.Tensor's does for a CPU tensor; NumPy reads it through __array__."""
+
+    def __init__(self, values=(1.0, 2.0, 3.0)):
+        self.values = np.asarray(values)
+
+    @property
+    def __cuda_array_interface__(self):
+        raise AttributeError("Can't get __cuda_array_interface__ on non-CUDA tensor type")
+
+    def __array__(self, dtype=None, copy=None):
+        return self.values if dtype is None else self.values.astype(dtype)
+
+
+class CPUTensorWithDLPack(CPUTensor):
+    """torch.Tensor on the CPU in full: its DLPack device says CPU (kDLCPU = 1)."""
+
+    @property
+    def __cuda_array_interface__(self):
+        raise AssertionError("the DLPack device answers first: the interface is not read")
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+class CUDATensorWithDLPack(CPUTensorWithDLPack):
+    """torch.Tensor on a GPU: DLPack says CUDA; the interface is left for the device path."""
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+
+class InterfaceReadFails(CPUTensor):
+    @property
+    def __cuda_array_interface__(self):
+        raise RuntimeError("CUDA driver not initialised")
+
+
+class ReadableInterface(CPUTensor):
+    """Host-readable, and with an interface on the instance too: a device buffer, as before."""
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": (3,), "typestr": "<f8", "data": (0, False), "version": 3}
+
+
+@pytest.mark.parametrize("kind", [CPUTensor, CPUTensorWithDLPack])
+@pytest.mark.parametrize("call", [
+    lambda f, t: f(t, 1.0),
+    lambda f, t: f(2.0, t),
+    lambda f, t: f(t, t, out=np.empty(3)),
+    lambda f, t: f.reduce(t),
+    lambda f, t: f.reduce(array=t, keepdims=True),
+    lambda f, t: f.accumulate(array=t),
+    lambda f, t: f.reduceat(t, [0, 2]),
+    lambda f, t: f.outer(t, t),
+], ids=["call", "second argument", "out=", "reduce", "reduce(array=)", "accumulate(array=)",
+        "reduceat", "outer"])
+def test_an_object_whose_cuda_array_interface_raises_attribute_error_is_a_host_argument(
+        add, kind, call, forbidden_device_hook):
+    np.testing.assert_array_equal(call(add, kind()), call(np.add, kind()))
+
+
+def test_a_host_object_given_as_out_is_refused_as_numpy_refuses_it(add):
+    with pytest.raises(TypeError, match="return arrays must be of ArrayType"):
+        np.add(np.ones(3), 1.0, out=CPUTensor())
+    with pytest.raises(TypeError, match="return arrays must be of ArrayType"):
+        add(np.ones(3), 1.0, out=CPUTensor())
+
+
+def test_an_error_reading_the_cuda_array_interface_other_than_attribute_error_propagates(add):
+    with pytest.raises(RuntimeError, match="CUDA driver not initialised"):
+        add(np.arange(3.0), InterfaceReadFails())
+    with pytest.raises(RuntimeError, match="CUDA driver not initialised"):
+        add.reduce(array=InterfaceReadFails())
+
+
+@pytest.mark.parametrize("kind", [ReadableInterface, CUDATensorWithDLPack])
+def test_a_host_readable_object_with_a_cuda_array_interface_is_still_routed_to_the_device(
+        add, kind):
+    with pytest.raises(TypeError, match=ROUTED):
+        add(np.arange(3.0), kind())
+
+
+def test_an_override_of_an_object_whose_cuda_array_interface_raises_is_asked_like_numpy(add):
+    class Overriding(CPUTensor):
+        def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+            return "overridden", method
+
+    assert np.add(Overriding(), 1.0) == ("overridden", "__call__")
+    assert add(Overriding(), 1.0) == ("overridden", "__call__")
+
+
 @pytest.mark.parametrize("make_out", [lambda b: b, lambda b: (b,)])
 def test_device_out_argument_is_detected(add, make_out):
     x = np.arange(3.0)
@@ -443,6 +538,47 @@ def test_accumulate_into_a_0d_out_is_numpys_wrong_size_error_not_a_crash(add, ca
     out = np.array(7.0)
     with pytest.raises(ValueError, match="provided out is the wrong size for the accumulation"):
         call(add, array, out)
+    assert out == 7.0
+
+
+@pytest.mark.parametrize("call", [
+    lambda add, a, o: add.accumulate(array=a, out=o),
+    lambda add, a, o: add.accumulate(array=a, out=(o,)),
+    lambda add, a, o: add.accumulate(a, 0, out=o),
+    lambda add, a, o: add.accumulate(a, 0, None, out=(o,)),
+    lambda add, a, o: add.accumulate(array=a, axis=0, dtype=np.float64, out=o),
+    lambda add, a, o: add.accumulate(out=(o,), dtype=None, array=a, axis=-1),
+    lambda add, a, o: add.accumulate(**{"array": a, "out": o}),
+], ids=["array=, out=", "array=, out=(o,)", "axis by position, out=",
+        "dtype by position, out=(o,)", "axis=, dtype=", "keywords in another order",
+        "names built at run time"])
+@pytest.mark.parametrize("array", [np.ones(1), np.zeros(0), [1.0], memoryview(np.ones(2))],
+                         ids=["one element", "empty", "list", "memoryview"])
+def test_accumulate_into_a_0d_out_is_the_wrong_size_error_however_the_arguments_are_passed(
+        add, call, array):
+    # np.add.accumulate(array=np.ones(1), out=np.array(0.)) segfaults, as the positional call does
+    out = np.array(7.0)
+    with pytest.raises(ValueError, match="provided out is the wrong size for the accumulation"):
+        call(add, array, out)
+    assert out == 7.0
+
+
+@pytest.mark.parametrize("call", [
+    lambda f, o: f.accumulate(array=np.array(2.0), out=o),
+    lambda f, o: f.accumulate(array=3.0, out=(o,)),
+    lambda f, o: f.accumulate(np.ones(1), 0, None, (o,)),
+    lambda f, o: f.accumulate(np.ones(1), out=[o]),
+    lambda f, o: f.accumulate(np.ones(1), array=np.ones(1), out=o),
+    lambda f, o: f.accumulate(np.ones(1), 0, None, o, out=o),
+    lambda f, o: f.accumulate(array=np.ones(1), out=(o, o)),
+], ids=["0-d array=", "scalar array=", "out as a positional tuple", "out as a list",
+        "array given twice", "out given twice", "out tuple of two"])
+def test_accumulate_calls_numpy_refuses_before_reaching_a_0d_out_keep_numpys_error(add, call):
+    out = np.array(7.0)
+    with pytest.raises(Exception) as numpys:
+        call(np.add, out)
+    with pytest.raises(type(numpys.value), match=re.escape(str(numpys.value))):
+        call(add, out)
     assert out == 7.0
 
 
