@@ -180,6 +180,22 @@ def test_a_body_the_compiler_refuses_raises_its_message_at_the_files_line(fresh_
     assert ": error: " in message and "CMake" not in message and "Building C object" not in message
 
 
+def test_a_call_to_an_undeclared_function_raises_the_message_ufuncgen_build_prints(
+        fresh_cache, tmp_path):
+    """The golden case tests/golden/build_errors/undeclared_function: a typo (`expp`) is a build
+    error at the file's line, not a module that fails to import (undefined symbol)."""
+    golden = Path(__file__).resolve().parent / "golden" / "build_errors"
+    path = tmp_path / "undeclared_function.ufunc"
+    path.write_text((golden / "undeclared_function.ufunc").read_text())
+    with pytest.raises(BuildError) as error:
+        ufuncgen.load(path, cuda_arch="none")
+    expected = (golden / "undeclared_function.err").read_text()
+    expected = expected.replace("undeclared_function.ufunc:", f"{path}:")
+    expected = expected.replace("ufuncgen: error: ", "").rstrip("\n")
+    assert str(error.value).translate({0x2018: "'", 0x2019: "'"}) == expected
+    assert not list(fresh_cache.rglob(f"*{loader.EXT_SUFFIX}"))
+
+
 def test_text_is_built_as_a_module_named_by_its_hash(cache):
     module = ufuncgen.load(SQUARE.replace("square", "from_text"), cuda_arch="none")
     assert module.__name__.startswith("ufg_") and module.from_text(5.0) == 25.0
