@@ -7,7 +7,6 @@ sys.path, as a user's program would.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -102,8 +101,11 @@ print("checks passed")
 
 
 def _ufuncgen(*args: str, cwd: Path, via_python_m: bool = False) -> subprocess.CompletedProcess:
-    command = shutil.which("ufuncgen")
-    argv = [sys.executable, "-m", "ufuncgen"] if via_python_m or not command else [command]
+    # The `ufuncgen` script of the interpreter running the tests (beside it in a venv's bin/),
+    # not whichever one PATH finds first: that may be another install's.
+    command = Path(sys.executable).parent / "ufuncgen"
+    argv = ([str(command)] if command.is_file() and not via_python_m
+            else [sys.executable, "-m", "ufuncgen"])
     return subprocess.run([*argv, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
