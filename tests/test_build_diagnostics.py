@@ -132,6 +132,19 @@ def test_a_call_to_an_undeclared_function_is_reported_as_such_in_every_compilers
                      + suggestion)
 
 
+def test_a_call_to_a_helper_whose_prototype_failed_says_so():
+    output = ("f.ufunc:1:12: error: unknown type name \u2018Q\u2019\n"
+              "f.ufunc:4:9: error: implicit declaration of function \u2018twice__float32\u2019 "
+              "[-Werror=implicit-function-declaration]\n")
+    sink = DiagnosticSink("f.ufunc", [])
+    text = ("helper T twice(T v)\n{\n    return v + v;\n}\n\n"
+            "ufunc f(x) -> y\n    types: float32(float32)\n{\n    y = twice(x);\n}\n")
+    module = build_module("m", [(parse_text("f.ufunc", text, sink), sink, "f.ufunc")])
+    assert [d.split("\n")[0] for d in user_diagnostics(output, LINES, module)][1] == (
+        "f.ufunc:4:9: error: call to helper 'twice' for T = float32, which is not declared: "
+        "its prototype did not compile")
+
+
 def test_output_about_other_files_only_gives_nothing():
     assert user_diagnostics("/tmp/b/x.c:1:1: error: oops\nmake: *** Error 1\n", LINES) == []
 

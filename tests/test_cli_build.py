@@ -211,6 +211,59 @@ def test_a_second_build_with_nothing_changed_rewrites_nothing(mymod):
     assert {p: p.stat().st_mtime_ns for p in before} == before
 
 
+HELPERS_IN_ANY_ORDER = """\
+# `scaled` calls `offset`, defined after it; `collatz_steps` and `collatz_next` call each other.
+helper T scaled(T v)
+{
+    return offset(v * (T)2);
+}
+
+helper T offset(T v)
+{
+    return v + (T)1;
+}
+
+helper int64_t collatz_steps(T v, int64_t steps)
+{
+    return v <= (T)1 ? steps : collatz_next(v, steps + 1);
+}
+
+helper int64_t collatz_next(T v, int64_t steps)
+{
+    return collatz_steps(v % (T)2 == (T)0 ? v / (T)2 : (T)3 * v + (T)1, steps);
+}
+
+ufunc twice_plus_one(x) -> y
+    types: float32(float32), float64(float64)
+{
+    y = scaled(x);
+}
+
+ufunc collatz(n) -> steps
+    types: int64(uint64)
+{
+    steps = collatz_steps(n, 0);
+}
+"""
+
+
+def test_helpers_call_each_other_whatever_their_order_in_the_file(tmp_path):
+    (tmp_path / "order.ufunc").write_text(HELPERS_IN_ANY_ORDER)
+    # One CUDA architecture where nvcc is found: the device declarations compile too.
+    _built(_ufuncgen("build", "order.ufunc", "--name", "ordermod", "-o", "out",
+                     "--cuda-arch", "75-real", cwd=tmp_path))
+    result = _python("""
+        import numpy as np
+        import ordermod as m
+        x = np.array([0.5, -2.0, 3.0])
+        assert np.array_equal(m.twice_plus_one(x), 2 * x + 1)
+        assert m.twice_plus_one(x.astype(np.float32)).dtype == np.float32
+        assert m.collatz(np.array([1, 6, 27], dtype=np.uint64)).tolist() == [0, 8, 111]
+        print("ok")
+    """, tmp_path / "out", cwd=tmp_path)
+    assert (result.returncode, result.stdout.strip()) == (0, "ok"), result.stderr
+
+
 # --------------------------------------------------------------------------- failures
 
 BAD_BODY = """\

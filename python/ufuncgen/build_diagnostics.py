@@ -67,12 +67,17 @@ def generated_names(module: Module) -> dict[str, str]:
     return names
 
 
-def _reworded(message: str) -> str:
+def _reworded(message: str, names: dict[str, str]) -> str:
     """The compilers' wording where it does not say what is wrong in a body's terms: an
-    "implicit declaration" is a call to a function that is not declared (a typo, `expp(x)`)."""
+    "implicit declaration" is a call to a function that is not declared (a typo, `expp(x)`);
+    every helper is declared before any body, so a helper so called is one whose prototype
+    the compiler refused."""
     m = _UNDECLARED.fullmatch(message)
     if m is None:
         return message
+    helper = names.get(m["name"][1:-1])
+    if helper is not None:
+        return f"call to {helper}, which is not declared: its prototype did not compile"
     suggestion = _DID_YOU_MEAN.search(m["rest"])
     return (f"call to undeclared function {m['name']}: it is not a helper, nor declared by "
             f"ufuncgen's prelude or the C headers it includes"
@@ -113,7 +118,7 @@ def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module 
             elif severity != "note":
                 pending = None
             found.append(CompilerDiagnostic(Location(path, line, col), severity,
-                                            _rename(_reworded(message), names),
+                                            _rename(_reworded(message, names), names),
                                             m["col"] is not None))
             continue
         m = _NVCC.fullmatch(text)

@@ -243,18 +243,23 @@ def test_the_stub_names_its_source_and_is_valid_python(examples):
 def test_each_body_is_preceded_by_a_line_directive_to_its_first_line_in_the_signature_file(examples):
     """A body is emitted as the user's lines from its `{` line to its `}` line, under a #line
     naming the `{` line (so an error seen only at the closing brace names the user's `}`); a
-    helper's prototype under a #line naming its `helper` line."""
+    helper's prototype (its declaration, then its definition) under a #line naming its
+    `helper` line, at the prototype's column there."""
     source = EXAMPLES.read_text().split("\n")
     lines = examples["ex_bodies.h"].split("\n")
-    seen = prototypes = 0
+    seen = prototypes = declarations = 0
     for i, text in enumerate(lines):
         m = _LINE.fullmatch(text)
         if not m or m[2] != "examples.ufunc":
             continue
         first = int(m[1])
         if source[first - 1].startswith("helper "):
-            prototypes += 1
-            assert lines[i + 1].endswith(source[first - 1][len("helper "):].strip())
+            if lines[i + 1].endswith(";"):
+                declarations += 1
+                assert lines[i + 1] == " " * len("helper ") + source[first - 1][len("helper "):] + ";"
+            else:
+                prototypes += 1
+                assert lines[i + 1] == " " * len("helper ") + source[first - 1][len("helper "):]
             continue
         seen += 1
         assert source[first - 1] == "{", f"#line {first} is not a '{{' line"
@@ -269,9 +274,23 @@ def test_each_body_is_preceded_by_a_line_directive_to_its_first_line_in_the_sign
     module = load_module("pkg.ex", [str(EXAMPLES)], source_root=str(EXAMPLES.parent))
     helpers = sum(len(helpers) for _, helpers in module.helper_instances)
     widened = sum(1 for f in module.functions for s in f.signatures if f.widened_args(s))
-    assert prototypes == helpers
+    assert prototypes == declarations == helpers
     assert widened == 3
     assert seen == sum(len(f.signatures) for f in module.functions) + widened + helpers == 44
+
+
+def test_every_helper_of_a_t_is_declared_before_any_is_defined(tmp_path):
+    """So that a helper may call one defined after it in the file."""
+    source = tmp_path / "order.ufunc"
+    source.write_text(
+        "helper T before(T v)\n{\n    return after(v);\n}\n\n"
+        "helper T after(T v)\n{\n    return v;\n}\n\n"
+        "ufunc f(x) -> y\n    types: float64(float64)\n{\n    y = before(x);\n}\n")
+    bodies = render_module(load_module("pkg.order", [str(source)], source_root=str(tmp_path)),
+                           COMMAND)["order_bodies.h"]
+    helpers = bodies.split("helpers, per T that uses them")[1].split("---- f:")[0]
+    order = [line.strip() for line in helpers.split("\n") if line.strip().startswith("T ")]
+    assert order == ["T before(T v);", "T after(T v);", "T before(T v)", "T after(T v)"]
 
 
 def test_after_each_body_a_line_directive_points_back_at_the_generated_file_with_true_numbers(examples):
