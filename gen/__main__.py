@@ -10,6 +10,15 @@ import argparse
 import sys
 
 from . import SignatureError, generate
+from .names import module_name_error
+
+
+def _module_name(value: str) -> str:
+    # ufuncgen's own build generates ufuncgen.examples: the one name in ufuncgen's package.
+    problem = module_name_error(value, shipped=True)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return value
 
 
 def _runtime_headers(argv: list[str]) -> int:
@@ -32,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ufuncgen.gen",
                                      description="Generate C sources from ufuncgen signature files.")
     parser.add_argument("files", nargs="+", metavar="FILE", help="signature files")
-    parser.add_argument("--module", required=True, help="qualified module name, e.g. mypkg.fast")
+    parser.add_argument("--module", required=True, type=_module_name,
+                        help="qualified module name, e.g. mypkg.fast")
     parser.add_argument("-o", "--output-dir", required=True, help="where the sources go")
     parser.add_argument("--source-root", default=None,
                         help="paths in messages and #line directives are relative to this directory")

@@ -313,6 +313,72 @@ def test_cmake_dir_prints_where_ufuncgen_cmake_is(tmp_path):
     assert (Path(result.stdout.strip()) / "ufuncgen.cmake").is_file()
 
 
+IDENTIFIER = "not an ASCII Python identifier (letters, digits and '_', not starting with a digit)"
+SHADOWS_STDLIB = ("would shadow the standard library's module {!r} for every import from the "
+                  "module's folder (NumPy's own imports included)")
+BAD_NAMES = {
+    "my-mod": "it is " + IDENTIFIER,
+    "my mod": "it is " + IDENTIFIER,
+    "": "it is empty",
+    "x.": "it has an empty part (a leading, trailing or doubled '.')",
+    "a/b": "it is " + IDENTIFIER,
+    "gr\u00f6\u00dfe": "it is " + IDENTIFIER,
+    "1abc": "it is " + IDENTIFIER,
+    "pkg.1abc": "its part '1abc' is " + IDENTIFIER,
+    "class": "it is a Python keyword, which an import statement cannot name",
+    "numpy": "it would shadow NumPy, which the module imports",
+    "ufuncgen": "it would shadow ufuncgen, which the module imports",
+    "os": "it " + SHADOWS_STDLIB.format("os"),
+    "sys": "it " + SHADOWS_STDLIB.format("sys"),
+    "json.fast": "its package 'json' " + SHADOWS_STDLIB.format("json"),
+}
+
+
+@pytest.mark.parametrize("name", BAD_NAMES)
+def test_a_name_that_cannot_name_a_module_is_a_usage_error_naming_it_and_why(name, tmp_path,
+                                                                           monkeypatch, capsys):
+    from ufuncgen import cli
+    (tmp_path / "f.ufunc").write_text(USER_FILE)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit:
+        cli.main(["build", "f.ufunc", "--name", name, "-o", "out"])
+    err = capsys.readouterr().err
+    assert exit.value.code == 2
+    assert err.splitlines()[-1] == (f"ufuncgen build: error: argument --name: {name!r} is not "
+                                    f"a usable module name: {BAD_NAMES[name]}")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name", ["os", "my-mod"])
+def test_the_generator_refuses_the_same_module_names(name, tmp_path):
+    (tmp_path / "f.ufunc").write_text(USER_FILE)
+    result = subprocess.run([sys.executable, "-m", "ufuncgen.gen", "--module", name, "-o", "out",
+                             "f.ufunc"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"python -m ufuncgen.gen: error: argument --module: {name!r} is not a usable module "
+        f"name: {BAD_NAMES[name]}")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_generator_accepts_the_module_ufuncgen_ships(tmp_path):
+    examples = Path(__file__).resolve().parent.parent / "signatures" / "examples.ufunc"
+    result = subprocess.run([sys.executable, "-m", "ufuncgen.gen", "--module", "ufuncgen.examples",
+                             "-o", str(tmp_path), str(examples)], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "examples_module.c").is_file()
+
+
+def test_a_numpy_shadowing_name_is_refused_by_the_real_command_too(tmp_path):
+    (tmp_path / "f.ufunc").write_text(USER_FILE)
+    result = _ufuncgen("build", "f.ufunc", "--name", "numpy", "-o", ".", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1] == ("ufuncgen build: error: argument --name: 'numpy' "
+                                              "is not a usable module name: " + BAD_NAMES["numpy"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.ufunc"]
+
+
 def test_build_without_a_name_is_a_usage_error(tmp_path):
     result = _ufuncgen("build", "f.ufunc", cwd=tmp_path)
     assert result.returncode == 2

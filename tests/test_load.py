@@ -221,6 +221,39 @@ def test_a_name_that_is_not_an_identifier_is_refused(cache, square_file):
         ufuncgen.load(square_file, "a.b", cuda_arch="none")
 
 
+@pytest.mark.parametrize("name, why", [
+    ("class", "it is a Python keyword, which an import statement cannot name"),
+    ("numpy", "it would shadow NumPy, which the module imports"),
+    ("csv", "it would shadow the standard library's module 'csv' for every import from the "
+            "module's folder (NumPy's own imports included)"),
+])
+def test_a_name_that_is_a_keyword_or_shadows_a_module_numpy_needs_is_refused(
+        fresh_cache, square_file, name, why):
+    with pytest.raises(ValueError) as error:
+        ufuncgen.load(square_file, name, cuda_arch="none")
+    assert str(error.value) == f"load(): name: {name!r} is not a usable module name: {why}"
+    assert not fresh_cache.exists()
+
+
+def test_checking_a_name_does_not_load_the_generator():
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import sys
+        from ufuncgen import loader
+        loader._check_name("fine")
+        print(sorted(m for m in ("jinja2", "ufuncgen.gen.model", "ufuncgen.gen.parse")
+                     if m in sys.modules))
+        """)], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout) == (0, "[]\n"), result.stderr
+
+
+def test_the_cell_magic_refuses_a_keyword_for_a_name():
+    pytest.importorskip("IPython")
+    from IPython.core.error import UsageError
+    from ufuncgen.ipython import _arguments
+    with pytest.raises(UsageError, match="not a keyword.*got 'class'"):
+        _arguments("class --cuda-arch none")
+
+
 def test_an_argument_that_is_neither_path_nor_text_is_refused():
     with pytest.raises(TypeError, match="path_or_text: expected .* got int"):
         ufuncgen.load(42)

@@ -20,6 +20,7 @@ from .build_diagnostics import user_diagnostics
 from .gen import load_module
 from .gen.diagnostics import format_warnings
 from .gen.load import display_path
+from .gen.names import module_name_error
 
 CMAKE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cmake")
 
@@ -87,6 +88,9 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
     Raises SignatureError for a bad signature file, BuildError when compiling fails.
     """
     cuda_arch_options(cuda_arch)     # a misspelt --cuda-arch is refused even when up to date
+    problem = module_name_error(module)
+    if problem is not None:
+        raise BuildError(problem)
     checked = load_module(module, files, source_root=os.getcwd())   # file errors before CMake runs
     if checked.warnings:
         print(format_warnings(checked.warnings), file=sys.stderr)
