@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from . import SignatureError, generate
+from .load import directory_problem
 from .names import module_name_error
 
 
@@ -47,10 +48,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source-root", default=None,
                         help="paths in messages and #line directives are relative to this directory")
     args = parser.parse_args(argv)
+    problem = directory_problem(args.output_dir)
+    if problem is not None:
+        print(f"{parser.prog}: error: output directory {args.output_dir!r} {problem}", file=sys.stderr)
+        return 1
     try:
         generate(args.module, args.files, args.output_dir, args.source_root, warnings_to=sys.stderr)
     except SignatureError as exc:
         print(exc.format(), file=sys.stderr)
+        return 1
+    except OSError as exc:       # a folder without write permission, a full disk, ...
+        print(f"{parser.prog}: error: cannot write {exc.filename!r}: {exc.strerror}", file=sys.stderr)
         return 1
     return 0
 

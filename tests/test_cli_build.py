@@ -379,6 +379,34 @@ def test_a_numpy_shadowing_name_is_refused_by_the_real_command_too(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.ufunc"]
 
 
+@pytest.mark.parametrize("options, message", [
+    (["-o", "afile"], "output directory 'afile' exists and is not a directory"),
+    (["-o", "afile/sub"], "output directory 'afile/sub' cannot be created: '{afile}' exists and "
+                          "is not a directory"),
+    (["-o", "out", "--build-dir", "afile"], "build directory 'afile' exists and is not a directory"),
+])
+def test_an_output_or_build_directory_that_is_a_file_is_an_error_naming_it(
+        options, message, tmp_path, monkeypatch, capsys):
+    from ufuncgen import cli
+    (tmp_path / "f.ufunc").write_text(USER_FILE)
+    (tmp_path / "afile").write_text("mine")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["build", "f.ufunc", "--name", "mymod", *options]) == 1
+    assert capsys.readouterr().err == "ufuncgen: error: " + message.format(afile=tmp_path / "afile") + "\n"
+    assert (tmp_path / "afile").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "f.ufunc"]
+
+
+def test_the_generator_given_a_file_for_its_output_directory_says_so(tmp_path):
+    (tmp_path / "f.ufunc").write_text(USER_FILE)
+    (tmp_path / "afile").write_text("mine")
+    result = subprocess.run([sys.executable, "-m", "ufuncgen.gen", "--module", "mymod", "-o",
+                             "afile", "f.ufunc"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=60)
+    assert (result.returncode, result.stderr) == (
+        1, "python -m ufuncgen.gen: error: output directory 'afile' exists and is not a directory\n")
+
+
 def test_build_without_a_name_is_a_usage_error(tmp_path):
     result = _ufuncgen("build", "f.ufunc", cwd=tmp_path)
     assert result.returncode == 2

@@ -19,7 +19,7 @@ from . import _fingerprint
 from .build_diagnostics import user_diagnostics
 from .gen import load_module
 from .gen.diagnostics import format_warnings
-from .gen.load import display_path
+from .gen.load import directory_problem, display_path
 from .gen.names import module_name_error
 
 CMAKE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cmake")
@@ -91,6 +91,10 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
     problem = module_name_error(module)
     if problem is not None:
         raise BuildError(problem)
+    for what, folder in (("output directory", output_dir), ("build directory", build_dir)):
+        problem = directory_problem(folder) if folder is not None else None
+        if problem is not None:
+            raise BuildError(f"{what} {folder!r} {problem}")
     checked = load_module(module, files, source_root=os.getcwd())   # file errors before CMake runs
     if checked.warnings:
         print(format_warnings(checked.warnings), file=sys.stderr)
@@ -116,9 +120,13 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
         return path
 
     # Written only when a build will run: an up-to-date build writes nothing.
-    os.makedirs(project_dir, exist_ok=True)
-    with open(os.path.join(project_dir, "CMakeLists.txt"), "w", encoding="utf-8") as f:
-        f.write(project)
+    try:
+        os.makedirs(project_dir, exist_ok=True)
+        os.makedirs(output_dir, exist_ok=True)
+        with open(os.path.join(project_dir, "CMakeLists.txt"), "w", encoding="utf-8") as f:
+            f.write(project)
+    except OSError as exc:       # no permission, a full disk, ...
+        raise BuildError(f"cannot write {exc.filename!r}: {exc.strerror}") from None
     cmake = find_cmake()
     binary_dir = os.path.join(build_dir, "cmake")
     options = [f"-DUFUNCGEN_THREADS={'ON' if threads else 'OFF'}", *cuda_arch_options(cuda_arch)]
