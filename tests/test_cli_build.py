@@ -407,6 +407,55 @@ def test_the_generator_given_a_file_for_its_output_directory_says_so(tmp_path):
         1, "python -m ufuncgen.gen: error: output directory 'afile' exists and is not a directory\n")
 
 
+UNSAFE_LIST = ': ; " \\ % [ ] < > | $( ${ or control characters'
+
+
+@pytest.mark.parametrize("folder, character", [
+    ("a:b", ":"), ("a;b", ";"), ('a"b', '"'), ("a\\b", "\\"), ("a%b", "%"), ("a[b", "["),
+    ("a]b", "]"), ("a<b", "<"), ("a>b", ">"), ("a|b", "|"), ("a$(x)b", "$("), ("a${x}b", "${"),
+    ("a\tb", "\t"), ("a\nb", "\n"),
+])
+def test_a_path_with_a_character_cmake_or_make_cannot_take_is_refused_naming_it(
+        folder, character, tmp_path, monkeypatch, capsys):
+    from ufuncgen import cli
+    (tmp_path / "f.ufunc").write_text(USER_FILE)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["build", "f.ufunc", "--name", "mymod", "-o", folder]) == 1
+    assert capsys.readouterr().err == (
+        f"ufuncgen: error: output directory {folder!r} has {character!r} in its path, which "
+        f"CMake and make cannot handle (nor {UNSAFE_LIST}): rename or move it\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.ufunc"]
+
+
+def test_a_signature_file_in_such_a_folder_is_named_by_its_full_path(tmp_path, monkeypatch, capsys):
+    from ufuncgen import cli
+    work = tmp_path / "my:work"
+    work.mkdir()
+    (work / "f.ufunc").write_text(USER_FILE)
+    monkeypatch.chdir(work)
+    assert cli.main(["build", "f.ufunc", "--name", "mymod", "-o", str(tmp_path / "out"),
+                     "--build-dir", str(tmp_path / "build")]) == 1
+    assert capsys.readouterr().err.startswith(
+        f"ufuncgen: error: signature file {str(work / 'f.ufunc')!r} has ':' in its path")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my:work"]
+
+
+def test_spaces_hashes_dollars_quotes_and_stars_in_every_path_build_and_import(tmp_path):
+    """What make and CMake take in a path: the signature file's folder (`a*` and the file
+    make `*/`, which must not end the generated files' banner comments), the output and the
+    build directories.  One CUDA architecture where nvcc is found: it compiles there too."""
+    source = tmp_path / "src dir #1 $x 'q' a*"
+    source.mkdir()
+    (source / "f.ufunc").write_text(USER_FILE)
+    result = _built(_ufuncgen("build", f"{source.name}/f.ufunc", "--name", "mymod", "-o",
+                              "out dir #2 $y", "--build-dir", "build dir #3 & (z)",
+                              "--cuda-arch", "75-real", cwd=tmp_path))
+    out = tmp_path / "out dir #2 $y"
+    assert result.stdout.strip() == f"built {out / ('mymod' + EXT_SUFFIX)}"
+    imported = _python("import mymod as m\n" + CHECKS, out, cwd=tmp_path)
+    assert (imported.returncode, imported.stdout.strip()) == (0, "checks passed"), imported.stderr
+
+
 def test_build_without_a_name_is_a_usage_error(tmp_path):
     result = _ufuncgen("build", "f.ufunc", cwd=tmp_path)
     assert result.returncode == 2

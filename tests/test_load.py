@@ -196,6 +196,15 @@ def test_a_call_to_an_undeclared_function_raises_the_message_ufuncgen_build_prin
     assert not list(fresh_cache.rglob(f"*{loader.EXT_SUFFIX}"))
 
 
+def test_a_cache_folder_make_cannot_take_is_refused_naming_the_character(tmp_path, monkeypatch,
+                                                                        square_file):
+    monkeypatch.setenv("UFUNCGEN_CACHE_DIR", str(tmp_path / "my:cache"))
+    with pytest.raises(BuildError, match=r"^output directory '.*/my:cache/.*' has ':' in its "
+                                         r"path, which CMake and make cannot handle"):
+        ufuncgen.load(square_file, cuda_arch="none")
+    assert not list((tmp_path / "my:cache").rglob(f"*{loader.EXT_SUFFIX}"))
+
+
 def test_text_is_built_as_a_module_named_by_its_hash(cache):
     module = ufuncgen.load(SQUARE.replace("square", "from_text"), cuda_arch="none")
     assert module.__name__.startswith("ufg_") and module.from_text(5.0) == 25.0

@@ -73,6 +73,32 @@ def _cmake_path(path: str) -> str:
     return os.path.abspath(path).replace("\\", "/")
 
 
+# What the CMake build cannot take in a path: each fails to configure, generate or build in a
+# signature file's, the output or the build directory's path (CMake's list separator `;`, its
+# quoting and escapes `"` `\\` `${`, make's `:` `%` `|` `$(`, and the generators' `[ ] < >`
+# and control characters).  Spaces, `#`, a lone `$`, quotes `'`, `&`, `( ) { }`, `!`, `*`
+# and non-ASCII letters build.
+_UNSAFE_IN_PATHS = re.compile(r'[:;"\\%\[\]<>|\x00-\x1f\x7f]|\$[({]')
+_UNSAFE_LIST = ': ; " \\ % [ ] < > | $( ${ or control characters'
+
+
+def _check_path_characters(files: list[str], output_dir: str, build_dir: str | None) -> None:
+    """BuildError naming the first path, and its character, that the build cannot take:
+    refused before anything runs, rather than failing in CMake's or make's own words."""
+    paths = [("signature file", f, os.path.abspath(f)) for f in files]
+    paths += [("current directory", os.getcwd(), os.getcwd()),   # the messages' source root
+              ("output directory", output_dir, os.path.abspath(output_dir))]
+    if build_dir is not None:
+        paths.append(("build directory", build_dir, os.path.abspath(build_dir)))
+    for what, shown, path in paths:
+        m = _UNSAFE_IN_PATHS.search(path)
+        if m is not None:
+            if m.group(0) not in shown:          # in a folder above a relative path
+                shown = path
+            raise BuildError(f"{what} {shown!r} has {m.group(0)!r} in its path, which CMake and "
+                             f"make cannot handle (nor {_UNSAFE_LIST}): rename or move it")
+
+
 def build(files: list[str], module: str, output_dir: str, build_dir: str | None = None,
           verbose: bool = False, threads: bool = True, cuda_arch: str | None = None) -> str:
     """Builds `module` from `files` into output_dir; returns the extension's path.
@@ -95,6 +121,7 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
         problem = directory_problem(folder) if folder is not None else None
         if problem is not None:
             raise BuildError(f"{what} {folder!r} {problem}")
+    _check_path_characters(files, output_dir, build_dir)
     checked = load_module(module, files, source_root=os.getcwd())   # file errors before CMake runs
     if checked.warnings:
         print(format_warnings(checked.warnings), file=sys.stderr)
