@@ -290,6 +290,51 @@ def test_a_c_error_in_a_body_is_reported_at_the_users_line_without_a_traceback(t
     assert not (tmp_path / "out" / ("badmod" + EXT_SUFFIX)).exists()
 
 
+def _stale_note(out: Path, name: str) -> str:
+    return (f"ufuncgen: note: removed {out / (name + EXT_SUFFIX)} and {out / (name + '.pyi')}, "
+            "left by an earlier build: they no longer match the files, and importing them "
+            "would run the old code")
+
+
+def test_a_failed_rebuild_removes_the_module_an_earlier_build_left_and_says_so(tmp_path):
+    good = "ufunc sq(x) -> y\n    types: float64(float64)\n{\n    y = x * x;\n}\n"
+    (tmp_path / "f.ufunc").write_text(good)
+    build = ("build", "f.ufunc", "--name", "stale", "-o", "out", "--cuda-arch", "none")
+    _built(_ufuncgen(*build, cwd=tmp_path))
+    out = tmp_path / "out"
+    assert _python("import stale; print(stale.sq(3.0))", out, cwd=tmp_path).stdout == "9.0\n"
+
+    # An argument refused before anything runs leaves the module alone.
+    assert _ufuncgen(*build[:-1], "bogus", cwd=tmp_path).returncode == 1
+    assert (out / ("stale" + EXT_SUFFIX)).is_file()
+
+    (tmp_path / "f.ufunc").write_text(good.replace("x * x", "x * x + undefined_name"))
+    result = _ufuncgen(*build, cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-2].startswith("ufuncgen: error: compiling the generated code")
+    assert result.stderr.splitlines()[-1] == _stale_note(out, "stale")
+    assert sorted(p.name for p in out.iterdir()) == [".ufuncgen-build"]
+    imported = _python("import stale", out, cwd=tmp_path)
+    assert "ModuleNotFoundError: No module named 'stale'" in imported.stderr
+
+
+def test_a_rebuild_stopped_by_a_bad_signature_file_removes_the_earlier_module_too(tmp_path):
+    good = "ufunc sq(x) -> y\n    types: float64(float64)\n{\n    y = x * x;\n}\n"
+    (tmp_path / "f.ufunc").write_text(good)
+    build = ("build", "f.ufunc", "--name", "stale", "-o", "out", "--cuda-arch", "none")
+    _built(_ufuncgen(*build, cwd=tmp_path))
+    (tmp_path / "f.ufunc").write_text(good.replace("float64(float64)", "float64(float46)"))
+    result = _ufuncgen(*build, cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-2:] == ["1 error generated.",
+                                               _stale_note(tmp_path / "out", "stale")]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [".ufuncgen-build"]
+    # The file fixed: built again, though the stamp of the first build matches it.
+    (tmp_path / "f.ufunc").write_text(good)
+    assert _built(_ufuncgen(*build, cwd=tmp_path)).stdout.startswith("built ")
+    assert _python("import stale; print(stale.sq(4.0))", tmp_path / "out", cwd=tmp_path).stdout == "16.0\n"
+
+
 def test_a_bad_signature_file_stops_the_build_with_the_checkers_messages_only(tmp_path):
     (tmp_path / "bad.ufunc").write_text(BAD_BODY.replace("float64(float64, float64)",
                                                          "float64(float64, float46)"))

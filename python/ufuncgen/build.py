@@ -17,7 +17,7 @@ import sysconfig
 
 from . import _fingerprint
 from .build_diagnostics import user_diagnostics
-from .gen import load_module
+from .gen import SignatureError, load_module
 from .gen.diagnostics import format_warnings
 from .gen.load import directory_problem, display_path
 from .gen.names import module_name_error
@@ -40,11 +40,12 @@ ufuncgen_add_module({short} MODULE {module}
 class BuildError(Exception):
     """CMake or the C compiler failed.  `report` holds what to show the user first: the
     compilers' diagnostics at the signature files' lines, or the build output when none is
-    located there ("" when there is nothing to add to the message)."""
+    located there ("" when there is nothing to add to the message).  `removed`: see build()."""
 
     def __init__(self, message: str, report: str = ""):
         super().__init__(message)
         self.report = report
+        self.removed: list[str] = []
 
     def format(self) -> str:
         """The report, then the message, as one text (what `ufuncgen.load` raises with)."""
@@ -111,7 +112,13 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
     compilers, NumPy, Python) match the stamp the last build left in build_dir, and whose
     outputs are as it left them, returns at once: no CMake, no compiler, nothing written.
 
-    Raises SignatureError for a bad signature file, BuildError when compiling fails.
+    Raises SignatureError for a bad signature file, BuildError when compiling fails.  A
+    build that fails (or is interrupted) leaves no module in output_dir: the extension and
+    stub an earlier build left there are removed when a build starts, or when the files are
+    found wrong, since they no longer match the files and importing them would run the old
+    code.  The paths so removed are the exception's `removed` (SignatureError's too).
+    Arguments refused before anything runs (--cuda-arch, the name, the folders) remove
+    nothing.
     """
     cuda_arch_options(cuda_arch)     # a misspelt --cuda-arch is refused even when up to date
     problem = module_name_error(module)
@@ -122,11 +129,37 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
         if problem is not None:
             raise BuildError(f"{what} {folder!r} {problem}")
     _check_path_characters(files, output_dir, build_dir)
+    short = module.rpartition(".")[2]
+    output_dir = os.path.abspath(output_dir)
+    path = os.path.join(output_dir, short + sysconfig.get_config_var("EXT_SUFFIX"))
+    outputs = [path, os.path.join(output_dir, short + ".pyi")]
+    removed: list[str] = []
+    try:
+        return _build(files, module, short, output_dir, build_dir, verbose, threads, cuda_arch,
+                      path, outputs, removed)
+    except (SignatureError, BuildError) as exc:
+        removed += _remove(outputs)
+        exc.removed = removed
+        raise
+
+
+def _remove(paths: list[str]) -> list[str]:
+    """Removes those of `paths` that exist; returns them."""
+    removed = []
+    for p in paths:
+        try:
+            os.remove(p)
+        except FileNotFoundError:
+            continue
+        removed.append(p)
+    return removed
+
+
+def _build(files, module, short, output_dir, build_dir, verbose, threads, cuda_arch, path,
+           outputs, removed) -> str:
     checked = load_module(module, files, source_root=os.getcwd())   # file errors before CMake runs
     if checked.warnings:
         print(format_warnings(checked.warnings), file=sys.stderr)
-    short = module.rpartition(".")[2]
-    output_dir = os.path.abspath(output_dir)
     build_dir = os.path.abspath(build_dir or os.path.join(output_dir, ".ufuncgen-build", short))
     project_dir = os.path.join(build_dir, "project")
     project = _PROJECT.format(
@@ -137,8 +170,6 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
     for f in files:
         with open(f, encoding="utf-8") as text:
             sources[display_path(f, os.getcwd())] = text.read().split("\n")
-    path = os.path.join(output_dir, short + sysconfig.get_config_var("EXT_SUFFIX"))
-    outputs = [path, os.path.join(output_dir, short + ".pyi")]
     stamp_path = os.path.join(build_dir, "ufuncgen.stamp")
     key = _build_key(files, sources, module, output_dir, project, threads, cuda_arch)
     if _stamp_matches(stamp_path, key, outputs):
@@ -146,6 +177,9 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
             print(f"ufuncgen: {module} is up to date ({stamp_path} matches): nothing to build")
         return path
 
+    # The module an earlier build left does not match the files any more: a build that fails
+    # or is interrupted must not leave it to be imported.
+    removed += _remove(outputs)
     # Written only when a build will run: an up-to-date build writes nothing.
     try:
         os.makedirs(project_dir, exist_ok=True)

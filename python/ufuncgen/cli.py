@@ -67,11 +67,22 @@ def main(argv: list[str] | None = None) -> int:
                      threads=args.threads, cuda_arch=args.cuda_arch)
     except SignatureError as exc:
         print(exc.format(), file=sys.stderr)
+        _removed_note(exc)
         return 1
     except BuildError as exc:
         if exc.report:
             print(exc.report.rstrip(), file=sys.stderr)
         print(f"ufuncgen: error: {exc}", file=sys.stderr)
+        _removed_note(exc)
         return 1
     print(f"built {path}")
     return 0
+
+
+def _removed_note(exc: Exception) -> None:
+    """Says which module (and stub) of an earlier build the failed one removed (build())."""
+    removed = getattr(exc, "removed", [])
+    if removed:
+        print(f"ufuncgen: note: removed {' and '.join(removed)}, left by an earlier build: "
+              "they no longer match the files, and importing them would run the old code",
+              file=sys.stderr)
