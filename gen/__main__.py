@@ -10,6 +10,16 @@ import argparse
 import sys
 
 from . import SignatureError, generate
+from .load import directory_problem
+from .names import module_name_error
+
+
+def _module_name(value: str) -> str:
+    # ufuncgen's own build generates ufuncgen.examples: the one name in ufuncgen's package.
+    problem = module_name_error(value, shipped=True)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return value
 
 
 def _runtime_headers(argv: list[str]) -> int:
@@ -32,15 +42,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ufuncgen.gen",
                                      description="Generate C sources from ufuncgen signature files.")
     parser.add_argument("files", nargs="+", metavar="FILE", help="signature files")
-    parser.add_argument("--module", required=True, help="qualified module name, e.g. mypkg.fast")
+    parser.add_argument("--module", required=True, type=_module_name,
+                        help="qualified module name, e.g. mypkg.fast")
     parser.add_argument("-o", "--output-dir", required=True, help="where the sources go")
     parser.add_argument("--source-root", default=None,
                         help="paths in messages and #line directives are relative to this directory")
     args = parser.parse_args(argv)
+    problem = directory_problem(args.output_dir)
+    if problem is not None:
+        print(f"{parser.prog}: error: output directory {args.output_dir!r} {problem}", file=sys.stderr)
+        return 1
     try:
         generate(args.module, args.files, args.output_dir, args.source_root, warnings_to=sys.stderr)
     except SignatureError as exc:
         print(exc.format(), file=sys.stderr)
+        return 1
+    except OSError as exc:       # a folder without write permission, a full disk, ...
+        print(f"{parser.prog}: error: cannot write {exc.filename!r}: {exc.strerror}", file=sys.stderr)
         return 1
     return 0
 

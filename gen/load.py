@@ -17,6 +17,24 @@ def display_path(path: str, source_root: str | None) -> str:
     return path
 
 
+def directory_problem(path: str) -> str | None:
+    """Why `path` can be neither a directory nor made one, as the end of a sentence about it
+    ("exists and is not a directory"); None when it is one or can be created as far as the
+    folders above it go.  Checked before anything is written, so a bad `-o` is reported as
+    such rather than as the traceback of os.makedirs."""
+    target = current = os.path.abspath(path)
+    while not os.path.lexists(current):        # a file above it: not even lexists
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+    if os.path.isdir(current):
+        return None
+    if current == target:
+        return "exists and is not a directory"
+    return f"cannot be created: {current!r} exists and is not a directory"
+
+
 def _decode(shown: str, data: bytes) -> str | Diagnostic:
     try:
         return data.decode("utf-8")

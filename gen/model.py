@@ -331,8 +331,12 @@ class Helper:
     name: str
     prototype: str
     body: Body
-    location: Location          # its `helper` keyword
-    prototype_col: int = 8      # where its prototype starts on that line
+    location: Location
+    prototype_column: int = 8   # where the prototype starts on its line (after `helper `)
+
+
+def _mentions(body: Body, helper: Helper) -> bool:
+    return any(re.search(rf"\b{helper.name}\b", line) for line in body.lines)
 
 
 @dataclass(frozen=True)
@@ -349,40 +353,40 @@ class Module:
 
     @property
     def helper_instances(self) -> tuple[tuple[ElementType, tuple[Helper, ...]], ...]:
-        """For each `T`, the helpers compiled for it: those whose name a body of that type, or a
-        helper already included, mentions.  A helper is C written for a generic T, and some T
-        it was never meant for would not compile (cos of an int64 on the device)."""
-        def mentions(body: Body, helper: Helper) -> bool:
-            return any(re.search(rf"\b{helper.name}\b", line) for line in body.lines)
-
+        """For each `T`, the helpers compiled for it, in file order: those whose name a body of
+        that type mentions, and those the helpers so included mention, wherever they are
+        defined (every helper is declared before any is defined, so helpers call each other
+        in any order).  A helper is C written for a generic T, and some T it was never meant
+        for would not compile (cos of an int64 on the device)."""
         instances = []
         for t in self.element_types:
-            used: list[Helper] = []
             bodies = [f.body for f in self.functions if t in f.element_types]
-            for helper in reversed(self.helpers):   # a helper may only call those before it
-                if any(mentions(b, helper) for b in bodies + [h.body for h in used]):
-                    used.insert(0, helper)
+            used = self._helpers_reached(bodies)
             if used:
-                instances.append((t, tuple(used)))
+                instances.append((t, tuple(h for h in self.helpers if h.name in used)))
         return tuple(instances)
+
+    def _helpers_reached(self, bodies: list[Body]) -> set[str]:
+        """The names of the helpers `bodies` mention, directly or through other helpers."""
+        reached: set[str] = set()
+        todo = list(bodies)
+        while todo:
+            body = todo.pop()
+            for helper in self.helpers:
+                if helper.name not in reached and _mentions(body, helper):
+                    reached.add(helper.name)
+                    todo.append(helper.body)
+        return reached
 
     def _functions_whose_code(self, matches) -> frozenset[str]:
         """Functions whose body, or a helper it calls (directly or through other helpers),
         has a line of code (comments left out) for which `matches(line)` holds."""
-        def mentions(body: Body, helper: Helper) -> bool:
-            return any(re.search(rf"\b{helper.name}\b", line) for line in body.lines)
-
         def has(body: Body) -> bool:
             return any(matches(line) for line in _code_lines(body))
 
-        matching: set[str] = set()
-        for helper in self.helpers:     # a helper may only call those before it
-            if has(helper.body) or any(
-                    mentions(helper.body, h) for h in self.helpers if h.name in matching):
-                matching.add(helper.name)
-        return frozenset(
-            f.name for f in self.functions
-            if has(f.body) or any(mentions(f.body, h) for h in self.helpers if h.name in matching))
+        with_code = {h.name for h in self.helpers if has(h.body)}
+        return frozenset(f.name for f in self.functions
+                         if has(f.body) or self._helpers_reached([f.body]) & with_code)
 
     @property
     def flag_exact_functions(self) -> frozenset[str]:
@@ -944,7 +948,8 @@ class _Validator:
                 return None
         if problems:
             return None
-        return Helper(raw.name.text, raw.prototype, self.body(raw.body), raw.location, start + 1)
+        return Helper(raw.name.text, raw.prototype, self.body(raw.body), raw.location,
+                      start + 1 if start >= 0 else raw.location.col + len("helper "))
 
 
 _CLOSERS = {")": "(", "]": "[", "}": "{"}

@@ -34,6 +34,11 @@ def c_string(text: str) -> str:
     return f'"{escaped}"'
 
 
+def c_comment(text: str) -> str:
+    """`text` inside a /* comment */: a path holding `*/` (a folder `a*`) would end it."""
+    return text.replace("*/", "*\\/").replace("\n", " ")
+
+
 _DEFINE = re.compile(r"\s*#\s*define\s+([A-Za-z_]\w*)")
 
 
@@ -219,7 +224,8 @@ def environment() -> jinja2.Environment:
         autoescape=False,
     )
     env.filters.update(
-        c_string=c_string, c_body=c_body, c_param=c_param, output_store=output_store, core_accessor=core_accessor,
+        c_string=c_string, c_comment=c_comment, c_body=c_body, c_param=c_param,
+        output_store=output_store, core_accessor=core_accessor,
         load=load, store=store, dtype_code=dtype_code,
         wrapper_doc=wrapper_doc, ufunc_doc=ufunc_doc, identity_spec=identity_spec,
         descriptor_flags=descriptor_flags, target_clones=target_clones,

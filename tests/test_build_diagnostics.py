@@ -7,9 +7,11 @@ The first tests feed captured compiler output to the filter; the others run real
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import textwrap
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from ufuncgen.gen.diagnostics import DiagnosticSink
 from ufuncgen.gen.model import build_module
 from ufuncgen.gen.parse import parse_text
 
+EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
 NVCC = shutil.which("nvcc") or (shutil.which("nvcc", path="/usr/local/cuda/bin"))
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="needs nvcc (the CUDA toolkit) to compile "
                                                      "the device kernels")
@@ -112,6 +115,36 @@ def test_an_error_in_generated_code_is_reported_at_the_users_line_its_macro_note
         "            ^"]
 
 
+@pytest.mark.parametrize("message", [
+    "implicit declaration of function \u2018expp\u2019; did you mean \u2018expl\u2019? "
+    "[-Werror=implicit-function-declaration]",                                  # gcc 12
+    "implicit declaration of function 'expp' is invalid in C99 "
+    "[-Werror,-Wimplicit-function-declaration]",                                 # clang 14
+    "call to undeclared function 'expp'; ISO C99 and later do not support implicit function "
+    "declarations [-Wimplicit-function-declaration]",                            # clang 15
+])
+def test_a_call_to_an_undeclared_function_is_reported_as_such_in_every_compilers_words(message):
+    (shown,) = user_diagnostics(f"f.ufunc:4:9: error: {message}\n", LINES)
+    first = _normalised(shown).split("\n")[0]
+    suggestion = "; did you mean 'expl'?" if "did you mean" in message else ""
+    assert first == ("f.ufunc:4:9: error: call to undeclared function 'expp': it is not a "
+                     "helper, nor declared by ufuncgen's prelude or the C headers it includes"
+                     + suggestion)
+
+
+def test_a_call_to_a_helper_whose_prototype_failed_says_so():
+    output = ("f.ufunc:1:12: error: unknown type name \u2018Q\u2019\n"
+              "f.ufunc:4:9: error: implicit declaration of function \u2018twice__float32\u2019 "
+              "[-Werror=implicit-function-declaration]\n")
+    sink = DiagnosticSink("f.ufunc", [])
+    text = ("helper T twice(T v)\n{\n    return v + v;\n}\n\n"
+            "ufunc f(x) -> y\n    types: float32(float32)\n{\n    y = twice(x);\n}\n")
+    module = build_module("m", [(parse_text("f.ufunc", text, sink), sink, "f.ufunc")])
+    assert [d.split("\n")[0] for d in user_diagnostics(output, LINES, module)][1] == (
+        "f.ufunc:4:9: error: call to helper 'twice' for T = float32, which is not declared: "
+        "its prototype did not compile")
+
+
 def test_output_about_other_files_only_gives_nothing():
     assert user_diagnostics("/tmp/b/x.c:1:1: error: oops\nmake: *** Error 1\n", LINES) == []
 
@@ -128,6 +161,30 @@ def _build(tmp_path: Path, text: str, name: str) -> subprocess.CompletedProcess:
 def _normalised(stderr: str) -> str:
     """Quotes as ASCII (gcc's depend on the locale)."""
     return stderr.translate({0x2018: "'", 0x2019: "'"})
+
+
+BUILD_GOLDEN = Path(__file__).resolve().parent / "golden" / "build_errors"
+REGEN = os.environ.get("UFUNCGEN_REGEN_GOLDEN") == "1"
+
+
+@pytest.mark.parametrize("case", sorted(p.stem for p in BUILD_GOLDEN.glob("*.ufunc")))
+def test_a_body_c_accepts_only_with_a_warning_fails_the_build_with_the_golden_message(case, tmp_path):
+    """tests/golden/build_errors/<case>.ufunc: a body that C before C23 compiles with a warning but
+    that would not import (an undeclared function: an undefined symbol) or would silently
+    reinterpret memory (a pointer of another type, an integer as a pointer, a const input
+    written through).  <case>.err is the exact stderr of `ufuncgen build <case>.ufunc --name
+    <case> -o out --cuda-arch none` (gcc; quotes as ASCII); UFUNCGEN_REGEN_GOLDEN=1 rewrites
+    it."""
+    shutil.copy(BUILD_GOLDEN / f"{case}.ufunc", tmp_path)
+    result = subprocess.run([sys.executable, "-m", "ufuncgen", "build", f"{case}.ufunc", "--name",
+                             case, "-o", "out", "--cuda-arch", "none"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=600)
+    expected_path = BUILD_GOLDEN / f"{case}.err"
+    if REGEN:
+        expected_path.write_text(_normalised(result.stderr), encoding="utf-8")
+    assert result.returncode == 1
+    assert _normalised(result.stderr) == expected_path.read_text(encoding="utf-8")
+    assert not (tmp_path / "out" / f"{case}{EXT_SUFFIX}").exists()
 
 
 def test_a_float32_body_computing_in_double_builds_and_warns_at_the_users_line(tmp_path):

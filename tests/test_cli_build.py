@@ -7,7 +7,6 @@ sys.path, as a user's program would.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -102,8 +101,11 @@ print("checks passed")
 
 
 def _ufuncgen(*args: str, cwd: Path, via_python_m: bool = False) -> subprocess.CompletedProcess:
-    command = shutil.which("ufuncgen")
-    argv = [sys.executable, "-m", "ufuncgen"] if via_python_m or not command else [command]
+    # The `ufuncgen` script of the interpreter running the tests (beside it in a venv's bin/),
+    # not whichever one PATH finds first: that may be another install's.
+    command = Path(sys.executable).parent / "ufuncgen"
+    argv = ([str(command)] if command.is_file() and not via_python_m
+            else [sys.executable, "-m", "ufuncgen"])
     return subprocess.run([*argv, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
@@ -209,6 +211,59 @@ def test_a_second_build_with_nothing_changed_rewrites_nothing(mymod):
     assert {p: p.stat().st_mtime_ns for p in before} == before
 
 
+HELPERS_IN_ANY_ORDER = """\
+# `scaled` calls `offset`, defined after it; `collatz_steps` and `collatz_next` call each other.
+helper T scaled(T v)
+{
+    return offset(v * (T)2);
+}
+
+helper T offset(T v)
+{
+    return v + (T)1;
+}
+
+helper int64_t collatz_steps(T v, int64_t steps)
+{
+    return v <= (T)1 ? steps : collatz_next(v, steps + 1);
+}
+
+helper int64_t collatz_next(T v, int64_t steps)
+{
+    return collatz_steps(v % (T)2 == (T)0 ? v / (T)2 : (T)3 * v + (T)1, steps);
+}
+
+ufunc twice_plus_one(x) -> y
+    types: float32(float32), float64(float64)
+{
+    y = scaled(x);
+}
+
+ufunc collatz(n) -> steps
+    types: int64(uint64)
+{
+    steps = collatz_steps(n, 0);
+}
+"""
+
+
+def test_helpers_call_each_other_whatever_their_order_in_the_file(tmp_path):
+    (tmp_path / "order.ufunc").write_text(HELPERS_IN_ANY_ORDER)
+    # One CUDA architecture where nvcc is found: the device declarations compile too.
+    _built(_ufuncgen("build", "order.ufunc", "--name", "ordermod", "-o", "out",
+                     "--cuda-arch", "75-real", cwd=tmp_path))
+    result = _python("""
+        import numpy as np
+        import ordermod as m
+        x = np.array([0.5, -2.0, 3.0])
+        assert np.array_equal(m.twice_plus_one(x), 2 * x + 1)
+        assert m.twice_plus_one(x.astype(np.float32)).dtype == np.float32
+        assert m.collatz(np.array([1, 6, 27], dtype=np.uint64)).tolist() == [0, 8, 111]
+        print("ok")
+    """, tmp_path / "out", cwd=tmp_path)
+    assert (result.returncode, result.stdout.strip()) == (0, "ok"), result.stderr
+
+
 # --------------------------------------------------------------------------- failures
 
 BAD_BODY = """\
@@ -235,6 +290,51 @@ def test_a_c_error_in_a_body_is_reported_at_the_users_line_without_a_traceback(t
     assert not (tmp_path / "out" / ("badmod" + EXT_SUFFIX)).exists()
 
 
+def _stale_note(out: Path, name: str) -> str:
+    return (f"ufuncgen: note: removed {out / (name + EXT_SUFFIX)} and {out / (name + '.pyi')}, "
+            "left by an earlier build: they no longer match the files, and importing them "
+            "would run the old code")
+
+
+def test_a_failed_rebuild_removes_the_module_an_earlier_build_left_and_says_so(tmp_path):
+    good = "ufunc sq(x) -> y\n    types: float64(float64)\n{\n    y = x * x;\n}\n"
+    (tmp_path / "f.ufunc").write_text(good)
+    build = ("build", "f.ufunc", "--name", "stale", "-o", "out", "--cuda-arch", "none")
+    _built(_ufuncgen(*build, cwd=tmp_path))
+    out = tmp_path / "out"
+    assert _python("import stale; print(stale.sq(3.0))", out, cwd=tmp_path).stdout == "9.0\n"
+
+    # An argument refused before anything runs leaves the module alone.
+    assert _ufuncgen(*build[:-1], "bogus", cwd=tmp_path).returncode == 1
+    assert (out / ("stale" + EXT_SUFFIX)).is_file()
+
+    (tmp_path / "f.ufunc").write_text(good.replace("x * x", "x * x + undefined_name"))
+    result = _ufuncgen(*build, cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-2].startswith("ufuncgen: error: compiling the generated code")
+    assert result.stderr.splitlines()[-1] == _stale_note(out, "stale")
+    assert sorted(p.name for p in out.iterdir()) == [".ufuncgen-build"]
+    imported = _python("import stale", out, cwd=tmp_path)
+    assert "ModuleNotFoundError: No module named 'stale'" in imported.stderr
+
+
+def test_a_rebuild_stopped_by_a_bad_signature_file_removes_the_earlier_module_too(tmp_path):
+    good = "ufunc sq(x) -> y\n    types: float64(float64)\n{\n    y = x * x;\n}\n"
+    (tmp_path / "f.ufunc").write_text(good)
+    build = ("build", "f.ufunc", "--name", "stale", "-o", "out", "--cuda-arch", "none")
+    _built(_ufuncgen(*build, cwd=tmp_path))
+    (tmp_path / "f.ufunc").write_text(good.replace("float64(float64)", "float64(float46)"))
+    result = _ufuncgen(*build, cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-2:] == ["1 error generated.",
+                                               _stale_note(tmp_path / "out", "stale")]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [".ufuncgen-build"]
+    # The file fixed: built again, though the stamp of the first build matches it.
+    (tmp_path / "f.ufunc").write_text(good)
+    assert _built(_ufuncgen(*build, cwd=tmp_path)).stdout.startswith("built ")
+    assert _python("import stale; print(stale.sq(4.0))", tmp_path / "out", cwd=tmp_path).stdout == "16.0\n"
+
+
 def test_a_bad_signature_file_stops_the_build_with_the_checkers_messages_only(tmp_path):
     (tmp_path / "bad.ufunc").write_text(BAD_BODY.replace("float64(float64, float64)",
                                                          "float64(float64, float46)"))
@@ -256,6 +356,149 @@ def test_cmake_dir_prints_where_ufuncgen_cmake_is(tmp_path):
     result = _ufuncgen("cmake-dir", cwd=tmp_path)
     assert result.returncode == 0
     assert (Path(result.stdout.strip()) / "ufuncgen.cmake").is_file()
+
+
+IDENTIFIER = "not an ASCII Python identifier (letters, digits and '_', not starting with a digit)"
+SHADOWS_STDLIB = ("would shadow the standard library's module {!r} for every import from the "
+                  "module's folder (NumPy's own imports included)")
+BAD_NAMES = {
+    "my-mod": "it is " + IDENTIFIER,
+    "my mod": "it is " + IDENTIFIER,
+    "": "it is empty",
+    "x.": "it has an empty part (a leading, trailing or doubled '.')",
+    "a/b": "it is " + IDENTIFIER,
+    "gr\u00f6\u00dfe": "it is " + IDENTIFIER,
+    "1abc": "it is " + IDENTIFIER,
+    "pkg.1abc": "its part '1abc' is " + IDENTIFIER,
+    "class": "it is a Python keyword, which an import statement cannot name",
+    "numpy": "it would shadow NumPy, which the module imports",
+    "ufuncgen": "it would shadow ufuncgen, which the module imports",
+    "os": "it " + SHADOWS_STDLIB.format("os"),
+    "sys": "it " + SHADOWS_STDLIB.format("sys"),
+    "json.fast": "its package 'json' " + SHADOWS_STDLIB.format("json"),
+}
+
+
+@pytest.mark.parametrize("name", BAD_NAMES)
+def test_a_name_that_cannot_name_a_module_is_a_usage_error_naming_it_and_why(name, tmp_path,
+                                                                           monkeypatch, capsys):
+    from ufuncgen import cli
+    (tmp_path / "f.ufunc").write_text(USER_FILE)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit:
+        cli.main(["build", "f.ufunc", "--name", name, "-o", "out"])
+    err = capsys.readouterr().err
+    assert exit.value.code == 2
+    assert err.splitlines()[-1] == (f"ufuncgen build: error: argument --name: {name!r} is not "
+                                    f"a usable module name: {BAD_NAMES[name]}")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name", ["os", "my-mod"])
+def test_the_generator_refuses_the_same_module_names(name, tmp_path):
+    (tmp_path / "f.ufunc").write_text(USER_FILE)
+    result = subprocess.run([sys.executable, "-m", "ufuncgen.gen", "--module", name, "-o", "out",
+                             "f.ufunc"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"python -m ufuncgen.gen: error: argument --module: {name!r} is not a usable module "
+        f"name: {BAD_NAMES[name]}")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_generator_accepts_the_module_ufuncgen_ships(tmp_path):
+    examples = Path(__file__).resolve().parent.parent / "signatures" / "examples.ufunc"
+    result = subprocess.run([sys.executable, "-m", "ufuncgen.gen", "--module", "ufuncgen.examples",
+                             "-o", str(tmp_path), str(examples)], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "examples_module.c").is_file()
+
+
+def test_a_numpy_shadowing_name_is_refused_by_the_real_command_too(tmp_path):
+    (tmp_path / "f.ufunc").write_text(USER_FILE)
+    result = _ufuncgen("build", "f.ufunc", "--name", "numpy", "-o", ".", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1] == ("ufuncgen build: error: argument --name: 'numpy' "
+                                              "is not a usable module name: " + BAD_NAMES["numpy"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.ufunc"]
+
+
+@pytest.mark.parametrize("options, message", [
+    (["-o", "afile"], "output directory 'afile' exists and is not a directory"),
+    (["-o", "afile/sub"], "output directory 'afile/sub' cannot be created: '{afile}' exists and "
+                          "is not a directory"),
+    (["-o", "out", "--build-dir", "afile"], "build directory 'afile' exists and is not a directory"),
+])
+def test_an_output_or_build_directory_that_is_a_file_is_an_error_naming_it(
+        options, message, tmp_path, monkeypatch, capsys):
+    from ufuncgen import cli
+    (tmp_path / "f.ufunc").write_text(USER_FILE)
+    (tmp_path / "afile").write_text("mine")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["build", "f.ufunc", "--name", "mymod", *options]) == 1
+    assert capsys.readouterr().err == "ufuncgen: error: " + message.format(afile=tmp_path / "afile") + "\n"
+    assert (tmp_path / "afile").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "f.ufunc"]
+
+
+def test_the_generator_given_a_file_for_its_output_directory_says_so(tmp_path):
+    (tmp_path / "f.ufunc").write_text(USER_FILE)
+    (tmp_path / "afile").write_text("mine")
+    result = subprocess.run([sys.executable, "-m", "ufuncgen.gen", "--module", "mymod", "-o",
+                             "afile", "f.ufunc"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=60)
+    assert (result.returncode, result.stderr) == (
+        1, "python -m ufuncgen.gen: error: output directory 'afile' exists and is not a directory\n")
+
+
+UNSAFE_LIST = ': ; " \\ % [ ] < > | $( ${ or control characters'
+
+
+@pytest.mark.parametrize("folder, character", [
+    ("a:b", ":"), ("a;b", ";"), ('a"b', '"'), ("a\\b", "\\"), ("a%b", "%"), ("a[b", "["),
+    ("a]b", "]"), ("a<b", "<"), ("a>b", ">"), ("a|b", "|"), ("a$(x)b", "$("), ("a${x}b", "${"),
+    ("a\tb", "\t"), ("a\nb", "\n"),
+])
+def test_a_path_with_a_character_cmake_or_make_cannot_take_is_refused_naming_it(
+        folder, character, tmp_path, monkeypatch, capsys):
+    from ufuncgen import cli
+    (tmp_path / "f.ufunc").write_text(USER_FILE)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["build", "f.ufunc", "--name", "mymod", "-o", folder]) == 1
+    assert capsys.readouterr().err == (
+        f"ufuncgen: error: output directory {folder!r} has {character!r} in its path, which "
+        f"CMake and make cannot handle (nor {UNSAFE_LIST}): rename or move it\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.ufunc"]
+
+
+def test_a_signature_file_in_such_a_folder_is_named_by_its_full_path(tmp_path, monkeypatch, capsys):
+    from ufuncgen import cli
+    work = tmp_path / "my:work"
+    work.mkdir()
+    (work / "f.ufunc").write_text(USER_FILE)
+    monkeypatch.chdir(work)
+    assert cli.main(["build", "f.ufunc", "--name", "mymod", "-o", str(tmp_path / "out"),
+                     "--build-dir", str(tmp_path / "build")]) == 1
+    assert capsys.readouterr().err.startswith(
+        f"ufuncgen: error: signature file {str(work / 'f.ufunc')!r} has ':' in its path")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my:work"]
+
+
+def test_spaces_hashes_dollars_quotes_and_stars_in_every_path_build_and_import(tmp_path):
+    """What make and CMake take in a path: the signature file's folder (`a*` and the file
+    make `*/`, which must not end the generated files' banner comments), the output and the
+    build directories.  One CUDA architecture where nvcc is found: it compiles there too."""
+    source = tmp_path / "src dir #1 $x 'q' a*"
+    source.mkdir()
+    (source / "f.ufunc").write_text(USER_FILE)
+    result = _built(_ufuncgen("build", f"{source.name}/f.ufunc", "--name", "mymod", "-o",
+                              "out dir #2 $y", "--build-dir", "build dir #3 & (z)",
+                              "--cuda-arch", "75-real", cwd=tmp_path))
+    out = tmp_path / "out dir #2 $y"
+    assert result.stdout.strip() == f"built {out / ('mymod' + EXT_SUFFIX)}"
+    imported = _python("import mymod as m\n" + CHECKS, out, cwd=tmp_path)
+    assert (imported.returncode, imported.stdout.strip()) == (0, "checks passed"), imported.stderr
 
 
 def test_build_without_a_name_is_a_usage_error(tmp_path):

@@ -180,6 +180,31 @@ def test_a_body_the_compiler_refuses_raises_its_message_at_the_files_line(fresh_
     assert ": error: " in message and "CMake" not in message and "Building C object" not in message
 
 
+def test_a_call_to_an_undeclared_function_raises_the_message_ufuncgen_build_prints(
+        fresh_cache, tmp_path):
+    """The golden case tests/golden/build_errors/undeclared_function: a typo (`expp`) is a build
+    error at the file's line, not a module that fails to import (undefined symbol)."""
+    golden = Path(__file__).resolve().parent / "golden" / "build_errors"
+    path = tmp_path / "undeclared_function.ufunc"
+    path.write_text((golden / "undeclared_function.ufunc").read_text())
+    with pytest.raises(BuildError) as error:
+        ufuncgen.load(path, cuda_arch="none")
+    expected = (golden / "undeclared_function.err").read_text()
+    expected = expected.replace("undeclared_function.ufunc:", f"{path}:")
+    expected = expected.replace("ufuncgen: error: ", "").rstrip("\n")
+    assert str(error.value).translate({0x2018: "'", 0x2019: "'"}) == expected
+    assert not list(fresh_cache.rglob(f"*{loader.EXT_SUFFIX}"))
+
+
+def test_a_cache_folder_make_cannot_take_is_refused_naming_the_character(tmp_path, monkeypatch,
+                                                                        square_file):
+    monkeypatch.setenv("UFUNCGEN_CACHE_DIR", str(tmp_path / "my:cache"))
+    with pytest.raises(BuildError, match=r"^output directory '.*/my:cache/.*' has ':' in its "
+                                         r"path, which CMake and make cannot handle"):
+        ufuncgen.load(square_file, cuda_arch="none")
+    assert not list((tmp_path / "my:cache").rglob(f"*{loader.EXT_SUFFIX}"))
+
+
 def test_text_is_built_as_a_module_named_by_its_hash(cache):
     module = ufuncgen.load(SQUARE.replace("square", "from_text"), cuda_arch="none")
     assert module.__name__.startswith("ufg_") and module.from_text(5.0) == 25.0
@@ -203,6 +228,39 @@ def test_errors_in_text_point_at_the_text_written_into_the_cache(fresh_cache):
 def test_a_name_that_is_not_an_identifier_is_refused(cache, square_file):
     with pytest.raises(ValueError, match=r"name: expected an ASCII Python identifier.*'a\.b'"):
         ufuncgen.load(square_file, "a.b", cuda_arch="none")
+
+
+@pytest.mark.parametrize("name, why", [
+    ("class", "it is a Python keyword, which an import statement cannot name"),
+    ("numpy", "it would shadow NumPy, which the module imports"),
+    ("csv", "it would shadow the standard library's module 'csv' for every import from the "
+            "module's folder (NumPy's own imports included)"),
+])
+def test_a_name_that_is_a_keyword_or_shadows_a_module_numpy_needs_is_refused(
+        fresh_cache, square_file, name, why):
+    with pytest.raises(ValueError) as error:
+        ufuncgen.load(square_file, name, cuda_arch="none")
+    assert str(error.value) == f"load(): name: {name!r} is not a usable module name: {why}"
+    assert not fresh_cache.exists()
+
+
+def test_checking_a_name_does_not_load_the_generator():
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import sys
+        from ufuncgen import loader
+        loader._check_name("fine")
+        print(sorted(m for m in ("jinja2", "ufuncgen.gen.model", "ufuncgen.gen.parse")
+                     if m in sys.modules))
+        """)], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout) == (0, "[]\n"), result.stderr
+
+
+def test_the_cell_magic_refuses_a_keyword_for_a_name():
+    pytest.importorskip("IPython")
+    from IPython.core.error import UsageError
+    from ufuncgen.ipython import _arguments
+    with pytest.raises(UsageError, match="not a keyword.*got 'class'"):
+        _arguments("class --cuda-arch none")
 
 
 def test_an_argument_that_is_neither_path_nor_text_is_refused():

@@ -17,9 +17,10 @@ import sysconfig
 
 from . import _fingerprint
 from .build_diagnostics import user_diagnostics
-from .gen import load_module
+from .gen import SignatureError, load_module
 from .gen.diagnostics import format_warnings
-from .gen.load import display_path
+from .gen.load import directory_problem, display_path
+from .gen.names import module_name_error
 
 CMAKE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cmake")
 
@@ -39,11 +40,12 @@ ufuncgen_add_module({short} MODULE {module}
 class BuildError(Exception):
     """CMake or the C compiler failed.  `report` holds what to show the user first: the
     compilers' diagnostics at the signature files' lines, or the build output when none is
-    located there ("" when there is nothing to add to the message)."""
+    located there ("" when there is nothing to add to the message).  `removed`: see build()."""
 
     def __init__(self, message: str, report: str = ""):
         super().__init__(message)
         self.report = report
+        self.removed: list[str] = []
 
     def format(self) -> str:
         """The report, then the message, as one text (what `ufuncgen.load` raises with)."""
@@ -72,6 +74,32 @@ def _cmake_path(path: str) -> str:
     return os.path.abspath(path).replace("\\", "/")
 
 
+# What the CMake build cannot take in a path: each fails to configure, generate or build in a
+# signature file's, the output or the build directory's path (CMake's list separator `;`, its
+# quoting and escapes `"` `\\` `${`, make's `:` `%` `|` `$(`, and the generators' `[ ] < >`
+# and control characters).  Spaces, `#`, a lone `$`, quotes `'`, `&`, `( ) { }`, `!`, `*`
+# and non-ASCII letters build.
+_UNSAFE_IN_PATHS = re.compile(r'[:;"\\%\[\]<>|\x00-\x1f\x7f]|\$[({]')
+_UNSAFE_LIST = ': ; " \\ % [ ] < > | $( ${ or control characters'
+
+
+def _check_path_characters(files: list[str], output_dir: str, build_dir: str | None) -> None:
+    """BuildError naming the first path, and its character, that the build cannot take:
+    refused before anything runs, rather than failing in CMake's or make's own words."""
+    paths = [("signature file", f, os.path.abspath(f)) for f in files]
+    paths += [("current directory", os.getcwd(), os.getcwd()),   # the messages' source root
+              ("output directory", output_dir, os.path.abspath(output_dir))]
+    if build_dir is not None:
+        paths.append(("build directory", build_dir, os.path.abspath(build_dir)))
+    for what, shown, path in paths:
+        m = _UNSAFE_IN_PATHS.search(path)
+        if m is not None:
+            if m.group(0) not in shown:          # in a folder above a relative path
+                shown = path
+            raise BuildError(f"{what} {shown!r} has {m.group(0)!r} in its path, which CMake and "
+                             f"make cannot handle (nor {_UNSAFE_LIST}): rename or move it")
+
+
 def build(files: list[str], module: str, output_dir: str, build_dir: str | None = None,
           verbose: bool = False, threads: bool = True, cuda_arch: str | None = None) -> str:
     """Builds `module` from `files` into output_dir; returns the extension's path.
@@ -84,14 +112,54 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
     compilers, NumPy, Python) match the stamp the last build left in build_dir, and whose
     outputs are as it left them, returns at once: no CMake, no compiler, nothing written.
 
-    Raises SignatureError for a bad signature file, BuildError when compiling fails.
+    Raises SignatureError for a bad signature file, BuildError when compiling fails.  A
+    build that fails (or is interrupted) leaves no module in output_dir: the extension and
+    stub an earlier build left there are removed when a build starts, or when the files are
+    found wrong, since they no longer match the files and importing them would run the old
+    code.  The paths so removed are the exception's `removed` (SignatureError's too).
+    Arguments refused before anything runs (--cuda-arch, the name, the folders) remove
+    nothing.
     """
     cuda_arch_options(cuda_arch)     # a misspelt --cuda-arch is refused even when up to date
+    problem = module_name_error(module)
+    if problem is not None:
+        raise BuildError(problem)
+    for what, folder in (("output directory", output_dir), ("build directory", build_dir)):
+        problem = directory_problem(folder) if folder is not None else None
+        if problem is not None:
+            raise BuildError(f"{what} {folder!r} {problem}")
+    _check_path_characters(files, output_dir, build_dir)
+    short = module.rpartition(".")[2]
+    output_dir = os.path.abspath(output_dir)
+    path = os.path.join(output_dir, short + sysconfig.get_config_var("EXT_SUFFIX"))
+    outputs = [path, os.path.join(output_dir, short + ".pyi")]
+    removed: list[str] = []
+    try:
+        return _build(files, module, short, output_dir, build_dir, verbose, threads, cuda_arch,
+                      path, outputs, removed)
+    except (SignatureError, BuildError) as exc:
+        removed += _remove(outputs)
+        exc.removed = removed
+        raise
+
+
+def _remove(paths: list[str]) -> list[str]:
+    """Removes those of `paths` that exist; returns them."""
+    removed = []
+    for p in paths:
+        try:
+            os.remove(p)
+        except FileNotFoundError:
+            continue
+        removed.append(p)
+    return removed
+
+
+def _build(files, module, short, output_dir, build_dir, verbose, threads, cuda_arch, path,
+           outputs, removed) -> str:
     checked = load_module(module, files, source_root=os.getcwd())   # file errors before CMake runs
     if checked.warnings:
         print(format_warnings(checked.warnings), file=sys.stderr)
-    short = module.rpartition(".")[2]
-    output_dir = os.path.abspath(output_dir)
     build_dir = os.path.abspath(build_dir or os.path.join(output_dir, ".ufuncgen-build", short))
     project_dir = os.path.join(build_dir, "project")
     project = _PROJECT.format(
@@ -102,8 +170,6 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
     for f in files:
         with open(f, encoding="utf-8") as text:
             sources[display_path(f, os.getcwd())] = text.read().split("\n")
-    path = os.path.join(output_dir, short + sysconfig.get_config_var("EXT_SUFFIX"))
-    outputs = [path, os.path.join(output_dir, short + ".pyi")]
     stamp_path = os.path.join(build_dir, "ufuncgen.stamp")
     key = _build_key(files, sources, module, output_dir, project, threads, cuda_arch)
     if _stamp_matches(stamp_path, key, outputs):
@@ -111,10 +177,17 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
             print(f"ufuncgen: {module} is up to date ({stamp_path} matches): nothing to build")
         return path
 
+    # The module an earlier build left does not match the files any more: a build that fails
+    # or is interrupted must not leave it to be imported.
+    removed += _remove(outputs)
     # Written only when a build will run: an up-to-date build writes nothing.
-    os.makedirs(project_dir, exist_ok=True)
-    with open(os.path.join(project_dir, "CMakeLists.txt"), "w", encoding="utf-8") as f:
-        f.write(project)
+    try:
+        os.makedirs(project_dir, exist_ok=True)
+        os.makedirs(output_dir, exist_ok=True)
+        with open(os.path.join(project_dir, "CMakeLists.txt"), "w", encoding="utf-8") as f:
+            f.write(project)
+    except OSError as exc:       # no permission, a full disk, ...
+        raise BuildError(f"cannot write {exc.filename!r}: {exc.strerror}") from None
     cmake = find_cmake()
     binary_dir = os.path.join(build_dir, "cmake")
     options = [f"-DUFUNCGEN_THREADS={'ON' if threads else 'OFF'}", *cuda_arch_options(cuda_arch)]

@@ -25,6 +25,14 @@ _NVCC = re.compile(r"(?P<path>[^(\n]+?)\((?P<line>\d+)\): "
                    r"(?P<severity>error|warning|remark)(?: #[\w-]+)?: (?P<message>.*)")
 _NVCC_SUMMARY = re.compile(r"Remark: The warnings can be suppressed|\d+ errors? detected in the compilation")
 _QUOTED = re.compile(r"([\"'\u2018\u201c]?)\b(?P<name>\w+)\b([\"'\u2019\u201d]?)")
+# A call to a function nothing declares: gcc's `implicit declaration of function 'f'` (an
+# error under -Werror=implicit-function-declaration), clang 14's `... is invalid in C99`,
+# clang 15's `call to undeclared function 'f'; ISO C99 and later do not support ...`.
+_UNDECLARED = re.compile(
+    r"(?:implicit declaration of function|call to undeclared function) "
+    r"(?P<name>['\u2018]\w+['\u2019])(?P<rest>.*?)"
+    r"(?: \[-W(?:error=|error,-W)?implicit-function-declaration\])?")
+_DID_YOU_MEAN = re.compile(r"; did you mean [^;]*\?")
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,23 @@ def generated_names(module: Module) -> dict[str, str]:
         for helper in helpers:
             names[f"{helper.name}__{t.name}"] = f"helper '{helper.name}' for T = {t.name}"
     return names
+
+
+def _reworded(message: str, names: dict[str, str]) -> str:
+    """The compilers' wording where it does not say what is wrong in a body's terms: an
+    "implicit declaration" is a call to a function that is not declared (a typo, `expp(x)`);
+    every helper is declared before any body, so a helper so called is one whose prototype
+    the compiler refused."""
+    m = _UNDECLARED.fullmatch(message)
+    if m is None:
+        return message
+    helper = names.get(m["name"][1:-1])
+    if helper is not None:
+        return f"call to {helper}, which is not declared: its prototype did not compile"
+    suggestion = _DID_YOU_MEAN.search(m["rest"])
+    return (f"call to undeclared function {m['name']}: it is not a helper, nor declared by "
+            f"ufuncgen's prelude or the C headers it includes"
+            f"{suggestion.group(0) if suggestion else ''}")
 
 
 def _rename(message: str, names: dict[str, str]) -> str:
@@ -93,7 +118,8 @@ def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module 
             elif severity != "note":
                 pending = None
             found.append(CompilerDiagnostic(Location(path, line, col), severity,
-                                            _rename(message, names), m["col"] is not None))
+                                            _rename(_reworded(message, names), names),
+                                            m["col"] is not None))
             continue
         m = _NVCC.fullmatch(text)
         if m and m["path"] in sources:

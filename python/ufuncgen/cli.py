@@ -11,13 +11,22 @@ import os
 import sys
 
 
+def _module_name(value: str) -> str:
+    """--name: refused before anything runs when it cannot name a module (gen/names.py)."""
+    from .gen.names import module_name_error
+    problem = module_name_error(value)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ufuncgen", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     build = commands.add_parser("build", help="build an importable module from signature files")
     build.add_argument("files", nargs="+", metavar="FILE")
-    build.add_argument("--name", required=True, metavar="MOD",
+    build.add_argument("--name", required=True, metavar="MOD", type=_module_name,
                        help="module name; dotted (pkg.mod) when it will live inside a package")
     build.add_argument("-o", "--output-dir", default=".", metavar="DIR",
                        help="where the module goes (default: the current directory)")
@@ -58,11 +67,22 @@ def main(argv: list[str] | None = None) -> int:
                      threads=args.threads, cuda_arch=args.cuda_arch)
     except SignatureError as exc:
         print(exc.format(), file=sys.stderr)
+        _removed_note(exc)
         return 1
     except BuildError as exc:
         if exc.report:
             print(exc.report.rstrip(), file=sys.stderr)
         print(f"ufuncgen: error: {exc}", file=sys.stderr)
+        _removed_note(exc)
         return 1
     print(f"built {path}")
     return 0
+
+
+def _removed_note(exc: Exception) -> None:
+    """Says which module (and stub) of an earlier build the failed one removed (build())."""
+    removed = getattr(exc, "removed", [])
+    if removed:
+        print(f"ufuncgen: note: removed {' and '.join(removed)}, left by an earlier build: "
+              "they no longer match the files, and importing them would run the old code",
+              file=sys.stderr)

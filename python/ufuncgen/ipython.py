@@ -15,6 +15,7 @@ earlier version keep working and pickle under their own module's name.
 from __future__ import annotations
 
 import argparse
+import keyword
 import shlex
 
 from .loader import load
@@ -36,8 +37,9 @@ def _arguments(line: str) -> argparse.Namespace:
         args = _parser().parse_args(shlex.split(line))
     except SystemExit:       # argparse has printed what is wrong
         raise UsageError("usage: %%ufuncgen NAME [--cuda-arch ARCHS] [--no-threads] [-v]") from None
-    if not args.name.isidentifier():
-        raise UsageError(f"%%ufuncgen: NAME: expected a Python identifier; got {args.name!r}")
+    if not args.name.isidentifier() or keyword.iskeyword(args.name):
+        raise UsageError(f"%%ufuncgen: NAME: expected a Python identifier that is not a "
+                         f"keyword (the module is bound to it); got {args.name!r}")
     return args
 
 

@@ -81,6 +81,10 @@ def _check_name(name) -> None:
     if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
         raise ValueError("load(): name: expected an ASCII Python identifier (no dots: the "
                          f"module lives at the cache's top level); got {name!r}")
+    from .gen.names import module_name_error     # not the generator: gen/names.py alone
+    problem = module_name_error(name)
+    if problem is not None:
+        raise ValueError(f"load(): name: {problem}")
 
 
 def _entry(source: _Source, name: str | None, stem: str | None, threads: bool,

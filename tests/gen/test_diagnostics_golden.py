@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -39,8 +38,10 @@ def _files(case: str) -> list[str]:
 
 def _check(files: list[str]) -> subprocess.CompletedProcess:
     """The real `ufuncgen check FILES` command, run in tests/golden."""
-    command = shutil.which("ufuncgen")
-    argv = [command] if command else [sys.executable, "-m", "ufuncgen"]
+    # This interpreter's script (beside it in a venv's bin/), not whichever one PATH finds
+    # first: that may be another install's.
+    command = Path(sys.executable).parent / "ufuncgen"
+    argv = [str(command)] if command.is_file() else [sys.executable, "-m", "ufuncgen"]
     env = dict(os.environ, PYTHONIOENCODING="utf-8")
     return subprocess.run([*argv, "check", *files], cwd=GOLDEN, capture_output=True, env=env,
                           timeout=60)

@@ -384,6 +384,53 @@ def test_a_module_knows_its_short_name_sources_and_every_body_type_in_first_use_
     assert (helper.name, helper.prototype, helper.body.first_line) == ("twice", "T twice(T v)", 3)
 
 
+HELPERS_IN_ANY_ORDER = """
+    helper T before(T v)
+    {
+        return after(v) + (T)1;
+    }
+
+    helper T unused(T v)
+    {
+        return v;
+    }
+
+    helper T after(T v)
+    {
+        return exp(v);
+    }
+
+    ufunc f(x) -> y
+        types: float32(float32), float64(float64)
+    {
+        y = before(x);
+    }
+
+    ufunc g(x) -> y
+        types: int64(int64)
+    {
+        y = x;
+    }
+"""
+
+
+def test_a_helper_may_call_a_helper_defined_after_it_and_both_are_compiled_for_each_t():
+    m = model(HELPERS_IN_ANY_ORDER)
+    assert [(t.name, [h.name for h in helpers]) for t, helpers in m.helper_instances] == [
+        ("float32", ["before", "after"]), ("float64", ["before", "after"])]
+
+
+def test_what_a_later_helper_calls_counts_for_the_functions_that_reach_it():
+    assert model(HELPERS_IN_ANY_ORDER).flag_exact_functions == {"f"}    # exp, through after
+
+
+def test_a_helpers_prototype_remembers_its_column():
+    m = model("helper   T   spaced(T v)\n{\n    return v;\n}\n"
+              + textwrap.dedent(ufunc("float64(float64, float64)")))
+    (helper,) = m.helpers
+    assert (helper.location.line, helper.prototype_column) == (1, 10)
+
+
 def test_a_function_body_remembers_where_it_starts_in_the_signature_file():
     fn = function(ufunc("float64(float64, float64)"))
     assert (fn.body.path, fn.body.first_line, fn.body.lines) == ("t.ufunc", 5, ("    r = x;",))

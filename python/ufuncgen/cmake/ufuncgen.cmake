@@ -243,6 +243,17 @@ function(ufuncgen_add_module target)
     # UBSan found add(int64) overflowing at INT64_MAX + 1 in the shipped examples.
     target_compile_options(${target} PRIVATE
       "$<$<COMPILE_LANGUAGE:C>:-O3;-fwrapv;-fopenmp-simd;-fno-math-errno;-ffp-contract=off;-Wall;-Wdouble-promotion;-Wfloat-conversion;-Wno-unknown-pragmas>")
+    # Errors, not warnings, for what C (before C23; GCC before 14) lets through but the
+    # module could not survive, and nvcc's C++ refuses anyway:
+    # -Werror=implicit-function-declaration: a call to an undeclared function (a typo,
+    # `expp(x)`) would otherwise build and leave an undefined symbol, so that importing the
+    # module fails (`ImportError: undefined symbol: expp`);
+    # -Werror=incompatible-pointer-types, -Werror=int-conversion (and GCC's
+    # -Werror=discarded-qualifiers; Clang counts it under incompatible-pointer-types): an
+    # `int32_t *` passed for a helper's `T *`, an integer used as a pointer, a const input's
+    # address written through, would silently reinterpret or overwrite memory.
+    target_compile_options(${target} PRIVATE
+      "$<$<COMPILE_LANGUAGE:C>:-Werror=implicit-function-declaration;-Werror=incompatible-pointer-types;-Werror=int-conversion>")
     # -fcx-fortran-rules: a complex product is NumPy's plain formula and a quotient Smith's,
     # without C99 Annex G's recovery of infinities (ufuncgen/complex.h; the CUDA class computes
     # the same).  A compiler without it keeps Annex G (README, "Complex numbers").
@@ -262,6 +273,8 @@ function(ufuncgen_add_module target)
       # and if-conversion never speculates a floating-point operation that may trap.
       target_compile_options(${target} PRIVATE
         "$<$<COMPILE_LANGUAGE:C>:-fno-split-paths;--param=max-rtl-if-conversion-unpredictable-cost=40>")
+      # A const pointer passed where a writable one is expected (see above).
+      target_compile_options(${target} PRIVATE "$<$<COMPILE_LANGUAGE:C>:-Werror=discarded-qualifiers>")
     endif()
   endif()
   ufuncgen_sanitize(${target})
