@@ -33,6 +33,11 @@ _UNDECLARED = re.compile(
     r"(?P<name>['\u2018]\w+['\u2019])(?P<rest>.*?)"
     r"(?: \[-W(?:error=|error,-W)?implicit-function-declaration\])?")
 _DID_YOU_MEAN = re.compile(r"; did you mean [^;]*\?")
+# A write to a gufunc's core input: gcc quotes the accessor's expansion,
+# `assignment of read-only location '*(const double *)(ufg_a + ...)'`, clang says
+# `read-only variable is not assignable`.
+_READ_ONLY_INPUT = re.compile(r"(?P<what>assignment of|increment of|decrement of) read-only "
+                              r"location ['\u2018]\*\(const [^)]*\)\(ufg_(?P<name>\w+) \+ .*")
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,10 @@ def _reworded(message: str, names: dict[str, str]) -> str:
     "implicit declaration" is a call to a function that is not declared (a typo, `expp(x)`);
     every helper is declared before any body, so a helper so called is one whose prototype
     the compiler refused."""
+    m = _READ_ONLY_INPUT.fullmatch(message)
+    if m is not None:
+        return (f"{m['what']} an element of '{m['name']}', an input: a body reads its inputs "
+                f"and writes only its outputs")
     m = _UNDECLARED.fullmatch(message)
     if m is None:
         return message

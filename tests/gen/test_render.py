@@ -434,7 +434,9 @@ def test_a_gufunc_body_writing_into_an_input_fails_at_the_users_line(tmp_path):
                               "}\n", "writes_input")
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
-    assert result.stderr.startswith("writes_input.ufunc:5:10: error: assignment of read-only location")
+    assert result.stderr.startswith("writes_input.ufunc:5:10: error: assignment of an element of "
+                                     "'a', an input: a body reads its inputs and writes only its "
+                                     "outputs\n")
     assert not list(tmp_path.glob("writes_input*.so"))
 
 
