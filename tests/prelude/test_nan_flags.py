@@ -22,31 +22,14 @@ TYPES_1 = ", ".join(f"{t}({t})" for t in FLOATS)
 TYPES_2 = ", ".join(f"{t}({t}, {t})" for t in FLOATS)
 TYPES_3 = ", ".join(f"{t}({t}, {t}, {t})" for t in FLOATS)
 
-SIGNATURES = f"""\
-ufunc min_of(a, b) -> y
+SIGNATURES = "".join(f"""\
+ufunc {name}_of(a, b) -> y
     types: {TYPES_2}
 {{
-    y = min(a, b);
+    y = {name}(a, b);
 }}
 
-ufunc max_of(a, b) -> y
-    types: {TYPES_2}
-{{
-    y = max(a, b);
-}}
-
-ufunc fmin_of(a, b) -> y
-    types: {TYPES_2}
-{{
-    y = fmin(a, b);
-}}
-
-ufunc fmax_of(a, b) -> y
-    types: {TYPES_2}
-{{
-    y = fmax(a, b);
-}}
-
+""" for name in ("min", "max", "fmin", "fmax")) + f"""\
 ufunc clamp_of(x, lo, hi) -> y
     types: {TYPES_3}
 {{

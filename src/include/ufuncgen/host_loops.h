@@ -465,26 +465,17 @@ ufg_dim_failed(int *error, int why)
     return 0;
 }
 
-static inline npy_intp
-ufg_dim_add(npy_intp a, npy_intp b, int *error)
-{
-    npy_intp r;
-    return __builtin_add_overflow(a, b, &r) ? ufg_dim_failed(error, UFG_DIM_OVERFLOWS) : r;
-}
-
-static inline npy_intp
-ufg_dim_subtract(npy_intp a, npy_intp b, int *error)
-{
-    npy_intp r;
-    return __builtin_sub_overflow(a, b, &r) ? ufg_dim_failed(error, UFG_DIM_OVERFLOWS) : r;
-}
-
-static inline npy_intp
-ufg_dim_multiply(npy_intp a, npy_intp b, int *error)
-{
-    npy_intp r;
-    return __builtin_mul_overflow(a, b, &r) ? ufg_dim_failed(error, UFG_DIM_OVERFLOWS) : r;
-}
+#define UFG_DEFINE_DIM_OPERATION(name, overflows)                                          \
+    static inline npy_intp                                                                 \
+    ufg_dim_##name(npy_intp a, npy_intp b, int *error)                                     \
+    {                                                                                      \
+        npy_intp r;                                                                        \
+        return overflows(a, b, &r) ? ufg_dim_failed(error, UFG_DIM_OVERFLOWS) : r;         \
+    }
+UFG_DEFINE_DIM_OPERATION(add, __builtin_add_overflow)
+UFG_DEFINE_DIM_OPERATION(subtract, __builtin_sub_overflow)
+UFG_DEFINE_DIM_OPERATION(multiply, __builtin_mul_overflow)
+#undef UFG_DEFINE_DIM_OPERATION
 
 static inline npy_intp
 ufg_dim_quotient(npy_intp a, npy_intp b, int *error)
