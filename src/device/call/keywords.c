@@ -179,6 +179,7 @@ ufg_parse_order(ufg_call *c, PyObject *order)
         return -1;
     }
     c->fortran_results = value == NPY_FORTRANORDER;
+    c->order = value;
     return 0;
 }
 
