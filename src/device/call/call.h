@@ -79,9 +79,10 @@ typedef struct {
     int keepdims_given;             /* keepdims= given at all, even False */
     int keepdims_set;               /* keepdims given and true */
     NPY_CASTING casting;
-    int fortran_results;            /* order='F': new results Fortran-contiguous */
-    NPY_ORDER order;                /* order=, NPY_KEEPORDER when not given: NumPy's iterator
-                                     * reorders axes only under it (numpy_order.c) */
+    int fortran_results;            /* order='F': new gufunc results Fortran-contiguous */
+    NPY_ORDER order;                /* order=, NPY_KEEPORDER when not given: how NumPy nests
+                                     * the loop axes and lays out new elementwise results
+                                     * (numpy_order.c) */
     ufg_where_kind where_kind;
     PyObject *where;                /* the mask object for UFG_WHERE_MASK */
     int where_without_out;          /* NumPy's warning: where= without out= */
@@ -213,6 +214,9 @@ typedef struct {
     int through_copy;
 } ufg_shared_order;
 int ufg_numpy_shared_order(const ufg_call *c, int j, ufg_shared_order *order);
+/* numpy_order.c: the loop axes, innermost first, as NumPy lays out a result it allocates for
+ * an elementwise call under order= (K: like the inputs). */
+void ufg_numpy_result_axes(const ufg_call *c, int *inner_first);
 
 /* operands.c: how messages name an object's type ("numpy.ndarray", "float").  shapes.c: a
  * shape as Python writes it ("(3,)"); NumPy's broadcasting of `shape` into `result`

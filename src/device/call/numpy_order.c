@@ -208,17 +208,51 @@ ufg_numpy_goes_inside(int a, int b, int64_t (*strides)[UFG_CALL_MAX_NDIM], int n
     return verdict;
 }
 
-/* The loop axes as NumPy's iterator nests them, innermost first: C order (order='C', or 'A',
- * which is C for an out= that steps 0 and so is not Fortran-contiguous), F order, or under
- * order='K' its stable insertion sort (npyiter_find_best_axis_ordering). */
+/* Whether a buffer is Fortran-contiguous as NumPy flags it (axes of size 1 step anyhow; an
+ * empty buffer is). */
+static int
+ufg_is_fortran_contiguous(const ufg_operand *op)
+{
+    int64_t expected = ufg_dtype_itemsize(op->code);
+
+    if (ufg_operand_size(op) == 0) {
+        return 1;
+    }
+    for (int d = 0; d < op->ndim; d++) {
+        if (op->shape[d] != 1 && op->strides[d] != expected) {
+            return 0;
+        }
+        expected *= op->shape[d];
+    }
+    return 1;
+}
+
+/* order='A': Fortran order when every array the iterator holds (inputs, the outputs given,
+ * the mask) is Fortran-contiguous, else C order (npyiter_apply_forced_iteration_order). */
+static int
+ufg_numpy_any_order_is_fortran(const ufg_call *c)
+{
+    for (int k = 0; k < c->nargs; k++) {
+        if (c->ops[k].kind == UFG_OPERAND_BUFFER && !ufg_is_fortran_contiguous(&c->ops[k])) {
+            return 0;
+        }
+    }
+    return c->where_kind != UFG_WHERE_MASK || ufg_is_fortran_contiguous(&c->mask);
+}
+
+/* The loop axes as NumPy's iterator nests them, innermost first: C order, F order ('F', or
+ * 'A' over Fortran-contiguous arrays), or under order='K' its stable insertion sort
+ * (npyiter_find_best_axis_ordering). */
 static void
 ufg_numpy_nesting(const ufg_call *c, int64_t (*strides)[UFG_CALL_MAX_NDIM], int n,
                   int *inner_first)
 {
     const int ndim = c->loop_ndim;
+    const int fortran = c->order == NPY_FORTRANORDER ||
+                        (c->order == NPY_ANYORDER && ufg_numpy_any_order_is_fortran(c));
 
     for (int i = 0; i < ndim; i++) {
-        inner_first[i] = c->order == NPY_FORTRANORDER ? i : ndim - 1 - i;
+        inner_first[i] = fortran ? i : ndim - 1 - i;
     }
     if (c->order != NPY_KEEPORDER) {
         return;
@@ -241,6 +275,18 @@ ufg_numpy_nesting(const ufg_call *c, int64_t (*strides)[UFG_CALL_MAX_NDIM], int 
     }
 }
 
+/* Whether elements of a buffer share memory through a zero stride. */
+static int
+ufg_shares_memory_within(const ufg_operand *op)
+{
+    for (int d = 0; d < op->ndim; d++) {
+        if (op->strides[d] == 0 && op->shape[d] > 1) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int
 ufg_numpy_shared_order(const ufg_call *c, int j, ufg_shared_order *order)
 {
@@ -250,6 +296,9 @@ ufg_numpy_shared_order(const ufg_call *c, int j, ufg_shared_order *order)
 
     order->naxes = 0;
     order->through_copy = 0;
+    if (!ufg_shares_memory_within(out)) {
+        return 0;       /* the common case: asks NumPy nothing */
+    }
     single = ufg_numpy_casts_ahead(c, cast_ahead);
     if (single < 0) {
         return -1;
@@ -274,4 +323,25 @@ ufg_numpy_shared_order(const ufg_call *c, int j, ufg_shared_order *order)
         }
     }
     return 0;
+}
+
+/* ------------------------------------------------------------------ new results' layout */
+
+/*
+ * NumPy lays out a result it allocates along the iterator's nesting of the loop axes, the
+ * innermost contiguous (npyiter_new_temp_array; with an output allocated it runs no axis
+ * backwards): so order='K' (the default) follows the inputs' layout, Fortran-ordered inputs
+ * giving a Fortran-ordered result, and 'A' is Fortran order over Fortran-contiguous arrays.
+ * NumPy's single strided loop (step 1 above) gives the same layouts: C or F as its N-d
+ * inputs are, which the nesting finds too.
+ */
+void
+ufg_numpy_result_axes(const ufg_call *c, int *inner_first)
+{
+    int64_t strides[UFG_CALL_MAX_OPERANDS + 1][UFG_CALL_MAX_NDIM];
+    int cast_ahead[UFG_CALL_MAX_OPERANDS] = {0}, n;
+
+    /* A cast-ahead input is 0-d or 1-d: no operand that steps along two axes. */
+    ufg_numpy_operand_strides(c, cast_ahead, strides, &n);
+    ufg_numpy_nesting(c, strides, n, inner_first);
 }

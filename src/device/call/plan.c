@@ -148,17 +148,43 @@ ufg_kernel_view(ufg_call *c, int j, ufg_DeviceArrayObject *array, ufg_operand *v
     }
 }
 
-/* A new array's own allocation seen Fortran-contiguous (order='F'): the same bytes, the
- * first axis fastest. */
+/* A new array's own allocation laid out with its axes in `inner_first` order, the first
+ * contiguous: the same bytes as C order, other strides. */
 static void
-ufg_fortran_strides(ufg_DeviceArrayObject *array)
+ufg_lay_out(ufg_DeviceArrayObject *array, const int *inner_first)
 {
     int64_t step = ufg_dtype_itemsize(array->code);
 
-    for (int d = 0; d < array->ndim; d++) {
+    for (int i = 0; i < array->ndim; i++) {
+        const int d = inner_first[i];
         array->strides[d] = step;
         step *= array->shape[d] > 0 ? array->shape[d] : 1;
     }
+}
+
+/* A new result laid out as NumPy lays out this call's: an elementwise one along NumPy's
+ * nesting of the loop axes under order= (numpy_order.c), a gufunc's in C order, or Fortran
+ * order with order='F'. */
+static void
+ufg_result_layout(const ufg_call *c, ufg_DeviceArrayObject *array)
+{
+    int inner_first[UFG_CALL_MAX_NDIM];
+
+    if (array->ndim <= 1) {
+        return;     /* one layout only */
+    }
+    if (c->fn->signature == NULL && array->ndim == c->loop_ndim) {
+        ufg_numpy_result_axes(c, inner_first);
+    }
+    else if (c->fortran_results) {
+        for (int d = 0; d < array->ndim; d++) {
+            inner_first[d] = d;
+        }
+    }
+    else {
+        return;     /* C order already */
+    }
+    ufg_lay_out(array, inner_first);
 }
 
 /* targets[j]: what the kernel writes for output j; results[j]: what the caller gets;
@@ -182,8 +208,8 @@ ufg_plan_outputs(ufg_call *c, ufg_operand *targets, PyObject **results, int *cas
         if (array == NULL) {
             return -1;
         }
-        if (c->fortran_results && out->kind != UFG_OPERAND_BUFFER) {
-            ufg_fortran_strides(array);
+        if (out->kind != UFG_OPERAND_BUFFER) {
+            ufg_result_layout(c, array);
         }
         ufg_kernel_view(c, j, array, &targets[j]);
         results[j] = out->kind == UFG_OPERAND_BUFFER ? out->obj : (PyObject *)array;
