@@ -278,3 +278,11 @@ def test_reduce_rounds_its_start_value_through_an_out_of_another_dtype_as_numpy_
     out = to_dev(np.full(4, 0.5, np.float16))
     fn.reduce(to_dev(x), initial=initial, out=out)
     np.testing.assert_array_equal(host(out), want)
+
+
+@pytest.mark.parametrize("scalar", [2.5, 2.5 + 0j, 2])
+@pytest.mark.parametrize("dtype", [np.int64, np.float32, np.float64])
+def test_casting_no_takes_a_python_scalar_only_into_a_loop_of_its_kind_as_numpy_does(scalar, dtype):
+    # found by HYPOTHESIS_PROFILE=thorough: add(int64, 2.5, dtype=int64, casting='no') is
+    # NumPy's UFuncTypeError, and the device truncated 2.5
+    _agree(ex.add, lambda m: [m(np.array([1], dtype)), scalar], dtype=dtype, casting="no")
