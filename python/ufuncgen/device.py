@@ -60,13 +60,19 @@ def device_count() -> int:
 
 class Stream:
     """A CUDA stream that this process creates and owns (``stream=`` takes it, or any CuPy,
-    PyTorch or Numba stream, or a raw ``cudaStream_t`` int)."""
+    PyTorch or Numba stream, or a raw ``cudaStream_t`` int).
+
+    The stream is destroyed once this object and every DeviceArray last used on it are gone
+    (they hold its ``_device.OwnedStream``, not this object): a ``__del__`` here would run
+    first when they are garbage together, in a reference cycle or at interpreter exit, and
+    their frees would then be queued on a destroyed stream."""
 
     def __init__(self, device: int | None = None, *, non_blocking: bool = False):
         """A blocking stream orders with the legacy default stream, as cudaStreamCreate's
         do; ``non_blocking=True`` makes one that does not (like PyTorch's side streams)."""
         self.device = _device.current_device() if device is None else int(device)
-        self.handle = _device.stream_create(self.device, bool(non_blocking))
+        self._owned = _device.OwnedStream(self.device, bool(non_blocking))
+        self.handle = self._owned.handle
 
     def synchronize(self) -> None:
         _device.synchronize(self.handle)
@@ -83,14 +89,6 @@ class Stream:
 
     def __cuda_stream__(self) -> tuple[int, int]:
         return (0, self.handle)
-
-    def __del__(self):
-        handle, self.handle = getattr(self, "handle", 0), 0
-        if handle:
-            try:
-                _device.stream_destroy(handle)
-            except Exception:
-                pass
 
     def __repr__(self) -> str:
         return f"<ufuncgen.device.Stream {self.handle:#x} on device {self.device}>"

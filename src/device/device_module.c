@@ -18,6 +18,7 @@
 #include "keepalive.h"
 #include "hooks_module.h"
 #include "launch_module.h"
+#include "owned_stream.h"
 #include "runtime.h"
 
 #include "ufuncgen/device_kernel.h"
@@ -676,6 +677,7 @@ PyInit__device(void)
         return NULL;
     }
     if (ufg_runtime_init(module) < 0 || ufg_device_array_register(module) < 0 ||
+        ufg_owned_stream_register(module) < 0 ||
         ufg_device_add_constants(module) < 0 || ufg_call_api_register(module) < 0) {
         Py_DECREF(module);
         return NULL;

@@ -27,6 +27,10 @@ Documented differences, where the device must raise exactly this and NumPy may c
 * accumulate's out= of another shape than the array's: ValueError (NumPy writes some of them
   in part, e.g. an axis of length 1 into a longer one).
 
+One documented difference is not drawn at all, because NumPy's value there depends on how its
+iterator cuts the loop into buffers: a where= mask with an out= whose elements share memory (a
+zero stride) and whose dtype is not the loop's (_masked_cast_into_shared_out).
+
 `.at` updates its array in place: the property compares the array's contents after the call
 (unchanged on the device when the call is refused), on host twins and device twins.
 
@@ -43,7 +47,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 import ufuncgen.examples as ex
@@ -348,14 +352,39 @@ def _out_twins(draw, result_shapes, base_dtypes, nout):
     return form, entries
 
 
-def _host_shapes(fn, inputs, kwargs):
-    """The shapes of NumPy's results for this call without out=/where= (None: it fails)."""
+def _host_results(fn, inputs, kwargs):
+    """NumPy's results for this call without out=/where= (None: it fails), as a tuple."""
     status, r = _outcome(fn, [i.host if isinstance(i, Twin) else i for i in inputs],
                          {k: v for k, v in kwargs.items() if k not in ("out", "where")})
     if status != "ok":
         return None
-    r = r if isinstance(r, tuple) else (r,)
-    return [np.shape(x) for x in r]
+    return r if isinstance(r, tuple) else (r,)
+
+
+def _host_shapes(fn, inputs, kwargs):
+    """The shapes of NumPy's results for this call without out=/where= (None: it fails)."""
+    r = _host_results(fn, inputs, kwargs)
+    return None if r is None else [np.shape(x) for x in r]
+
+
+def _shares_memory_within(twin):
+    """Whether elements of the Twin share memory: a zero stride over more than one element."""
+    return any(s == 0 and n > 1 for s, n in zip(twin.strides, twin.shape))
+
+
+def _masked_cast_into_shared_out(fn, inputs, kwargs, where, out):
+    """The README's one documented difference for an out= whose elements share memory: with a
+    where= mask and an out= of another dtype than the loop's, NumPy writes through its buffers
+    and keeps a value that depends on how it cuts the loop into buffers (only where the mask
+    of a buffer's first element is true); the device keeps the last element whose mask is
+    true.  Such calls are not drawn."""
+    if not isinstance(where, Twin) or out is None:
+        return False
+    results = _host_results(fn, inputs, kwargs)
+    if results is None:
+        return False
+    return any(isinstance(o, Twin) and _shares_memory_within(o) and o.dtype != np.dtype(r.dtype)
+               for o, r in zip(out[1], results))
 
 
 def _documented(inputs, extra=()):
@@ -408,6 +437,7 @@ def test_elementwise_calls_agree_with_numpy(data):
         kwargs["where"] = where
     shapes = _host_shapes(fn, inputs, kwargs)
     out = _out_twins(draw, shapes, [draw(st.sampled_from(loop_dtypes))] * fn.nout, fn.nout)
+    assume(not _masked_cast_into_shared_out(fn, inputs, kwargs, where, out))
     if out is not None:
         kwargs["out"] = OUT
     if out is None and not any(isinstance(i, Twin) for i in inputs):

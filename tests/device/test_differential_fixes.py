@@ -261,3 +261,28 @@ def test_a_gufunc_out_may_leave_out_leading_loop_dimensions_of_size_one(shape, o
 ])
 def test_reduce_checks_every_axis_before_duplicates_as_numpy_does(shape, axis):
     _agree(ex.add.reduce, lambda m: [m(np.ones(shape))], axis=axis)
+
+
+@pytest.mark.parametrize("fn", [ex.add, ex.custom_op])
+@pytest.mark.parametrize("value, dtype", [(-np.inf, np.float32), (-28, np.int32),
+                                          (-np.inf, np.float64), (1.0, np.float32)])
+@pytest.mark.parametrize("initial", [2**70, 1e5])
+def test_reduce_rounds_its_start_value_through_an_out_of_another_dtype_as_numpy_does(
+        fn, value, dtype, initial):
+    # found by HYPOTHESIS_PROFILE=thorough: NumPy writes initial= into out= first, so 2**70
+    # into a float16 out= is inf, and inf + -inf is NaN where the float32 sum was -inf
+    x = np.full((1, 4), value, dtype)
+    want = np.full(4, 0.5, np.float16)
+    with np.errstate(all="ignore"):
+        fn.reduce(x, initial=initial, out=want)
+    out = to_dev(np.full(4, 0.5, np.float16))
+    fn.reduce(to_dev(x), initial=initial, out=out)
+    np.testing.assert_array_equal(host(out), want)
+
+
+@pytest.mark.parametrize("scalar", [2.5, 2.5 + 0j, 2])
+@pytest.mark.parametrize("dtype", [np.int64, np.float32, np.float64])
+def test_casting_no_takes_a_python_scalar_only_into_a_loop_of_its_kind_as_numpy_does(scalar, dtype):
+    # found by HYPOTHESIS_PROFILE=thorough: add(int64, 2.5, dtype=int64, casting='no') is
+    # NumPy's UFuncTypeError, and the device truncated 2.5
+    _agree(ex.add, lambda m: [m(np.array([1], dtype)), scalar], dtype=dtype, casting="no")

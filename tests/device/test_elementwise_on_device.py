@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import ufuncgen.examples as ex
-from ufuncgen import device
+from ufuncgen import _device, device
 
 from examples.conftest import (ELEMENTWISE_NAMES, check_elementwise, elementwise_inputs,
                                elementwise_reference, function_dtype_cases)
@@ -203,3 +203,36 @@ def test_order_lays_out_new_results_as_numpy_does_with_the_same_values(order):
     assert ex.add(to_dev(x), 0.5, out=out, order="F") is out
     assert out.strides == (96, 32, 8)
     np.testing.assert_array_equal(host(out), want)
+
+
+def _same_layout(a):
+    """A device array with a's strides (in bytes, of any sign) and values."""
+    lo = sum(min(0, (n - 1) * s) for n, s in zip(a.shape, a.strides))
+    hi = sum(max(0, (n - 1) * s) for n, s in zip(a.shape, a.strides)) + a.itemsize
+    memory = np.zeros(hi - lo, np.uint8)
+    np.ndarray(a.shape, a.dtype, buffer=memory, offset=-lo, strides=a.strides)[...] = a
+    block = to_dev(memory)
+    return _device.from_pointer(block.ptr - lo, a.shape, a.dtype, a.strides, block.device,
+                                block, False, 0)
+
+
+_A = np.arange(60.0).reshape(3, 4, 5)
+_LAYOUTS = {
+    "fortran": (np.asfortranarray(_A), 1.0),
+    "transposed": (_A.transpose(2, 0, 1), 1.0),
+    "reversed": (_A[::-1, :, ::-1], _A[::-1, :, ::-1]),
+    "fortran and C": (np.asfortranarray(_A), _A),
+    "fortran, broadcast": (np.asfortranarray(_A[:, :1, :]), np.asfortranarray(_A[:1, :, :])),
+    "permuted": (_A.transpose(1, 2, 0), _A.transpose(1, 2, 0)),
+}
+
+
+@pytest.mark.parametrize("layout", _LAYOUTS)
+@pytest.mark.parametrize("order", ["K", "A", "C", "F", None])
+def test_order_k_and_a_lay_out_new_results_like_the_inputs_as_numpy_does(layout, order):
+    a, b = _LAYOUTS[layout]
+    want = np.add(a, b, order=order)
+    got = ex.add(_same_layout(a), _same_layout(b) if isinstance(b, np.ndarray) else b,
+                 order=order)
+    assert got.strides == want.strides
+    np.testing.assert_array_equal(host(got), want)

@@ -129,7 +129,7 @@ ufg_device_array_new(char *ptr, int ndim, const int64_t *shape, const int64_t *s
     self->readonly = readonly != 0;
     self->owns_allocation = 0;
     self->stream = stream;
-    self->stream_keeper = NULL;
+    self->stream_keeper = Py_XNewRef(ufg_stream_keeper_of(stream, NULL));
     self->exports_no_stream = 0;
     self->owner = Py_XNewRef(owner);
     self->dlpack = NULL;
@@ -206,11 +206,13 @@ ufg_device_array_traverse(ufg_DeviceArrayObject *self, visitproc visit, void *ar
     return 0;
 }
 
+/* The stream keeper stays: the collector clears a cycle's objects in any order before it
+ * deallocates them, and the array's free is queued on that stream at dealloc.  A cycle through
+ * a keeper is broken by clearing the keeper's own references (a stream object's __dict__). */
 static int
 ufg_device_array_clear(ufg_DeviceArrayObject *self)
 {
     Py_CLEAR(self->owner);
-    Py_CLEAR(self->stream_keeper);
     return 0;
 }
 
@@ -322,7 +324,8 @@ ufg_device_array_set_stream(ufg_DeviceArrayObject *self, PyObject *value,
         return -1;
     }
     self->stream = stream;
-    Py_CLEAR(self->stream_keeper);      /* a bare handle: its owner is the caller's concern */
+    /* A bare handle: its owner is the caller's concern, unless ufuncgen.device.Stream made it. */
+    Py_XSETREF(self->stream_keeper, Py_XNewRef(ufg_stream_keeper_of(stream, NULL)));
     return 0;
 }
 

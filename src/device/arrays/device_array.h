@@ -31,9 +31,11 @@ typedef struct {
     int readonly;
     int owns_allocation;            /* ptr came from malloc_async: free it at dealloc */
     uintptr_t stream;               /* where it was last used; 0 = the default stream */
-    PyObject *stream_keeper;        /* the stream object that owns `stream` (ufuncgen's, CuPy's,
-                                     * PyTorch's, Numba's), kept alive while the array may still
-                                     * queue work on it (its free); NULL for a bare handle */
+    PyObject *stream_keeper;        /* what owns `stream` (ufuncgen's OwnedStream, CuPy's,
+                                     * PyTorch's, Numba's stream object), kept alive while the
+                                     * array may still queue work on it (its free): let go
+                                     * only after the free, never by tp_clear; NULL for a bare
+                                     * handle */
     int exports_no_stream;          /* a result handed to a library: its work is ordered on the
                                      * library's current stream already, so the CUDA array
                                      * interface names no stream, and the library does not
@@ -71,8 +73,14 @@ ufg_DeviceArrayObject *ufg_device_array_new(char *ptr, int ndim, const int64_t *
  * ufg_device_array_wait_for: work queued on `stream` from now on comes after the array's last
  * use (a stream wait when the streams differ).  -1 with DeviceError.
  * ufg_device_array_used_on: the array was just used by work queued on `stream`, which
- * `keeper` owns (NULL for a bare handle; a new reference is taken).
+ * `keeper` owns (NULL for a bare handle; a new reference is taken).  A stream that a
+ * ufuncgen.device.Stream made is kept by its OwnedStream instead, whatever named it, so that
+ * it outlives the array's free in any order of finalization (owned_stream.h).
+ *
+ * ufg_stream_keeper_of: what an array last used on `stream` holds (borrowed): that
+ * OwnedStream, else `keeper`.
  */
+PyObject *ufg_stream_keeper_of(uintptr_t stream, PyObject *keeper);
 int ufg_device_array_wait_for(const ufg_backend *backend, ufg_DeviceArrayObject *array,
                               uintptr_t stream);
 void ufg_device_array_used_on(ufg_DeviceArrayObject *array, uintptr_t stream,

@@ -9,7 +9,16 @@
  */
 #include "device_array.h"
 
+#include "owned_stream.h"
 #include "runtime.h"
+
+PyObject *
+ufg_stream_keeper_of(uintptr_t stream, PyObject *keeper)
+{
+    PyObject *owned = ufg_owned_stream_find(stream);
+
+    return owned != NULL ? owned : keeper;
+}
 
 /* The array whose allocation `array` views (itself when it views no DeviceArray). */
 static ufg_DeviceArrayObject *
@@ -48,6 +57,7 @@ ufg_device_array_used_on(ufg_DeviceArrayObject *array, uintptr_t stream, PyObjec
 {
     ufg_DeviceArrayObject *root = ufg_device_array_root(array);
 
+    keeper = ufg_stream_keeper_of(stream, keeper);
     for (ufg_DeviceArrayObject *a = array;; a = (ufg_DeviceArrayObject *)a->owner) {
         if (a->stream != stream || a->stream_keeper != keeper) {
             a->stream = stream;

@@ -73,6 +73,7 @@ ufg_call_init(ufg_call *c, const ufg_function_descriptor *fn, PyObject *ufunc)
     c->keepdims_given = c->keepdims_set = 0;
     c->casting = NPY_SAME_KIND_CASTING;
     c->fortran_results = 0;
+    c->order = NPY_KEEPORDER;
     c->where_kind = UFG_WHERE_ALL;
     c->where_without_out = 0;
     c->outer = 0;

@@ -10,6 +10,7 @@
  *   shapes.c      elementwise broadcasting, and the shapes of the outputs
  *   core_dims.c   a gufunc's axes=/axis=/keepdims= and core dimension sizes
  *   plan.c        outputs and temporaries, casts, overlap copies, collapse, launch
+ *   numpy_order.c the order NumPy writes an out= whose elements share memory (plan.c asks)
  *   results.c     results as the caller's library's arrays
  *
  * reduce.c is `function.reduce` on the device, from the same pieces.  A refused call has
@@ -78,7 +79,10 @@ typedef struct {
     int keepdims_given;             /* keepdims= given at all, even False */
     int keepdims_set;               /* keepdims given and true */
     NPY_CASTING casting;
-    int fortran_results;            /* order='F': new results Fortran-contiguous */
+    int fortran_results;            /* order='F': new gufunc results Fortran-contiguous */
+    NPY_ORDER order;                /* order=, NPY_KEEPORDER when not given: how NumPy nests
+                                     * the loop axes and lays out new elementwise results
+                                     * (numpy_order.c) */
     ufg_where_kind where_kind;
     PyObject *where;                /* the mask object for UFG_WHERE_MASK */
     int where_without_out;          /* NumPy's warning: where= without out= */
@@ -197,6 +201,22 @@ void ufg_loop_strides(const ufg_operand *op, int ncore, int ndim, int64_t *strid
 int ufg_call_missing_launcher(const ufg_backend *backend, const char *name, int loop_index);
 /* Whether the bytes two buffers can touch overlap. */
 int ufg_operands_overlap(const ufg_operand *a, const ufg_operand *b);
+
+/* numpy_order.c: the elements of out= j that share memory (it steps 0 along `axes`, over more
+ * than one element each), in the order NumPy's loop writes them: axes[0] outermost, each from
+ * its end where backwards[i].  through_copy: NumPy computes into a temporary and copies it back
+ * in index order, so only the last element along each axis counts, with where= or without.
+ * -1 with an exception. */
+typedef struct {
+    int naxes;
+    int axes[UFG_CALL_MAX_NDIM];
+    int backwards[UFG_CALL_MAX_NDIM];
+    int through_copy;
+} ufg_shared_order;
+int ufg_numpy_shared_order(const ufg_call *c, int j, ufg_shared_order *order);
+/* numpy_order.c: the loop axes, innermost first, as NumPy lays out a result it allocates for
+ * an elementwise call under order= (K: like the inputs). */
+void ufg_numpy_result_axes(const ufg_call *c, int *inner_first);
 
 /* operands.c: how messages name an object's type ("numpy.ndarray", "float").  shapes.c: a
  * shape as Python writes it ("(3,)"); NumPy's broadcasting of `shape` into `result`

@@ -164,9 +164,9 @@ ufg_check_out_entries(const ufg_call *c, PyObject *const *outs)
     return 0;
 }
 
-/* order=, read by NumPy's converter: 'F' allocates new results Fortran-contiguous; 'K', 'C'
- * and 'A' allocate them C-contiguous (what 'K' and 'A' give unless every input is
- * Fortran-ordered: the values are the same, only the layout differs). */
+/* order=, read by NumPy's converter: how new results are laid out ('K', the default: like
+ * the inputs; 'A': Fortran order if the arrays are; numpy_order.c) and, for an out= whose
+ * elements share memory, the order NumPy writes them in. */
 static int
 ufg_parse_order(ufg_call *c, PyObject *order)
 {
@@ -179,6 +179,7 @@ ufg_parse_order(ufg_call *c, PyObject *order)
         return -1;
     }
     c->fortran_results = value == NPY_FORTRANORDER;
+    c->order = value;
     return 0;
 }
 

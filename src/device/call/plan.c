@@ -148,17 +148,43 @@ ufg_kernel_view(ufg_call *c, int j, ufg_DeviceArrayObject *array, ufg_operand *v
     }
 }
 
-/* A new array's own allocation seen Fortran-contiguous (order='F'): the same bytes, the
- * first axis fastest. */
+/* A new array's own allocation laid out with its axes in `inner_first` order, the first
+ * contiguous: the same bytes as C order, other strides. */
 static void
-ufg_fortran_strides(ufg_DeviceArrayObject *array)
+ufg_lay_out(ufg_DeviceArrayObject *array, const int *inner_first)
 {
     int64_t step = ufg_dtype_itemsize(array->code);
 
-    for (int d = 0; d < array->ndim; d++) {
+    for (int i = 0; i < array->ndim; i++) {
+        const int d = inner_first[i];
         array->strides[d] = step;
         step *= array->shape[d] > 0 ? array->shape[d] : 1;
     }
+}
+
+/* A new result laid out as NumPy lays out this call's: an elementwise one along NumPy's
+ * nesting of the loop axes under order= (numpy_order.c), a gufunc's in C order, or Fortran
+ * order with order='F'. */
+static void
+ufg_result_layout(const ufg_call *c, ufg_DeviceArrayObject *array)
+{
+    int inner_first[UFG_CALL_MAX_NDIM];
+
+    if (array->ndim <= 1) {
+        return;     /* one layout only */
+    }
+    if (c->fn->signature == NULL && array->ndim == c->loop_ndim) {
+        ufg_numpy_result_axes(c, inner_first);
+    }
+    else if (c->fortran_results) {
+        for (int d = 0; d < array->ndim; d++) {
+            inner_first[d] = d;
+        }
+    }
+    else {
+        return;     /* C order already */
+    }
+    ufg_lay_out(array, inner_first);
 }
 
 /* targets[j]: what the kernel writes for output j; results[j]: what the caller gets;
@@ -182,8 +208,8 @@ ufg_plan_outputs(ufg_call *c, ufg_operand *targets, PyObject **results, int *cas
         if (array == NULL) {
             return -1;
         }
-        if (c->fortran_results && out->kind != UFG_OPERAND_BUFFER) {
-            ufg_fortran_strides(array);
+        if (out->kind != UFG_OPERAND_BUFFER) {
+            ufg_result_layout(c, array);
         }
         ufg_kernel_view(c, j, array, &targets[j]);
         results[j] = out->kind == UFG_OPERAND_BUFFER ? out->obj : (PyObject *)array;
@@ -424,44 +450,83 @@ ufg_results(ufg_call *c, PyObject *const *results)
     return tuple;
 }
 
-/* Whether NumPy's iterator runs loop axis d backwards: every operand given steps <= 0 along it
- * and one < 0 (new results are laid out after that choice and do not count). */
-static int
-ufg_numpy_runs_backwards(const ufg_call *c, int d)
-{
-    int64_t strides[UFG_CALL_MAX_NDIM];
-    int negative = 0;
+/* ------------------------------------------------------------------ copying back */
 
-    for (int k = 0; k < c->nargs; k++) {
-        const ufg_operand *op = &c->ops[k];
-        if (op->kind != UFG_OPERAND_BUFFER) {
-            continue;
-        }
-        ufg_loop_strides(op, ufg_core_ndims(c, k), c->loop_ndim, strides);
-        if (strides[d] > 0) {
-            return 0;
-        }
-        negative |= strides[d] < 0;
-    }
-    return negative;
+/* Narrows a buffer in dst's layout to element `index` of axis d. */
+static void
+ufg_narrow(ufg_operand *op, int d, int64_t index)
+{
+    op->ptr += index * op->strides[d];
+    op->shape[d] = 1;
 }
 
-/* Where the caller's out= steps 0 along an axis, NumPy's loop leaves there the value of the
- * last element it visits along that axis: index n-1, or 0 along a loop axis its iterator runs
- * backwards.  Only that element is copied back, so the copy is one write per address (no
- * race between GPU threads) and gives NumPy's value. */
+/* The mask as a buffer in dst's layout (its loop strides), so that it narrows with dst. */
 static void
-ufg_narrow_to_last_written(const ufg_call *c, ufg_operand *src, ufg_operand *dst)
+ufg_mask_like(const ufg_operand *mask, const ufg_operand *dst, ufg_operand *view)
 {
-    for (int d = 0; d < dst->ndim; d++) {
-        int64_t index;
-        if (dst->strides[d] != 0 || dst->shape[d] <= 1) {
-            continue;
-        }
-        index = d < c->loop_ndim && ufg_numpy_runs_backwards(c, d) ? 0 : dst->shape[d] - 1;
-        src->ptr += index * src->strides[d];
-        src->shape[d] = dst->shape[d] = 1;
+    *view = *mask;
+    view->ndim = dst->ndim;
+    memcpy(view->shape, dst->shape, sizeof(int64_t) * (size_t)dst->ndim);
+    ufg_loop_strides(mask, 0, dst->ndim, view->strides);
+}
+
+/* Copies visit `step` (0 <= step < product of the shared axes' sizes, in NumPy's order: the
+ * last axis of `order` fastest) of the temporary into the caller's out=. */
+static int
+ufg_copy_back_visit(ufg_call *c, const ufg_shared_order *order, int64_t step,
+                    ufg_operand src, ufg_operand dst, const ufg_operand *mask)
+{
+    ufg_operand m;
+
+    if (mask != NULL) {
+        ufg_mask_like(mask, &dst, &m);
     }
+    for (int i = order->naxes - 1; i >= 0; i--) {
+        const int d = order->axes[i];
+        const int64_t n = dst.shape[d], visited = step % n;
+        const int64_t index = order->backwards[i] ? n - 1 - visited : visited;
+        step /= n;
+        ufg_narrow(&src, d, index);
+        ufg_narrow(&dst, d, index);
+        if (mask != NULL) {
+            ufg_narrow(&m, d, index);
+        }
+    }
+    return ufg_call_cast(c, &src, &dst, mask != NULL ? &m : NULL);
+}
+
+/*
+ * Casts out= j's temporary (in kernel layout, of the same shape) into the caller's out=.  Where
+ * out= elements share memory, NumPy leaves in each address the element its loop wrote last
+ * (numpy_order.c), so only that one is copied: one write per address, and no race between GPU
+ * threads.  With where= that element depends on the mask, so the elements sharing an address
+ * are copied one launch each in NumPy's order, each launch writing every address once.
+ */
+static int
+ufg_copy_back(ufg_call *c, int j, const ufg_operand *temp, const ufg_operand *mask)
+{
+    const ufg_operand *dst = &c->ops[c->nin + j];
+    ufg_shared_order order;
+    int64_t visits = 1;
+
+    if (ufg_numpy_shared_order(c, j, &order) < 0) {
+        return -1;
+    }
+    if (order.naxes == 0) {
+        return ufg_call_cast(c, temp, dst, mask);
+    }
+    for (int i = 0; i < order.naxes; i++) {
+        visits *= dst->shape[order.axes[i]];
+    }
+    if (mask == NULL || order.through_copy) {
+        return ufg_copy_back_visit(c, &order, visits - 1, *temp, *dst, mask);
+    }
+    for (int64_t step = 0; step < visits; step++) {
+        if (ufg_copy_back_visit(c, &order, step, *temp, *dst, mask) < 0) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 PyObject *
@@ -498,15 +563,7 @@ ufg_call_run(ufg_call *c)
         return NULL;
     }
     for (int j = 0; j < c->nout; j++) {
-        /* Both in kernel layout, of the same shape: the temporary into the caller's out=. */
-        ufg_operand src = targets[j], dst = c->ops[c->nin + j];
-        if (!cast_back[j]) {
-            continue;
-        }
-        if (mask_used == NULL) {
-            ufg_narrow_to_last_written(c, &src, &dst);
-        }
-        if (ufg_call_cast(c, &src, &dst, mask_used) < 0) {
+        if (cast_back[j] && ufg_copy_back(c, j, &targets[j], mask_used) < 0) {
             return NULL;
         }
     }

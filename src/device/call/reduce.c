@@ -163,6 +163,22 @@ ufg_reduce_pack(PyObject *value, ufg_dtype_code acc, ufg_value *packed)
     return PyArray_Pack(descr, packed->bytes, value) < 0 ? -1 : 0;
 }
 
+/* A start value as NumPy's reduction has it with an out= of another dtype than the
+ * accumulator's: NumPy writes it into out= first and accumulates there, reading it back
+ * through its buffers, so it is rounded to out='s dtype (2**70 into a float16 out= is inf,
+ * and inf + -inf makes NaN where the float32 value would give -inf).  The conversions are the
+ * device's own cast's. */
+static void
+ufg_reduce_round_through(ufg_value *value, ufg_dtype_code acc, ufg_dtype_code out)
+{
+    ufg_value there;
+
+    memset(&there, 0, sizeof(there));
+    ufg_cast_element(UFG_CAST_PAIR(acc, out), (const char *)value->bytes, (char *)there.bytes);
+    memset(value, 0, sizeof(*value));
+    ufg_cast_element(UFG_CAST_PAIR(out, acc), (const char *)there.bytes, (char *)value->bytes);
+}
+
 static int
 ufg_reduce_has_identity(const ufg_function_descriptor *fn)
 {
@@ -782,6 +798,9 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     if (initial != NULL && initial != Py_None &&
         ufg_reduce_pack(initial, plan.acc, &plan.identity) < 0) {
         goto done;
+    }
+    if (!plan.from_first && have_out && out.code != plan.acc) {
+        ufg_reduce_round_through(&plan.identity, plan.acc, out.code);
     }
 
     if (ufg_operand_check_alignment(&array, what) < 0 ||

@@ -592,6 +592,7 @@ ufg_reduction_call_new(const ufg_function_descriptor *fn, PyObject *ufunc,
     c->nout = 1;
     c->nargs = 3;
     c->casting = NPY_SAME_KIND_CASTING;
+    c->order = NPY_KEEPORDER;
     c->where_kind = UFG_WHERE_ALL;
     c->stream = stream;
     c->stream_given = stream_given;

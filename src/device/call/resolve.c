@@ -265,9 +265,32 @@ ufg_pack_ints(ufg_call *c, const unsigned char *codes)
     return 0;
 }
 
+/* casting='no' and a Python float or complex: NumPy takes it into a loop of its kind or a
+ * wider one, as 'same_kind' would, and refuses a float into an integer or bool loop and a
+ * complex into a real one (NumPy 2.4: add(int64 array, 2.5, dtype=int64, casting='no') is
+ * its UFuncTypeError).  A Python int goes into any of the loops. */
+static int
+ufg_check_weak_scalars_no(ufg_call *c, const unsigned char *codes)
+{
+    if (c->casting != NPY_NO_CASTING) {
+        return 0;
+    }
+    for (int k = 0; k < c->nin; k++) {
+        const int weak = c->ops[k].weak;
+        const char kind = ufg_call_descr((ufg_dtype_code)codes[k])->kind;
+        const char *refused = weak == 'f' ? "biu" : weak == 'c' ? "biuf" : "";
+        if (weak && kind != '\0' && strchr(refused, kind) != NULL) {
+            PyErr_Format(PyExc_TypeError, "%s: cannot cast Python %s to %S under the casting "
+                         "rule 'no'", c->fn->name, weak == 'f' ? "float" : "complex",
+                         (PyObject *)ufg_call_descr((ufg_dtype_code)codes[k]));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* casting='equiv' and a Python scalar: NumPy takes a Python int only into an int64 loop, a
- * Python float only into a float64 one and a complex into complex128 (their default types);
- * casting='no' takes all three. */
+ * Python float only into a float64 one and a complex into complex128 (their default types). */
 static int
 ufg_check_weak_scalars_equiv(ufg_call *c, const unsigned char *codes)
 {
@@ -341,6 +364,7 @@ ufg_resolve_with_numpy(ufg_call *c, unsigned char *codes)
     index = ufg_find_loop(c, resolved, codes);
     if (index >= 0 && (ufg_pack_ints(c, codes) < 0 ||
                        ufg_check_weak_scalars_equiv(c, codes) < 0 ||
+                       ufg_check_weak_scalars_no(c, codes) < 0 ||
                        ufg_check_casts(c, resolved) < 0)) {
         index = -1;
     }

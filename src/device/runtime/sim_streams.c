@@ -539,12 +539,15 @@ ufg_sim_usable(void *handle, int device, int *error)
     return s;
 }
 
+/* A destroyed stream is refused in synchronous mode too, where nothing is queued: the
+ * misuse is the host's, and must not depend on when the work would have run. */
 int
 ufg_sim_check_stream(void *handle, int device, const void **queue)
 {
-    int error = 0;
+    int error;
+    ufg_sim_stream *s = ufg_sim_usable(handle, device, &error);
 
-    *queue = ufg_sim_sync ? NULL : ufg_sim_usable(handle, device, &error);
+    *queue = ufg_sim_sync ? NULL : s;
     return error;
 }
 
@@ -559,14 +562,14 @@ ufg_sim_submit(void *handle, int device, ufg_sim_op *op, uint64_t delay_ns)
     uint64_t now;
     int error;
 
+    if ((s = ufg_sim_usable(handle, device, &error)) == NULL) {
+        ufg_sim_op_free(op);
+        return error;
+    }
     if (ufg_sim_sync) {
         error = ufg_sim_run(op);
         ufg_sim_op_free(op);
         return error == UFG_SIM_ERROR_ORDER ? 0 : error;     /* reported at the next sync */
-    }
-    if ((s = ufg_sim_usable(handle, device, &error)) == NULL) {
-        ufg_sim_op_free(op);
-        return error;
     }
     if ((error = ufg_sim_start_executor()) != 0) {
         ufg_sim_op_free(op);
@@ -688,19 +691,12 @@ ufg_sim_queue_wait(void *consumer, void *producer, int device)
     ufg_sim_stream *c, *p;
     int error;
 
-    if (ufg_sim_sync) {
-        return 0;
-    }
     pthread_mutex_lock(&ufg_sim_mutex);
-    p = ufg_sim_resolve(producer, device);
-    c = ufg_sim_usable(consumer, device, &error);
-    if (p == NULL || c == NULL) {
-        error = error ? error : UFG_ERROR_MEMORY_ALLOCATION;
-    }
-    else if (p == c) {
-        error = 0;
-    }
-    else if ((error = ufg_sim_start_executor()) == 0) {
+    /* The wait records an event on the producer: a destroyed one is refused as well, in
+     * synchronous mode too (where there is nothing to wait for). */
+    p = ufg_sim_usable(producer, device, &error);
+    c = p != NULL ? ufg_sim_usable(consumer, device, &error) : NULL;
+    if (c != NULL && c != p && !ufg_sim_sync && (error = ufg_sim_start_executor()) == 0) {
         error = ufg_sim_append_wait(c, p, ufg_sim_now());
         pthread_cond_signal(&ufg_sim_work);
     }
@@ -752,8 +748,10 @@ ufg_sim_wait_stream(void *stream, int device)
     int error;
 
     pthread_mutex_lock(&ufg_sim_mutex);
-    s = ufg_sim_resolve(stream, device);
-    error = s == NULL ? UFG_ERROR_MEMORY_ALLOCATION : ufg_sim_wait_until_done(s, device);
+    s = ufg_sim_usable(stream, device, &error);
+    if (s != NULL) {
+        error = ufg_sim_wait_until_done(s, device);
+    }
     pthread_mutex_unlock(&ufg_sim_mutex);
     return error;
 }
@@ -786,11 +784,8 @@ ufg_sim_event_record(void *stream, int device, void **event)
         return UFG_ERROR_MEMORY_ALLOCATION;
     }
     pthread_mutex_lock(&ufg_sim_mutex);
-    e->stream = ufg_sim_resolve(stream, device);
-    if (e->stream == NULL) {
-        error = UFG_ERROR_MEMORY_ALLOCATION;
-    }
-    else {
+    e->stream = ufg_sim_usable(stream, device, &error);
+    if (e->stream != NULL) {
         e->target = e->stream->queued;
     }
     pthread_mutex_unlock(&ufg_sim_mutex);
