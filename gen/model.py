@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from . import limits
 from .element_types import ELEMENT_TYPES, ElementType
 from .diagnostics import DiagnosticSink, Location
-from .parse import (C_NOISE, ParseError, RawDimDefinition, RawFile, RawFunction, RawHelper, RawLayout,
-                    RawSpecialization, Token)
+from .parse import (ParseError, RawDimDefinition, RawFile, RawFunction, RawHelper, RawLayout,
+                    RawSpecialization, Token, blank_c_noise)
 
 # Limits checked at `ufuncgen check`, so that a file that checks also builds and imports.
 # limits.py is their one definition (emitted as C into ufuncgen/limits.h).
@@ -495,7 +495,7 @@ class _Validator:
     def _check_no_return(self, raw: RawFunction, stored: list[str]) -> bool:
         """The generated code stores a body's scalar outputs (`stored`) after the body's last
         line: a `return` would skip the stores and hand NumPy whatever the memory held."""
-        text = C_NOISE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), "\n".join(raw.body.lines))
+        text = blank_c_noise("\n".join(raw.body.lines))
         for n, line in enumerate(text.split("\n")):
             m = re.search(r"\breturn\b", line)
             if m and not line.lstrip().startswith("#"):
@@ -1302,7 +1302,7 @@ def _warn_unguarded_division(sink: DiagnosticSink, body: Body, what: str, t_kind
     test (`!d`, `d ?`, `if (d)`); any other divisor (an expression) needs some comparison with
     0 in the body."""
     text = "\n".join(body.lines)
-    clean = C_NOISE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+    clean = blank_c_noise(text)
     any_zero_test = re.search(rf"{_COMPARISON}\s*0\b|\b0\s*{_COMPARISON}", clean)
     kinds = {"T": t_kind, **(names or {}), **_declared_kinds(clean, t_kind)}
     for m in _DIVISION.finditer(clean):

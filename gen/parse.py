@@ -117,7 +117,13 @@ class RawFile:
 
 
 # Comments, string and character literals of C text (an unterminated one runs to the end).
-C_NOISE = re.compile(r'//[^\n]*|/\*.*?(?:\*/|\Z)|"(?:\\.|[^"\\\n])*"?|\'(?:\\.|[^\'\\\n])*\'?', re.S)
+_C_NOISE = re.compile(r'//[^\n]*|/\*.*?(?:\*/|\Z)|"(?:\\.|[^"\\\n])*"?|\'(?:\\.|[^\'\\\n])*\'?', re.S)
+
+
+def blank_c_noise(text: str) -> str:
+    """C text with its comments and string and character literals blanked, newlines and
+    columns kept: what is left is code, at the user's lines and columns."""
+    return _C_NOISE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
 
 # A line at column 1 that starts a declaration: where an unclosed body is known to have ended.
 _DECLARATION = re.compile(r"(?:ufunc|gufunc|helper)\s+[A-Za-z_]\w*.*\(")
@@ -378,7 +384,7 @@ def opens_body(text: str) -> bool:
 def _one_line_body_end(text: str) -> int | None:
     """Where the `}` that closes a one-line body is, `{ y = x * x; }`, or None when the `{`
     line leaves its body open (braces in comments and literals do not count)."""
-    code = C_NOISE.sub(lambda m: " " * len(m.group(0)), text).rstrip()
+    code = blank_c_noise(text).rstrip()
     if not code.endswith("}"):
         return None
     depth = 0
