@@ -11,15 +11,7 @@ import sys
 
 from . import SignatureError, generate
 from .load import directory_problem
-from .names import module_name_error
-
-
-def _module_name(value: str) -> str:
-    # ufuncgen's own build generates ufuncgen.examples: the one name in ufuncgen's package.
-    problem = module_name_error(value, shipped=True)
-    if problem is not None:
-        raise argparse.ArgumentTypeError(problem)
-    return value
+from .names import module_name_argument
 
 
 def _runtime_headers(argv: list[str]) -> int:
@@ -42,7 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ufuncgen.gen",
                                      description="Generate C sources from ufuncgen signature files.")
     parser.add_argument("files", nargs="+", metavar="FILE", help="signature files")
-    parser.add_argument("--module", required=True, type=_module_name,
+    # shipped: ufuncgen's own build generates ufuncgen.examples, in ufuncgen's package
+    parser.add_argument("--module", required=True, type=module_name_argument(shipped=True),
                         help="qualified module name, e.g. mypkg.fast")
     parser.add_argument("-o", "--output-dir", required=True, help="where the sources go")
     parser.add_argument("--source-root", default=None,

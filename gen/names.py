@@ -12,6 +12,7 @@ loading the generator.
 """
 from __future__ import annotations
 
+import argparse
 import keyword
 import re
 import sys
@@ -58,3 +59,13 @@ def module_name_error(name: str, shipped: bool = False) -> str | None:
     """The one-line message for a name module_name_problem refuses: the value and why."""
     problem = module_name_problem(name, shipped)
     return None if problem is None else f"{name!r} is not a usable module name: {problem}"
+
+
+def module_name_argument(shipped: bool = False):
+    """An argparse `type=` for a module name: the name, or module_name_error's message."""
+    def checked(value: str) -> str:
+        problem = module_name_error(value, shipped)
+        if problem is not None:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+    return checked

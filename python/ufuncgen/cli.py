@@ -11,22 +11,15 @@ import os
 import sys
 
 
-def _module_name(value: str) -> str:
-    """--name: refused before anything runs when it cannot name a module (gen/names.py)."""
-    from .gen.names import module_name_error
-    problem = module_name_error(value)
-    if problem is not None:
-        raise argparse.ArgumentTypeError(problem)
-    return value
-
-
 def _parser() -> argparse.ArgumentParser:
+    from .gen.names import module_name_argument
     parser = argparse.ArgumentParser(prog="ufuncgen", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     build = commands.add_parser("build", help="build an importable module from signature files")
     build.add_argument("files", nargs="+", metavar="FILE")
-    build.add_argument("--name", required=True, metavar="MOD", type=_module_name,
+    # --name is refused before anything runs when it cannot name a module (gen/names.py)
+    build.add_argument("--name", required=True, metavar="MOD", type=module_name_argument(),
                        help="module name; dotted (pkg.mod) when it will live inside a package")
     build.add_argument("-o", "--output-dir", default=".", metavar="DIR",
                        help="where the module goes (default: the current directory)")
