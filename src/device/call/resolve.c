@@ -265,47 +265,38 @@ ufg_pack_ints(ufg_call *c, const unsigned char *codes)
     return 0;
 }
 
-/* casting='no' and a Python float or complex: NumPy takes it into a loop of its kind or a
- * wider one, as 'same_kind' would, and refuses a float into an integer or bool loop and a
- * complex into a real one (NumPy 2.4: add(int64 array, 2.5, dtype=int64, casting='no') is
- * its UFuncTypeError).  A Python int goes into any of the loops. */
+/* Whether NumPy takes a Python scalar (weak: 'i', 'f' or 'c') into a loop input of type
+ * `code` under `casting`.  'equiv' takes each only into its default type (int64, float64,
+ * complex128).  'no' takes a float or complex into a loop of its kind or a wider one, as
+ * 'same_kind' would, and refuses a float into an integer or bool loop and a complex into a
+ * real one (NumPy 2.4: add(int64 array, 2.5, dtype=int64, casting='no') is its
+ * UFuncTypeError); an int goes into any loop.  The other rules take all three. */
 static int
-ufg_check_weak_scalars_no(ufg_call *c, const unsigned char *codes)
+ufg_weak_scalar_is_taken(int weak, ufg_dtype_code code, NPY_CASTING casting)
 {
-    if (c->casting != NPY_NO_CASTING) {
-        return 0;
+    if (casting == NPY_EQUIV_CASTING) {
+        return code == (weak == 'i' ? UFG_DT_INT64 : weak == 'f' ? UFG_DT_FLOAT64
+                                                                  : UFG_DT_COMPLEX128);
     }
-    for (int k = 0; k < c->nin; k++) {
-        const int weak = c->ops[k].weak;
-        const char kind = ufg_call_descr((ufg_dtype_code)codes[k])->kind;
+    if (casting == NPY_NO_CASTING) {
+        const char kind = ufg_call_descr(code)->kind;
         const char *refused = weak == 'f' ? "biu" : weak == 'c' ? "biuf" : "";
-        if (weak && kind != '\0' && strchr(refused, kind) != NULL) {
-            PyErr_Format(PyExc_TypeError, "%s: cannot cast Python %s to %S under the casting "
-                         "rule 'no'", c->fn->name, weak == 'f' ? "float" : "complex",
-                         (PyObject *)ufg_call_descr((ufg_dtype_code)codes[k]));
-            return -1;
-        }
+        return kind == '\0' || strchr(refused, kind) == NULL;
     }
-    return 0;
+    return 1;
 }
 
-/* casting='equiv' and a Python scalar: NumPy takes a Python int only into an int64 loop, a
- * Python float only into a float64 one and a complex into complex128 (their default types). */
 static int
-ufg_check_weak_scalars_equiv(ufg_call *c, const unsigned char *codes)
+ufg_check_weak_scalars(ufg_call *c, const unsigned char *codes)
 {
-    if (c->casting != NPY_EQUIV_CASTING) {
-        return 0;
-    }
     for (int k = 0; k < c->nin; k++) {
         const int weak = c->ops[k].weak;
-        const int natural = weak == 'i' ? UFG_DT_INT64
-                          : weak == 'f' ? UFG_DT_FLOAT64 : UFG_DT_COMPLEX128;
-        if (weak && codes[k] != natural) {
+        if (weak && !ufg_weak_scalar_is_taken(weak, (ufg_dtype_code)codes[k], c->casting)) {
             PyErr_Format(PyExc_TypeError, "%s: cannot cast Python %s to %S under the casting "
-                         "rule 'equiv'", c->fn->name,
+                         "rule '%s'", c->fn->name,
                          weak == 'i' ? "int" : weak == 'f' ? "float" : "complex",
-                         (PyObject *)ufg_call_descr((ufg_dtype_code)codes[k]));
+                         (PyObject *)ufg_call_descr((ufg_dtype_code)codes[k]),
+                         ufg_casting_name(c->casting));
             return -1;
         }
     }
@@ -363,8 +354,7 @@ ufg_resolve_with_numpy(ufg_call *c, unsigned char *codes)
     }
     index = ufg_find_loop(c, resolved, codes);
     if (index >= 0 && (ufg_pack_ints(c, codes) < 0 ||
-                       ufg_check_weak_scalars_equiv(c, codes) < 0 ||
-                       ufg_check_weak_scalars_no(c, codes) < 0 ||
+                       ufg_check_weak_scalars(c, codes) < 0 ||
                        ufg_check_casts(c, resolved) < 0)) {
         index = -1;
     }
