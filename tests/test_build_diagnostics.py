@@ -106,6 +106,38 @@ def test_an_nvcc_diagnostic_without_a_quoted_line_keeps_file_and_line_only():
         "f.ufunc:4: error: expected a \";\"\n        y = pow(x, 2) * 0.5;"]
 
 
+ACCENTED = {"a.ufunc": ["{", "    /* \u00e9t\u00e9 */ y = xx;", "}"]}
+
+
+def test_a_gcc_column_in_bytes_after_accented_letters_is_counted_in_characters():
+    # `xx` is the 19th character and the 21st byte: gcc counts bytes under
+    # -fdiagnostics-column-unit=byte, and the caret belongs under the character.
+    assert user_diagnostics("a.ufunc:2:21: error: \u2018xx\u2019 undeclared\n", ACCENTED) == [
+        "a.ufunc:2:19: error: \u2018xx\u2019 undeclared\n"
+        "        /* \u00e9t\u00e9 */ y = xx;\n"
+        "                      ^"]
+
+
+def test_an_nvcc_caret_under_a_line_whose_comment_it_blanked_is_counted_in_characters():
+    # EDG quotes the line with its comment replaced by one space a byte (11 for `/* été */`)
+    # and puts the caret under the byte.
+    output = ("a.ufunc(2): error: identifier \"xx\" is undefined\n"
+              "  " + " " * 16 + "y = xx;\n"
+              "  " + " " * 20 + "^\n\n")
+    assert user_diagnostics(output, ACCENTED) == [
+        "a.ufunc:2:19: error: identifier \"xx\" is undefined\n"
+        "        /* \u00e9t\u00e9 */ y = xx;\n"
+        "                      ^"]
+
+
+def test_an_nvcc_quote_of_another_line_gives_no_column():
+    output = ("a.ufunc(2): error: identifier \"xx\" is undefined\n"
+              "    z = xx;\n"
+              "        ^\n")
+    assert user_diagnostics(output, ACCENTED) == [
+        "a.ufunc:2: error: identifier \"xx\" is undefined\n        /* \u00e9t\u00e9 */ y = xx;"]
+
+
 def test_an_error_in_generated_code_is_reported_at_the_users_line_its_macro_note_names():
     output = ("/tmp/b/include/ufuncgen/host_loops.h:12:3: error: invalid operands to binary %\n"
               "f.ufunc:4:9: note: in expansion of macro \u2018T\u2019\n")
@@ -217,6 +249,15 @@ promo.ufunc:10:9: warning: conversion from 'double' to 'float' may change value 
             ^
 4 compiler warnings in the bodies.
 """
+
+
+def test_a_compiler_error_after_accented_letters_and_tabs_is_at_the_users_character(tmp_path):
+    result = _build(tmp_path, "ufunc f(x) -> y\n    types: float64(float64)\n{\n"
+                              "\t/* \u00e9t\u00e9 */\ty = xx;\n}\n", "accented")
+    assert result.returncode == 1
+    first = _normalised(result.stderr).split("\n")[:3]
+    assert first[0].startswith("accented.ufunc:4:16: error: 'xx' undeclared"), result.stderr
+    assert first[2] == "    " + " " * 15 + "^", result.stderr
 
 
 @needs_nvcc

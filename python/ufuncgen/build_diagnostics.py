@@ -100,6 +100,26 @@ def _rename(message: str, names: dict[str, str]) -> str:
     return _QUOTED.sub(replace, message)
 
 
+def _character_column(lines: list[str] | None, line: int, byte_column: int) -> int:
+    """The column in characters, as ufuncgen counts it, of GCC's or Clang's column in bytes
+    (-fdiagnostics-column-unit=byte): an accented letter before it is two bytes, one column."""
+    if lines is None or not 0 < line <= len(lines):
+        return byte_column
+    return len(lines[line - 1].encode()[:byte_column - 1].decode("utf-8", "ignore")) + 1
+
+
+def _edg_caret_column(quoted: str, caret: str, source: str) -> int | None:
+    """The column in characters that nvcc's front end (EDG) marks: it quotes the line indented
+    by two spaces, its comments blanked byte for byte, then a caret under the column, which
+    counts bytes.  None when `quoted` is not the user's `source` line."""
+    if not quoted.startswith("  ") or caret.strip() != "^":
+        return None
+    shown, line = quoted[2:].encode(), source.encode()
+    if len(shown) > len(line) or any(a != b and a != 0x20 for a, b in zip(shown, line)):
+        return None
+    return len(line[:caret.index("^") - 2].decode("utf-8", "ignore")) + 1
+
+
 def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module | None = None) -> list[str]:
     """The diagnostics of `output` (a build's combined output) located in the signature files
     `sources` (display path → lines), each formatted with its source line and caret; an error
@@ -116,7 +136,7 @@ def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module 
         m = _GCC.fullmatch(text)
         if m:
             path, line = m["path"], int(m["line"])
-            col = int(m["col"]) if m["col"] else 1
+            col = _character_column(sources.get(path), line, int(m["col"])) if m["col"] else 1
             severity, message = m["severity"].replace("fatal error", "error"), m["message"]
             if path not in sources:
                 pending = (severity, message) if severity in ("error", "warning") else pending
@@ -135,11 +155,9 @@ def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module 
             path, line = m["path"], int(m["line"])
             source = sources[path][line - 1] if 0 < line <= len(sources[path]) else None
             col = None
-            # EDG quotes the line indented by two spaces, then a caret under the column.
-            if i + 1 < len(lines) and source is not None and lines[i] == "  " + source \
-                    and lines[i + 1].strip() == "^":
-                col = lines[i + 1].index("^") - 1
-                i += 2
+            if i + 1 < len(lines) and source is not None:
+                col = _edg_caret_column(lines[i], lines[i + 1], source)
+                i += 2 if col is not None else 0
             found.append(CompilerDiagnostic(Location(path, line, col or 1),
                                             m["severity"].replace("remark", "note"),
                                             _rename(m["message"], names), col is not None))

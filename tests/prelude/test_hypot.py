@@ -104,6 +104,23 @@ def test_the_modulus_of_a_complex_is_within_an_ulp_of_hypot_and_two_of_numpys_ab
         assert_agree(fns.modulus(z[::3]), got[::3], 0, f"abs {dtype}, strided")
 
 
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_the_modulus_raises_no_underflow_for_a_normal_result_however_small_the_other_part(fns, dtype):
+    # The square of a part far below the other used to underflow (and raise under
+    # np.errstate(under="raise")) although it cannot change |z|, which np.abs never flags.
+    part = np.dtype(np.dtype(dtype).char.lower()).type
+    info = np.finfo(part)
+    small = np.array([info.smallest_subnormal, info.tiny, info.eps * info.tiny, 1e-30, 1e-20,
+                      info.eps ** 2, info.eps], dtype=part)
+    big = np.array([1.0, 3.0, info.tiny / info.eps, 1e10, info.max / 4], dtype=part)
+    re, im = (a.ravel() for a in np.meshgrid(big, small))
+    z = np.concatenate([re + 1j * im, im + 1j * re, -re - 1j * im]).astype(dtype)
+    with np.errstate(all="raise"):
+        expected = np.abs(z)
+        got = fns.modulus(z)
+    assert_agree(got, expected, 2, f"abs {dtype} of parts far apart")
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_hypot_overflows_where_the_result_does_and_raises_nothing_else(fns, dtype):
     info = np.finfo(dtype)

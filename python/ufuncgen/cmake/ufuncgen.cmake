@@ -254,6 +254,14 @@ function(ufuncgen_add_module target)
     # address written through, would silently reinterpret or overwrite memory.
     target_compile_options(${target} PRIVATE
       "$<$<COMPILE_LANGUAGE:C>:-Werror=implicit-function-declaration;-Werror=incompatible-pointer-types;-Werror=int-conversion>")
+    # -fdiagnostics-column-unit=byte: GCC 11 and later count a column in display cells (tabs
+    # widened to 8) when they can read the file a #line names, and in bytes when they cannot
+    # (a relative path, from CMake's folder); Clang always counts bytes.  build_diagnostics
+    # turns bytes into the characters ufuncgen's own messages count.
+    if(CMAKE_C_COMPILER_ID STREQUAL "GNU" AND CMAKE_C_COMPILER_VERSION VERSION_GREATER_EQUAL 11)
+      target_compile_options(${target} PRIVATE
+        "$<$<COMPILE_LANGUAGE:C>:-fdiagnostics-column-unit=byte>")
+    endif()
     # -fcx-fortran-rules: a complex product is NumPy's plain formula and a quotient Smith's,
     # without C99 Annex G's recovery of infinities (ufuncgen/complex.h; the CUDA class computes
     # the same).  A compiler without it keeps Annex G (README, "Complex numbers").

@@ -287,12 +287,22 @@ UFG_PRELUDE_FN double ufg_hypot_d(double x, double y)
         re_bits &= ~(BITS)0 >> 1; \
         im_bits &= ~(BITS)0 >> 1; \
         /* The larger part's biased exponent, clamped so that both powers are normal. */ \
-        BITS e = (re_bits > im_bits ? re_bits : im_bits) >> (MANTISSA); \
-        e = e < 1 ? 1 : e > (MAX_EXPONENT) - 2 ? (MAX_EXPONENT) - 2 : e; \
+        const BITS big_e = (re_bits > im_bits ? re_bits : im_bits) >> (MANTISSA); \
+        BITS e = big_e < 1 ? 1 : big_e > (MAX_EXPONENT) - 2 ? (MAX_EXPONENT) - 2 : big_e; \
+        /* A part whose exponent is (MANTISSA + 3) / 2 below the larger's adds less than half an \
+         * ULP to the sum of squares (no FMA: -ffp-contract=off, --fmad=false), so it is dropped: \
+         * the same bits, and its square cannot underflow and raise a flag np.abs does not. */ \
+        const BITS gap = ((MANTISSA) + 3) / 2; \
+        const BITS negligible = big_e > gap ? (big_e - gap) << (MANTISSA) : 0; \
+        re_bits &= -(BITS)(re_bits >= negligible); \
+        im_bits &= -(BITS)(im_bits >= negligible); \
         const BITS scale_bits = ((MAX_EXPONENT) - 1 - e) << (MANTISSA), unscale_bits = e << (MANTISSA); \
+        FLOAT re_abs, im_abs; \
+        memcpy(&re_abs, &re_bits, sizeof re_abs); \
+        memcpy(&im_abs, &im_bits, sizeof im_abs); \
         memcpy(&scale, &scale_bits, sizeof scale); \
         memcpy(&unscale, &unscale_bits, sizeof unscale); \
-        const FLOAT x = re * scale, y = im * scale; \
+        const FLOAT x = re_abs * scale, y = im_abs * scale; \
         r = SQRT(x * x + y * y) * unscale; \
         memcpy(&r_bits, &r, sizeof r); \
         const BITS infinite = -(BITS)((re_bits == inf_bits) | (im_bits == inf_bits)); \
