@@ -138,6 +138,21 @@ ufg_fp_restore(unsigned saved)
 #endif
 }
 
+/* Before a kernel's loop: its arguments are the same array or disjoint (ufg_run_elementwise
+ * sends a partial overlap, NumPy's reductions, one element at a time), so no element depends
+ * on another's store and the compiler need not test at run time whether they overlap.  GCC's
+ * test ignores the kernel's restrict locals and, when an output lies within a few elements of
+ * another argument, as NumPy's allocator often leaves small arrays, sends a short call to the
+ * scalar copy of the loop: its libm results differ by an ULP from libmvec's, so an element's
+ * bits depended on where its arrays were allocated. */
+#if defined(__clang__)
+#define UFG_NO_ALIAS_CHECK _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define UFG_NO_ALIAS_CHECK _Pragma("GCC ivdep")
+#else
+#define UFG_NO_ALIAS_CHECK
+#endif
+
 /* Keeps a generated scalar kernel's loop from being vectorized. */
 #if defined(__GNUC__)
 #define UFG_NO_VECTORIZE_BARRIER() __asm__ volatile("" ::: "memory")
