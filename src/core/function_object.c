@@ -513,21 +513,68 @@ ufg_is_scalar_operand(PyObject *array)
            (PyArray_Check(array) && PyArray_NDIM((PyArrayObject *)array) == 0);
 }
 
+/* ufunc.accumulate(...) as called, less its out= (by position or keyword): NumPy then checks
+ * everything else (axis=, dtype=, the operand's type) with its own errors, in its order. */
+static PyObject *
+ufg_accumulate_without_out(PyObject *ufunc, PyObject *const *args, Py_ssize_t nargs,
+                           PyObject *kwnames)
+{
+    const Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    const Py_ssize_t npos = nargs > 3 ? 3 : nargs;
+    PyObject *small[8], **vector = small, *names = NULL, *result = NULL;
+    Py_ssize_t nnames = 0;
+
+    if (npos + nkw + 1 > (Py_ssize_t)(sizeof(small) / sizeof(small[0])) &&
+        (vector = PyMem_Malloc((size_t)(npos + nkw + 1) * sizeof(PyObject *))) == NULL) {
+        return PyErr_NoMemory();
+    }
+    if (nkw > 0 && (names = PyTuple_New(nkw)) == NULL) {
+        goto done;
+    }
+    vector[0] = ufunc;
+    memcpy(vector + 1, args, (size_t)npos * sizeof(PyObject *));
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+        if (PyUnicode_CompareWithASCIIString(name, "out") != 0) {
+            vector[1 + npos + nnames] = args[nargs + k];
+            PyTuple_SET_ITEM(names, nnames++, Py_NewRef(name));
+        }
+    }
+    if (names != NULL && _PyTuple_Resize(&names, nnames) < 0) {
+        goto done;
+    }
+    result = PyObject_VectorcallMethod(ufg_overrides_method_name(UFG_METHOD_ACCUMULATE), vector,
+                                       (size_t)(npos + 1), nnames > 0 ? names : NULL);
+done:
+    Py_XDECREF(names);
+    if (vector != small) {
+        PyMem_Free(vector);
+    }
+    return result;
+}
+
 /* NumPy (2.4 at least) crashes the interpreter on ufunc.accumulate of an array of one
  * dimension or more into a 0-d out= (np.add.accumulate(np.ones(1), out=np.array(0.0)),
  * np.add.accumulate(array=[1.0], out=(np.array(0.0),)), with or without axis= and dtype=).
- * Such an out= is the wrong size whatever the array, so it gets NumPy's ValueError for a
- * wrong-size out= instead.  Both operands may come by position or by keyword, as NumPy takes
- * them.  0 when the call may go to NumPy. */
+ * Such an out= is the wrong size whatever the array: the call is made without it, so that
+ * NumPy reports what else is wrong (axis=5 is its AxisError), and if nothing is, the result is
+ * dropped for NumPy's ValueError for a wrong-size out=.  Both operands may come by position
+ * or by keyword, as NumPy takes them.  0 when the call may go to NumPy. */
 static int
-ufg_accumulate_refuse_0d_out(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+ufg_accumulate_refuse_0d_out(PyObject *ufunc, PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames)
 {
-    PyObject *array = ufg_accumulate_parameter(args, nargs, kwnames, 0, "array");
+    PyObject *array = ufg_accumulate_parameter(args, nargs, kwnames, 0, "array"), *result;
 
-    if (array == NULL || ufg_is_scalar_operand(array) ||
+    /* More than accumulate's four positional parameters is NumPy's TypeError, out= untouched. */
+    if (array == NULL || nargs > 4 || ufg_is_scalar_operand(array) ||
         ufg_accumulate_0d_out(args, nargs, kwnames) == NULL) {
         return 0;
     }
+    if ((result = ufg_accumulate_without_out(ufunc, args, nargs, kwnames)) == NULL) {
+        return -1;
+    }
+    Py_DECREF(result);
     PyErr_SetString(PyExc_ValueError, "provided out is the wrong size for the accumulation.");
     return -1;
 }
@@ -552,7 +599,7 @@ ufg_function_host_method(ufg_FunctionObject *self, ufg_ufunc_method which,
     Py_ssize_t nall = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
 
     if (which == UFG_METHOD_ACCUMULATE && ufg_accumulates((PyUFuncObject *)self->ufunc) &&
-        ufg_accumulate_refuse_0d_out(args, nargs, kwnames) < 0) {
+        ufg_accumulate_refuse_0d_out(self->ufunc, args, nargs, kwnames) < 0) {
         return NULL;
     }
     if (nall + 1 > (Py_ssize_t)(sizeof(small) / sizeof(small[0]))) {

@@ -582,6 +582,21 @@ def test_accumulate_calls_numpy_refuses_before_reaching_a_0d_out_keep_numpys_err
     assert out == 7.0
 
 
+@pytest.mark.parametrize("kwargs", [{"axis": 5}, {"axis": -2}, {"axis": 1.5}, {"dtype": "S3"},
+                                    {"dtype": ">f8"}, {"where": True}],
+                         ids=["axis out of range", "negative axis", "float axis", "string dtype",
+                              "byte-swapped dtype", "where="])
+def test_accumulate_into_a_0d_out_reports_numpys_error_about_another_argument_first(add, kwargs):
+    # NumPy checks axis= and dtype= before out=; the guard against its 0-d-out crash kept it
+    # from doing so, and said "wrong size" where NumPy says what else is wrong.
+    with pytest.raises(Exception) as numpys:
+        np.add.accumulate(np.ones(1), **kwargs)
+    out = np.array(7.0)
+    with pytest.raises(type(numpys.value), match=re.escape(str(numpys.value))):
+        add.accumulate(np.ones(1), **kwargs, out=out)
+    assert out == 7.0
+
+
 def test_accumulate_of_a_0d_array_into_a_0d_out_is_still_numpys_scalar_error(add):
     with pytest.raises(TypeError, match="cannot accumulate on a scalar"):
         add.accumulate(np.array(2.0), out=np.array(7.0))
