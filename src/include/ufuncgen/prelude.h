@@ -276,7 +276,7 @@ UFG_PRELUDE_FN double ufg_hypot_d(double x, double y)
  * infinite part wins over a NaN one, as for hypot.  Not ufg_hypot_f or ufg_hypot_d: the
  * former's square root in double, the latter's correction step and division, cost 2x (complex
  * abs through them: complex64 0.48x np.abs, complex128 0.32x). */
-#define UFG_DEFINE_MODULUS(S, FLOAT, BITS, MANTISSA, MAX_EXPONENT, SQRT) \
+#define UFG_DEFINE_MODULUS(S, FLOAT, BITS, SBITS, MANTISSA, MAX_EXPONENT, GAP, SQRT) \
     UFG_PRELUDE_FN FLOAT ufg_modulus_##S(FLOAT re, FLOAT im) \
     { \
         const BITS inf_bits = (BITS)(MAX_EXPONENT) << (MANTISSA); \
@@ -286,16 +286,15 @@ UFG_PRELUDE_FN double ufg_hypot_d(double x, double y)
         memcpy(&im_bits, &im, sizeof im); \
         re_bits &= ~(BITS)0 >> 1; \
         im_bits &= ~(BITS)0 >> 1; \
+        /* A part GAP binades below the other cannot change the sum of squares; scaled, or \
+         * squared, it would underflow and raise a flag np.abs does not, so it is dropped. */ \
+        const BITS big_bits = re_bits > im_bits ? re_bits : im_bits; \
+        const SBITS floor_bits = (SBITS)big_bits - ((SBITS)(GAP) << (MANTISSA)); \
+        re_bits &= -(BITS)((SBITS)re_bits >= floor_bits); \
+        im_bits &= -(BITS)((SBITS)im_bits >= floor_bits); \
         /* The larger part's biased exponent, clamped so that both powers are normal. */ \
-        const BITS big_e = (re_bits > im_bits ? re_bits : im_bits) >> (MANTISSA); \
-        BITS e = big_e < 1 ? 1 : big_e > (MAX_EXPONENT) - 2 ? (MAX_EXPONENT) - 2 : big_e; \
-        /* A part whose exponent is (MANTISSA + 3) / 2 below the larger's adds less than half an \
-         * ULP to the sum of squares (no FMA: -ffp-contract=off, --fmad=false), so it is dropped: \
-         * the same bits, and its square cannot underflow and raise a flag np.abs does not. */ \
-        const BITS gap = ((MANTISSA) + 3) / 2; \
-        const BITS negligible = big_e > gap ? (big_e - gap) << (MANTISSA) : 0; \
-        re_bits &= -(BITS)(re_bits >= negligible); \
-        im_bits &= -(BITS)(im_bits >= negligible); \
+        BITS e = big_bits >> (MANTISSA); \
+        e = e < 1 ? 1 : e > (MAX_EXPONENT) - 2 ? (MAX_EXPONENT) - 2 : e; \
         const BITS scale_bits = ((MAX_EXPONENT) - 1 - e) << (MANTISSA), unscale_bits = e << (MANTISSA); \
         FLOAT re_abs, im_abs; \
         memcpy(&re_abs, &re_bits, sizeof re_abs); \
@@ -310,8 +309,8 @@ UFG_PRELUDE_FN double ufg_hypot_d(double x, double y)
         memcpy(&r, &r_bits, sizeof r); \
         return r; \
     }
-UFG_DEFINE_MODULUS(f, float, uint32_t, 23, 255, (sqrtf))
-UFG_DEFINE_MODULUS(d, double, uint64_t, 52, 2047, (sqrt))
+UFG_DEFINE_MODULUS(f, float, uint32_t, int32_t, 23, 255, 60, (sqrtf))
+UFG_DEFINE_MODULUS(d, double, uint64_t, int64_t, 52, 2047, 500, (sqrt))
 #undef UFG_DEFINE_MODULUS
 
 #ifndef __cplusplus
