@@ -618,6 +618,10 @@ static PyMethodDef ufg_device_methods[] = {
     {"sim_is_async", ufg_sim_is_async_function, METH_NOARGS,
      "sim_is_async()\n--\n\n"
      "Simulator only: whether streams run asynchronously (False under UFUNCGEN_SIM_SYNC=1)."},
+    {"_sim_stream_count", ufg_sim_stream_count_function, METH_NOARGS,
+     "_sim_stream_count()\n--\n\n"
+     "Test hook (simulator only): how many streams it made are still in its table (a "
+     "destroyed one leaves once its queued work has run and nothing names it)."},
     {"_sim_inject_error", ufg_sim_inject_error_function, METH_O,
      "_sim_inject_error(name, /)\n--\n\n"
      "Test hook (simulator only): the next launch fails with the named CUDA error."},
