@@ -370,10 +370,21 @@ ufg_from_pointer(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
     return result;
 }
 
+/* stream: the consumer's stream as any stream= value (an object is kept alive by the array). */
 static PyObject *
-ufg_from_dlpack_capsule_function(PyObject *Py_UNUSED(module), PyObject *capsule)
+ufg_from_dlpack_capsule_function(PyObject *Py_UNUSED(module), PyObject *args,
+                                 PyObject *kwargs)
 {
-    return ufg_from_dlpack_capsule(capsule);
+    static char *keywords[] = {"", "stream", NULL};
+    PyObject *capsule, *stream_obj = Py_None;
+    uintptr_t stream;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:from_dlpack_capsule", keywords,
+                                     &capsule, &stream_obj) ||
+        ufg_stream_from_object(stream_obj, &stream) < 0) {
+        return NULL;
+    }
+    return ufg_from_dlpack_capsule(capsule, stream, ufg_stream_owner(stream_obj));
 }
 
 /* ------------------------------------------------------------------ memory copies */
@@ -565,9 +576,10 @@ static PyMethodDef ufg_device_methods[] = {
      "stream=0)\n--\n\n"
      "A DeviceArray viewing memory it does not own (strides in bytes; None: C-contiguous; "
      "device None: ask the backend where ptr points); `owner` is kept alive."},
-    {"from_dlpack_capsule", ufg_from_dlpack_capsule_function, METH_O,
-     "from_dlpack_capsule(capsule, /)\n--\n\n"
-     "A DeviceArray viewing a \"dltensor\" or \"dltensor_versioned\" capsule's CUDA tensor."},
+    {"from_dlpack_capsule", UFG_FN(ufg_from_dlpack_capsule_function), UFG_KW,
+     "from_dlpack_capsule(capsule, /, stream=None)\n--\n\n"
+     "A DeviceArray viewing a \"dltensor\" or \"dltensor_versioned\" capsule's CUDA tensor, "
+     "last used on `stream` (the consumer's stream the capsule was asked for)."},
     {"memcpy_htod", UFG_FN(ufg_memcpy_htod), UFG_KW,
      "memcpy_htod(dst_ptr, src, nbytes, device, stream=0)\n--\n\n"
      "Copy nbytes from a C-contiguous host buffer to device memory."},

@@ -5,6 +5,7 @@
 #include "device_array.h"
 
 #include "args.h"
+#include "keepalive.h"
 #include "launch.h"
 #include "runtime.h"
 
@@ -93,6 +94,8 @@ ufg_device_array_copy_to_host(ufg_DeviceArrayObject *self, PyObject *args, PyObj
         goto fail;
     }
     Py_DECREF(source);
+    /* The host has waited for the stream: what was kept for work on it may go. */
+    ufg_release_done(backend);
     return (PyObject *)host;
 fail:
     Py_XDECREF(source);

@@ -164,6 +164,13 @@ ufg_call_note_use(ufg_call *c, const ufg_operand *op)
         ufg_device_array_used_on(array, c->stream, c->stream_keeper);
         return 0;
     }
+    /* A DLPack operand's import (dropped with the call) runs the producer's deleter only
+     * once the call's stream has passed the work. */
+    if (op->kind == UFG_OPERAND_BUFFER && op->owner != NULL &&
+        ufg_DeviceArray_Check(op->owner)) {
+        ufg_device_array_used_on((ufg_DeviceArrayObject *)op->owner, c->stream,
+                                 c->stream_keeper);
+    }
     /* A foreign array on a stream its library does not know about (stream= given) stays
      * alive until the work has passed; on the library's own stream, its allocator's reuse
      * is ordered after the work already. */
