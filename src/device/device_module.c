@@ -20,6 +20,7 @@
 #include "launch_module.h"
 #include "owned_stream.h"
 #include "runtime.h"
+#include "stream_device.h"
 
 #include "ufuncgen/device_kernel.h"
 
@@ -293,7 +294,8 @@ ufg_empty(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
     else if (ufg_runtime_check_device(backend, 0, "device") < 0) {
         return NULL;
     }
-    if (ufg_dtype_convert(dtype_obj, "dtype", &descr) < 0) {
+    if (ufg_check_stream_device(backend, stream, device, "stream=", "device= is") < 0 ||
+        ufg_dtype_convert(dtype_obj, "dtype", &descr) < 0) {
         return NULL;
     }
     result = (PyObject *)ufg_device_array_empty(ndim, shape, descr, device, stream);
@@ -419,7 +421,8 @@ ufg_memcpy_common(PyObject *device_obj, PyObject *stream_obj, void *dst, const v
     int device, error;
 
     if (backend == NULL || ufg_arg_device(backend, device_obj, "device", &device) < 0 ||
-        (stream_obj != NULL && ufg_arg_uintptr(stream_obj, "stream", &stream) < 0)) {
+        (stream_obj != NULL && ufg_arg_uintptr(stream_obj, "stream", &stream) < 0) ||
+        ufg_check_stream_device(backend, stream, device, "stream=", "device= is") < 0) {
         return NULL;
     }
     Py_BEGIN_ALLOW_THREADS

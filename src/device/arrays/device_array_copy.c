@@ -8,6 +8,7 @@
 #include "keepalive.h"
 #include "launch.h"
 #include "runtime.h"
+#include "stream_device.h"
 
 ufg_DeviceArrayObject *
 ufg_device_array_contiguous_copy(ufg_DeviceArrayObject *self, uintptr_t stream)
@@ -66,7 +67,9 @@ ufg_device_array_copy_to_host(ufg_DeviceArrayObject *self, PyObject *args, PyObj
         return NULL;
     }
     backend = ufg_runtime_backend();
-    if (backend == NULL) {
+    if (backend == NULL ||
+        ufg_check_stream_device(backend, stream, self->device, "copy_to_host: stream=",
+                                "the array is on") < 0) {
         return NULL;
     }
     for (int d = 0; d < self->ndim; d++) {

@@ -10,6 +10,7 @@
 #include "args.h"
 #include "dtypes.h"
 #include "runtime.h"
+#include "stream_device.h"
 
 /* DLPack's stream numbers for CUDA: None means the legacy default stream, -1 "do not
  * synchronize", 0 is forbidden as ambiguous. */
@@ -411,6 +412,17 @@ ufg_dlpack_read_tensor(const DLTensor *tensor, int64_t *shape, int64_t *strides,
     return 0;
 }
 
+/* The consumer's stream is one of the tensor's device (stream_device.h). */
+static int
+ufg_dlpack_check_stream(uintptr_t stream, int device)
+{
+    const ufg_backend *backend = ufg_runtime_backend();
+
+    return backend == NULL ? -1
+        : ufg_check_stream_device(backend, stream, device, "from_dlpack_capsule: stream=",
+                                  "the tensor is on");
+}
+
 PyObject *
 ufg_from_dlpack_capsule(PyObject *capsule, uintptr_t stream, PyObject *keeper)
 {
@@ -459,7 +471,8 @@ ufg_from_dlpack_capsule(PyObject *capsule, uintptr_t stream, PyObject *keeper)
     else {
         tensor = &((const DLManagedTensor *)managed)->dl_tensor;
     }
-    if (ufg_dlpack_read_tensor(tensor, shape, strides, &code) < 0) {
+    if (ufg_dlpack_read_tensor(tensor, shape, strides, &code) < 0 ||
+        ufg_dlpack_check_stream(stream, tensor->device.device_id) < 0) {
         return NULL;
     }
     descr = ufg_dtype_descr((ufg_dtype_code)code);

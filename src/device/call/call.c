@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "runtime.h"
+#include "stream_device.h"
 
 const char *
 ufg_call_what(const ufg_call *c, int k, char *buffer, size_t size)
@@ -225,6 +226,18 @@ ufg_call_default_stream(ufg_call *c, PyObject *const *objs, int n)
     return 0;
 }
 
+/* The call's stream is one of its arrays' device (stream_device.h). */
+static int
+ufg_call_check_stream(ufg_call *c)
+{
+    char what[160];
+
+    PyOS_snprintf(what, sizeof what, "%s: %s", c->fn->name,
+                  c->stream_given ? "stream=" : "the current stream");
+    return ufg_check_stream_device(c->backend, c->stream, c->device, what,
+                                   "the call's arrays are on");
+}
+
 static int
 ufg_call_check(ufg_call *c, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -238,6 +251,7 @@ ufg_call_check(ufg_call *c, PyObject *const *args, Py_ssize_t nargs, PyObject *k
     }
     if (ufg_call_default_stream(c, objs, c->nargs) < 0 ||
         ufg_call_classify_operands(c, args, outs) < 0 ||
+        ufg_call_check_stream(c) < 0 ||
         ufg_call_classify_mask(c) < 0 ||
         ufg_call_resolve_types(c) < 0) {
         return -1;
