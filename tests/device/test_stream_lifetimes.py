@@ -207,7 +207,13 @@ def test_the_simulator_refuses_a_free_a_wait_and_a_kernel_on_a_destroyed_stream_
 
 # ------------------------------------------------------------------ the simulator's stream table
 
+# Work must still be queued when the stream is destroyed: the asynchronous simulator's.
+queued_work = pytest.mark.skipif(device.backend() != "sim" or not _device.sim_is_async(),
+                                 reason="needs the asynchronous simulator (not "
+                                        "UFUNCGEN_SIM_SYNC=1)")
 
+
+@queued_work
 def test_destroyed_streams_leave_the_simulators_table_once_their_work_has_run(x):
     device.synchronize()
     before = _device._sim_stream_count()
@@ -225,6 +231,7 @@ def test_destroyed_streams_leave_the_simulators_table_once_their_work_has_run(x)
         ex.add(device.to_device(x), 1.0, stream=handle)     # gone, and still refused
 
 
+@queued_work
 def test_a_destroyed_stream_stays_in_the_table_while_an_event_or_a_wait_names_it(x):
     """Work kept alive for a stream (a library array used on it) holds an event on it, and a
     stream waiting for it holds a wait: the stream leaves the table after both."""
