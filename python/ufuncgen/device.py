@@ -163,7 +163,11 @@ def to_device(array, *, stream=None, device: int | None = None) -> DeviceArray:
 
 
 def from_dlpack(obj, *, stream=None) -> DeviceArray:
-    """A DeviceArray viewing a CUDA DLPack producer's memory (no copy)."""
+    """A DeviceArray viewing a CUDA DLPack producer's memory (no copy).
+
+    The producer orders its work before `stream` (default: the legacy default stream), which
+    the array then records as its last use: later calls on other streams wait for it, and its
+    own exports name it."""
     if not hasattr(obj, "__dlpack__"):
         raise TypeError(f"from_dlpack() needs an object with __dlpack__, not {type(obj).__name__}")
     handle = _device.stream_handle(stream)
@@ -171,7 +175,7 @@ def from_dlpack(obj, *, stream=None) -> DeviceArray:
         capsule = obj.__dlpack__(stream=handle or 1, max_version=(1, 0))
     except TypeError:
         capsule = obj.__dlpack__(stream=handle or 1)
-    return _device.from_dlpack_capsule(capsule)
+    return _device.from_dlpack_capsule(capsule, stream=stream)
 
 
 def as_device_array(obj) -> DeviceArray:

@@ -20,6 +20,7 @@
 #include "launch_module.h"
 #include "owned_stream.h"
 #include "runtime.h"
+#include "stream_device.h"
 
 #include "ufuncgen/device_kernel.h"
 
@@ -293,7 +294,8 @@ ufg_empty(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
     else if (ufg_runtime_check_device(backend, 0, "device") < 0) {
         return NULL;
     }
-    if (ufg_dtype_convert(dtype_obj, "dtype", &descr) < 0) {
+    if (ufg_check_stream_device(backend, stream, device, "stream=", "device= is") < 0 ||
+        ufg_dtype_convert(dtype_obj, "dtype", &descr) < 0) {
         return NULL;
     }
     result = (PyObject *)ufg_device_array_empty(ndim, shape, descr, device, stream);
@@ -370,10 +372,21 @@ ufg_from_pointer(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
     return result;
 }
 
+/* stream: the consumer's stream as any stream= value (an object is kept alive by the array). */
 static PyObject *
-ufg_from_dlpack_capsule_function(PyObject *Py_UNUSED(module), PyObject *capsule)
+ufg_from_dlpack_capsule_function(PyObject *Py_UNUSED(module), PyObject *args,
+                                 PyObject *kwargs)
 {
-    return ufg_from_dlpack_capsule(capsule);
+    static char *keywords[] = {"", "stream", NULL};
+    PyObject *capsule, *stream_obj = Py_None;
+    uintptr_t stream;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:from_dlpack_capsule", keywords,
+                                     &capsule, &stream_obj) ||
+        ufg_stream_from_object(stream_obj, &stream) < 0) {
+        return NULL;
+    }
+    return ufg_from_dlpack_capsule(capsule, stream, ufg_stream_owner(stream_obj));
 }
 
 /* ------------------------------------------------------------------ memory copies */
@@ -408,7 +421,8 @@ ufg_memcpy_common(PyObject *device_obj, PyObject *stream_obj, void *dst, const v
     int device, error;
 
     if (backend == NULL || ufg_arg_device(backend, device_obj, "device", &device) < 0 ||
-        (stream_obj != NULL && ufg_arg_uintptr(stream_obj, "stream", &stream) < 0)) {
+        (stream_obj != NULL && ufg_arg_uintptr(stream_obj, "stream", &stream) < 0) ||
+        ufg_check_stream_device(backend, stream, device, "stream=", "device= is") < 0) {
         return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
@@ -565,9 +579,10 @@ static PyMethodDef ufg_device_methods[] = {
      "stream=0)\n--\n\n"
      "A DeviceArray viewing memory it does not own (strides in bytes; None: C-contiguous; "
      "device None: ask the backend where ptr points); `owner` is kept alive."},
-    {"from_dlpack_capsule", ufg_from_dlpack_capsule_function, METH_O,
-     "from_dlpack_capsule(capsule, /)\n--\n\n"
-     "A DeviceArray viewing a \"dltensor\" or \"dltensor_versioned\" capsule's CUDA tensor."},
+    {"from_dlpack_capsule", UFG_FN(ufg_from_dlpack_capsule_function), UFG_KW,
+     "from_dlpack_capsule(capsule, /, stream=None)\n--\n\n"
+     "A DeviceArray viewing a \"dltensor\" or \"dltensor_versioned\" capsule's CUDA tensor, "
+     "last used on `stream` (the consumer's stream the capsule was asked for)."},
     {"memcpy_htod", UFG_FN(ufg_memcpy_htod), UFG_KW,
      "memcpy_htod(dst_ptr, src, nbytes, device, stream=0)\n--\n\n"
      "Copy nbytes from a C-contiguous host buffer to device memory."},
@@ -618,6 +633,10 @@ static PyMethodDef ufg_device_methods[] = {
     {"sim_is_async", ufg_sim_is_async_function, METH_NOARGS,
      "sim_is_async()\n--\n\n"
      "Simulator only: whether streams run asynchronously (False under UFUNCGEN_SIM_SYNC=1)."},
+    {"_sim_stream_count", ufg_sim_stream_count_function, METH_NOARGS,
+     "_sim_stream_count()\n--\n\n"
+     "Test hook (simulator only): how many streams it made are still in its table (a "
+     "destroyed one leaves once its queued work has run and nothing names it)."},
     {"_sim_inject_error", ufg_sim_inject_error_function, METH_O,
      "_sim_inject_error(name, /)\n--\n\n"
      "Test hook (simulator only): the next launch fails with the named CUDA error."},

@@ -141,3 +141,12 @@ ufg_sim_is_async_function(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unuse
     }
     return PyBool_FromLong(ufg_sim_is_async());
 }
+
+PyObject *
+ufg_sim_stream_count_function(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
+{
+    if (ufg_sim_backend_for("_sim_stream_count", "its stream table") == NULL) {
+        return NULL;
+    }
+    return PyLong_FromLong(ufg_sim_stream_count());
+}

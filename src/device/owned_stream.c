@@ -35,6 +35,14 @@ ufg_owned_stream_find(uintptr_t handle)
     return NULL;
 }
 
+int
+ufg_owned_stream_device(uintptr_t handle)
+{
+    const PyObject *owned = ufg_owned_stream_find(handle);
+
+    return owned != NULL ? ((const ufg_OwnedStreamObject *)owned)->device : -1;
+}
+
 static void
 ufg_owned_stream_unlink(ufg_OwnedStreamObject *self)
 {

@@ -26,4 +26,7 @@ int ufg_owned_stream_register(PyObject *module);
  * it (the default streams, other libraries' streams, _device.stream_create's bare handles). */
 PyObject *ufg_owned_stream_find(uintptr_t handle);
 
+/* The device of the live OwnedStream whose handle is `handle`, or -1 when there is none. */
+int ufg_owned_stream_device(uintptr_t handle);
+
 #endif /* UFG_DEVICE_OWNED_STREAM_H */

@@ -459,8 +459,9 @@ def test_the_dlpack_deleter_runs_exactly_once_when_the_import_dies(versioned):
     del capsule     # consumed: its destructor must leave the deleter to the import
     gc.collect()
     assert sys.getrefcount(exporter) == before + 1
-    del imported    # runs the deleter, which drops the export's reference once
-    gc.collect()
+    del imported    # the deleter, which drops the export's reference once, runs when the
+    gc.collect()    # stream of the import's last use has passed it: the next synchronisation
+    dev.synchronize()
     assert sys.getrefcount(exporter) == before
     del exporter
     gc.collect()
@@ -717,11 +718,13 @@ def test_creating_viewing_exporting_and_destroying_arrays_leaks_nothing():
     for _ in range(20):
         cycle()
     gc.collect()
+    dev.synchronize()       # views let go of their owners once their streams have passed
     counts = sys.getrefcount(dtype), sys.getrefcount(owner), sys.getrefcount(host)
     tracemalloc.start()
     for _ in range(300):
         cycle()
     gc.collect()
+    dev.synchronize()
     grown, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert (sys.getrefcount(dtype), sys.getrefcount(owner), sys.getrefcount(host)) == counts

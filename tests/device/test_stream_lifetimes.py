@@ -23,7 +23,7 @@ import pytest
 from ufuncgen import _device, device
 import ufuncgen.examples as ex
 
-from .conftest import host, view
+from .conftest import ForeignArray, host, view
 
 pytestmark = pytest.mark.skipif(device.backend() != "sim",
                                 reason="the simulator reports work on a destroyed stream")
@@ -203,3 +203,51 @@ def test_the_simulator_refuses_a_free_a_wait_and_a_kernel_on_a_destroyed_stream_
     assert result.stdout.splitlines() == ["kernel refused: True", "wait refused: True",
                                           "synchronize refused: True"]
     assert "freeing a device array" in result.stderr and "destroyed" in result.stderr
+
+
+# ------------------------------------------------------------------ the simulator's stream table
+
+# Work must still be queued when the stream is destroyed: the asynchronous simulator's.
+queued_work = pytest.mark.skipif(device.backend() != "sim" or not _device.sim_is_async(),
+                                 reason="needs the asynchronous simulator (not "
+                                        "UFUNCGEN_SIM_SYNC=1)")
+
+
+@queued_work
+def test_destroyed_streams_leave_the_simulators_table_once_their_work_has_run(x):
+    device.synchronize()
+    before = _device._sim_stream_count()
+    for _ in range(50):
+        s = device.Stream(non_blocking=True)
+        ex.add(device.to_device(x, stream=s), 1.0, stream=s)    # freed on s, then s goes
+        del s
+    handle = _device.stream_create()
+    _device.sim_stall(handle, 0.05)
+    _device.stream_destroy(handle)              # its queued work still runs
+    assert _device._sim_stream_count() >= before + 1
+    device.synchronize()
+    assert _device._sim_stream_count() == before
+    with pytest.raises(device.DeviceError, match=f"stream {handle:#x}.*destroyed"):
+        ex.add(device.to_device(x), 1.0, stream=handle)     # gone, and still refused
+
+
+@queued_work
+def test_a_destroyed_stream_stays_in_the_table_while_an_event_or_a_wait_names_it(x):
+    """Work kept alive for a stream (a library array used on it) holds an event on it, and a
+    stream waiting for it holds a wait: the stream leaves the table after both."""
+    device.synchronize()
+    before = _device._sim_stream_count()
+    s, consumer = device.Stream(non_blocking=True), device.Stream(non_blocking=True)
+    _device.sim_stall(s.handle, 0.05)
+    library_array = ForeignArray(device.to_device(x))
+    result = ex.add(library_array, 1.0, stream=s)   # keeps library_array: an event on s
+    _device.stream_wait(consumer.handle, s.handle)  # a wait on s, queued on consumer
+    later = ex.add(result, 1.0, stream=consumer)
+    del s, library_array, result
+    gc.collect()
+    assert _device._kept_count() >= 1
+    np.testing.assert_array_equal(host(later), (x + 1) + 1)
+    del consumer, later
+    device.synchronize()
+    assert _device._kept_count() == 0
+    assert _device._sim_stream_count() == before

@@ -106,7 +106,6 @@ ufg_device_array_new(char *ptr, int ndim, const int64_t *shape, const int64_t *s
         self->dtype = NULL;
         self->owner = NULL;
         self->stream_keeper = NULL;
-        self->dlpack = NULL;
         self->owns_allocation = 0;
         self->weakreflist = NULL;
         Py_DECREF(self);
@@ -132,8 +131,7 @@ ufg_device_array_new(char *ptr, int ndim, const int64_t *shape, const int64_t *s
     self->stream_keeper = Py_XNewRef(ufg_stream_keeper_of(stream, NULL));
     self->exports_no_stream = 0;
     self->owner = Py_XNewRef(owner);
-    self->dlpack = NULL;
-    self->dlpack_versioned = 0;
+    self->queued_on = 0;
     self->weakreflist = NULL;
     PyObject_GC_Track(self);
     return self;
@@ -197,10 +195,17 @@ ufg_device_array_free_allocation(ufg_DeviceArrayObject *self)
     PyErr_Restore(type, value, traceback);
 }
 
+/* A foreign owner is not shown to the collector: were the view found in garbage, the
+ * collector would clear the owner's own references (a foreign array's __dict__, its memory)
+ * as well, at once, while a kernel queued on the view's stream may still read that memory.
+ * Unseen, it stays whole until the view lets go of it in stream order.  The price: a foreign
+ * owner that refers back to its view is a cycle the collector cannot see. */
 static int
 ufg_device_array_traverse(ufg_DeviceArrayObject *self, visitproc visit, void *arg)
 {
-    Py_VISIT(self->owner);
+    if (self->owner != NULL && ufg_DeviceArray_Check(self->owner)) {
+        Py_VISIT(self->owner);
+    }
     Py_VISIT(self->stream_keeper);
     Py_VISIT(self->dtype);
     return 0;
@@ -208,11 +213,12 @@ ufg_device_array_traverse(ufg_DeviceArrayObject *self, visitproc visit, void *ar
 
 /* The stream keeper stays: the collector clears a cycle's objects in any order before it
  * deallocates them, and the array's free is queued on that stream at dealloc.  A cycle through
- * a keeper is broken by clearing the keeper's own references (a stream object's __dict__). */
+ * a keeper is broken by clearing the keeper's own references (a stream object's __dict__).
+ * The owner goes in stream order, as at dealloc. */
 static int
 ufg_device_array_clear(ufg_DeviceArrayObject *self)
 {
-    Py_CLEAR(self->owner);
+    ufg_device_array_release_owner(self);
     return 0;
 }
 
@@ -226,10 +232,8 @@ ufg_device_array_dealloc(ufg_DeviceArrayObject *self)
     if (self->owns_allocation) {
         ufg_device_array_free_allocation(self);
     }
-    if (self->dlpack != NULL) {
-        ufg_dlpack_release(self->dlpack, self->dlpack_versioned);
-    }
-    Py_CLEAR(self->owner);
+    /* Before the stream keeper goes: the owner's release is ordered on that stream. */
+    ufg_device_array_release_owner(self);
     Py_CLEAR(self->stream_keeper);
     Py_CLEAR(self->dtype);
     PyMem_Free(self->shape);

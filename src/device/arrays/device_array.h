@@ -4,8 +4,9 @@
  *
  * A DeviceArray either owns its allocation (made by empty(); freed stream-ordered on its
  * stream when the array dies) or views memory somebody else keeps alive through `owner`:
- * another DeviceArray, a foreign array object, or a DLPack managed tensor whose deleter runs
- * when the view dies.
+ * another DeviceArray, a foreign array object, or a capsule holding a DLPack managed tensor
+ * whose deleter runs when the capsule dies.  A view lets go of an owner that is not a
+ * DeviceArray in stream order too (device_array_release.c).
  */
 #ifndef UFG_DEVICE_ARRAY_H
 #define UFG_DEVICE_ARRAY_H
@@ -40,9 +41,10 @@ typedef struct {
                                      * library's current stream already, so the CUDA array
                                      * interface names no stream, and the library does not
                                      * block the host synchronising one */
-    PyObject *owner;                /* kept alive for the view's lifetime, or NULL */
-    void *dlpack;                   /* a consumed DLManagedTensor(Versioned), or NULL */
-    int dlpack_versioned;
+    PyObject *owner;                /* kept alive for the view's lifetime, or NULL: let go by
+                                     * ufg_device_array_release_owner */
+    int queued_on;                  /* ufuncgen queued work using it (ufg_device_array_used_on):
+                                     * a foreign owner then goes only after that work */
     PyObject *weakreflist;
 } ufg_DeviceArrayObject;
 
@@ -73,7 +75,8 @@ ufg_DeviceArrayObject *ufg_device_array_new(char *ptr, int ndim, const int64_t *
  * ufg_device_array_wait_for: work queued on `stream` from now on comes after the array's last
  * use (a stream wait when the streams differ).  -1 with DeviceError.
  * ufg_device_array_used_on: the array was just used by work queued on `stream`, which
- * `keeper` owns (NULL for a bare handle; a new reference is taken).  A stream that a
+ * `keeper` owns (NULL for a bare handle; a new reference is taken); a view's owner is then
+ * let go only once that stream has passed the work.  A stream that a
  * ufuncgen.device.Stream made is kept by its OwnedStream instead, whatever named it, so that
  * it outlives the array's free in any order of finalization (owned_stream.h).
  *
@@ -111,7 +114,15 @@ PyObject *ufg_device_array_cai(ufg_DeviceArrayObject *self, void *closure);
 PyObject *ufg_device_array_dlpack(ufg_DeviceArrayObject *self, PyObject *args,
                                   PyObject *kwargs);
 PyObject *ufg_device_array_dlpack_device(ufg_DeviceArrayObject *self, PyObject *unused);
-/* Runs the deleter of a consumed DLPack tensor. */
-void ufg_dlpack_release(void *managed, int versioned);
+
+/*
+ * The view lets go of its owner (device_array_release.c): at once when the owner is another
+ * DeviceArray, whose allocation knows the streams of the view's uses already, or when
+ * ufuncgen queued no work using the view; otherwise (a foreign array, a DLPack tensor's
+ * capsule, whose memory its producer may free or hand out again ordered on its own stream
+ * only) once the work queued so far on the view's stream of last use has run (keepalive.h).
+ * Runs from dealloc and tp_clear: raises nothing, keeps any exception in flight.
+ */
+void ufg_device_array_release_owner(ufg_DeviceArrayObject *self);
 
 #endif /* UFG_DEVICE_ARRAY_H */

@@ -5,8 +5,10 @@
 #include "device_array.h"
 
 #include "args.h"
+#include "keepalive.h"
 #include "launch.h"
 #include "runtime.h"
+#include "stream_device.h"
 
 ufg_DeviceArrayObject *
 ufg_device_array_contiguous_copy(ufg_DeviceArrayObject *self, uintptr_t stream)
@@ -65,7 +67,9 @@ ufg_device_array_copy_to_host(ufg_DeviceArrayObject *self, PyObject *args, PyObj
         return NULL;
     }
     backend = ufg_runtime_backend();
-    if (backend == NULL) {
+    if (backend == NULL ||
+        ufg_check_stream_device(backend, stream, self->device, "copy_to_host: stream=",
+                                "the array is on") < 0) {
         return NULL;
     }
     for (int d = 0; d < self->ndim; d++) {
@@ -93,6 +97,8 @@ ufg_device_array_copy_to_host(ufg_DeviceArrayObject *self, PyObject *args, PyObj
         goto fail;
     }
     Py_DECREF(source);
+    /* The host has waited for the stream: what was kept for work on it may go. */
+    ufg_release_done(backend);
     return (PyObject *)host;
 fail:
     Py_XDECREF(source);

@@ -59,6 +59,7 @@ ufg_device_array_used_on(ufg_DeviceArrayObject *array, uintptr_t stream, PyObjec
 
     keeper = ufg_stream_keeper_of(stream, keeper);
     for (ufg_DeviceArrayObject *a = array;; a = (ufg_DeviceArrayObject *)a->owner) {
+        a->queued_on = 1;
         if (a->stream != stream || a->stream_keeper != keeper) {
             a->stream = stream;
             Py_XSETREF(a->stream_keeper, Py_XNewRef(keeper));

@@ -10,6 +10,7 @@
 #include "args.h"
 #include "dtypes.h"
 #include "runtime.h"
+#include "stream_device.h"
 
 /* DLPack's stream numbers for CUDA: None means the legacy default stream, -1 "do not
  * synchronize", 0 is forbidden as ambiguous. */
@@ -281,9 +282,23 @@ ufg_device_array_dlpack_device(ufg_DeviceArrayObject *self, PyObject *Py_UNUSED(
 
 /* ------------------------------------------------------------------ import */
 
-void
-ufg_dlpack_release(void *managed, int versioned)
+/* The holder of a consumed tensor, an imported array's owner: a private capsule whose
+ * destructor runs the producer's deleter.  An object, so that the array can hand it to the
+ * keep-alive list when it dies and the deleter runs once the array's last stream has passed
+ * its work (device_array_release.c).  Its context says which flavour the tensor is. */
+#define UFG_DLPACK_HOLDER_CAPSULE "ufuncgen._device.dlpack_tensor"
+static int ufg_dlpack_legacy_flavour, ufg_dlpack_versioned_flavour;
+
+/* The deleter may be Python (a ctypes callback, a producer written in Python), which must not
+ * run with an exception set: a failed call drops its imports while its error propagates. */
+static void
+ufg_dlpack_holder_destructor(PyObject *holder)
 {
+    void *managed = PyCapsule_GetPointer(holder, UFG_DLPACK_HOLDER_CAPSULE);
+    const int versioned = PyCapsule_GetContext(holder) == &ufg_dlpack_versioned_flavour;
+    PyObject *type, *value, *traceback;
+
+    PyErr_Fetch(&type, &value, &traceback);
     if (versioned) {
         DLManagedTensorVersioned *tensor = managed;
         if (tensor->deleter != NULL) {
@@ -296,6 +311,28 @@ ufg_dlpack_release(void *managed, int versioned)
             tensor->deleter(tensor);
         }
     }
+    PyErr_Restore(type, value, traceback);
+}
+
+/* The holder of `managed`, which runs no deleter until ufg_dlpack_holder_arm: until the
+ * producer's capsule is renamed, its own destructor still owns the tensor. */
+static PyObject *
+ufg_dlpack_holder_new(void *managed, int versioned)
+{
+    PyObject *holder = PyCapsule_New(managed, UFG_DLPACK_HOLDER_CAPSULE, NULL);
+
+    if (holder != NULL &&
+        PyCapsule_SetContext(holder, versioned ? &ufg_dlpack_versioned_flavour
+                                               : &ufg_dlpack_legacy_flavour) < 0) {
+        Py_CLEAR(holder);
+    }
+    return holder;
+}
+
+static int
+ufg_dlpack_holder_arm(PyObject *holder)
+{
+    return PyCapsule_SetDestructor(holder, ufg_dlpack_holder_destructor);
 }
 
 static const char *
@@ -375,8 +412,19 @@ ufg_dlpack_read_tensor(const DLTensor *tensor, int64_t *shape, int64_t *strides,
     return 0;
 }
 
+/* The consumer's stream is one of the tensor's device (stream_device.h). */
+static int
+ufg_dlpack_check_stream(uintptr_t stream, int device)
+{
+    const ufg_backend *backend = ufg_runtime_backend();
+
+    return backend == NULL ? -1
+        : ufg_check_stream_device(backend, stream, device, "from_dlpack_capsule: stream=",
+                                  "the tensor is on");
+}
+
 PyObject *
-ufg_from_dlpack_capsule(PyObject *capsule)
+ufg_from_dlpack_capsule(PyObject *capsule, uintptr_t stream, PyObject *keeper)
 {
     int64_t shape[UFG_DEVICE_ARRAY_MAX_DIMS], strides[UFG_DEVICE_ARRAY_MAX_DIMS];
     const char *name = PyCapsule_CheckExact(capsule) ? PyCapsule_GetName(capsule) : NULL;
@@ -385,6 +433,7 @@ ufg_from_dlpack_capsule(PyObject *capsule)
     const DLTensor *tensor;
     ufg_DeviceArrayObject *array;
     PyArray_Descr *descr;
+    PyObject *holder;
     int code, readonly = 0;
 
     if (!PyCapsule_CheckExact(capsule)) {
@@ -422,27 +471,36 @@ ufg_from_dlpack_capsule(PyObject *capsule)
     else {
         tensor = &((const DLManagedTensor *)managed)->dl_tensor;
     }
-    if (ufg_dlpack_read_tensor(tensor, shape, strides, &code) < 0) {
+    if (ufg_dlpack_read_tensor(tensor, shape, strides, &code) < 0 ||
+        ufg_dlpack_check_stream(stream, tensor->device.device_id) < 0) {
         return NULL;
     }
     descr = ufg_dtype_descr((ufg_dtype_code)code);
     if (descr == NULL) {
         return NULL;
     }
-    array = ufg_device_array_new((char *)tensor->data + tensor->byte_offset, tensor->ndim,
-                                 shape, strides, descr, tensor->device.device_id, readonly, 0,
-                                 NULL);
+    holder = ufg_dlpack_holder_new(managed, versioned);
+    /* The producer ordered the tensor before the consumer's stream: its last use so far. */
+    array = holder == NULL ? NULL
+        : ufg_device_array_new((char *)tensor->data + tensor->byte_offset, tensor->ndim, shape,
+                               strides, descr, tensor->device.device_id, readonly, stream,
+                               holder);
     Py_DECREF(descr);
-    if (array == NULL) {
+    /* From here the holder runs the deleter; the renamed capsule's destructor leaves it. */
+    if (array == NULL ||
+        PyCapsule_SetName(capsule, versioned ? UFG_DLPACK_USED_VERSIONED_CAPSULE
+                                             : UFG_DLPACK_USED_CAPSULE) < 0) {
+        Py_XDECREF(array);
+        Py_XDECREF(holder);
         return NULL;
     }
-    /* From here the array runs the deleter; the renamed capsule's destructor leaves it. */
-    if (PyCapsule_SetName(capsule, versioned ? UFG_DLPACK_USED_VERSIONED_CAPSULE
-                                             : UFG_DLPACK_USED_CAPSULE) < 0) {
+    Py_DECREF(holder);      /* the array holds it */
+    if (ufg_dlpack_holder_arm(holder) < 0) {
         Py_DECREF(array);
         return NULL;
     }
-    array->dlpack = managed;
-    array->dlpack_versioned = versioned;
+    if (keeper != NULL) {
+        ufg_device_array_used_on(array, stream, keeper);
+    }
     return (PyObject *)array;
 }

@@ -134,6 +134,10 @@ ufg_at_take_a(ufg_at_session *s)
         return -1;
     }
     s->have_a = 1;
+    if (ufg_reduction_check_stream(s->prefix, s->stream, stream_given, s->a.device,
+                                   "argument 'a'") < 0) {
+        return -1;
+    }
     if (s->a.readonly) {
         PyErr_Format(PyExc_ValueError, "%s is read-only (its __cuda_array_interface__ data "
                      "flag)", s->what);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "runtime.h"
+#include "stream_device.h"
 
 const char *
 ufg_call_what(const ufg_call *c, int k, char *buffer, size_t size)
@@ -164,6 +165,13 @@ ufg_call_note_use(ufg_call *c, const ufg_operand *op)
         ufg_device_array_used_on(array, c->stream, c->stream_keeper);
         return 0;
     }
+    /* A DLPack operand's import (dropped with the call) runs the producer's deleter only
+     * once the call's stream has passed the work. */
+    if (op->kind == UFG_OPERAND_BUFFER && op->owner != NULL &&
+        ufg_DeviceArray_Check(op->owner)) {
+        ufg_device_array_used_on((ufg_DeviceArrayObject *)op->owner, c->stream,
+                                 c->stream_keeper);
+    }
     /* A foreign array on a stream its library does not know about (stream= given) stays
      * alive until the work has passed; on the library's own stream, its allocator's reuse
      * is ordered after the work already. */
@@ -218,6 +226,18 @@ ufg_call_default_stream(ufg_call *c, PyObject *const *objs, int n)
     return 0;
 }
 
+/* The call's stream is one of its arrays' device (stream_device.h). */
+static int
+ufg_call_check_stream(ufg_call *c)
+{
+    char what[160];
+
+    PyOS_snprintf(what, sizeof what, "%s: %s", c->fn->name,
+                  c->stream_given ? "stream=" : "the current stream");
+    return ufg_check_stream_device(c->backend, c->stream, c->device, what,
+                                   "the call's arrays are on");
+}
+
 static int
 ufg_call_check(ufg_call *c, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -231,6 +251,7 @@ ufg_call_check(ufg_call *c, PyObject *const *args, Py_ssize_t nargs, PyObject *k
     }
     if (ufg_call_default_stream(c, objs, c->nargs) < 0 ||
         ufg_call_classify_operands(c, args, outs) < 0 ||
+        ufg_call_check_stream(c) < 0 ||
         ufg_call_classify_mask(c) < 0 ||
         ufg_call_resolve_types(c) < 0) {
         return -1;

@@ -430,7 +430,9 @@ ufg_operand_from_dlpack(PyObject *obj, const char *what, uintptr_t consumer, ufg
     PyObject *capsule, *imported;
 
     capsule = ufg_dlpack_capsule(obj, consumer);
-    imported = capsule == NULL ? NULL : ufg_from_dlpack_capsule(capsule);
+    /* On the consumer's stream: the import dies with the call, and its producer's deleter
+     * then waits for the call's work on that stream (device_array_release.c). */
+    imported = capsule == NULL ? NULL : ufg_from_dlpack_capsule(capsule, consumer, NULL);
     Py_XDECREF(capsule);
     if (imported == NULL) {
         if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError) ||

@@ -681,7 +681,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     array_obj = values[UFG_R_ARRAY];
     stream_given = values[UFG_R_STREAM] != NULL && values[UFG_R_STREAM] != Py_None;
     memset(&out, 0, sizeof(out));
-    if (ufg_reduction_array(what, array_obj, stream_given, &stream, &default_keeper,
+    if (ufg_reduction_array(prefix, what, array_obj, stream_given, &stream, &default_keeper,
                             &array) < 0) {
         return NULL;
     }

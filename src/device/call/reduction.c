@@ -11,6 +11,7 @@
 #include "dtypes.h"
 #include "keepalive.h"
 #include "runtime.h"
+#include "stream_device.h"
 
 /* Python objects looked up once: numpy.exceptions.AxisError, numpy._NoValue, and the strings
  * of the resolution call. */
@@ -546,8 +547,25 @@ ufg_reduction_finish(ufg_call *c, PyArray_Descr *dtype, PyObject *default_keeper
 }
 
 int
-ufg_reduction_array(const char *what, PyObject *array_obj, int stream_given,
-                    uintptr_t *stream, PyObject **keeper, ufg_operand *array)
+ufg_reduction_check_stream(const char *prefix, uintptr_t stream, int stream_given, int device,
+                           const char *argument)
+{
+    const ufg_backend *backend = ufg_runtime_backend();
+    char stream_what[200], data_what[64];
+
+    if (backend == NULL) {
+        return -1;
+    }
+    PyOS_snprintf(stream_what, sizeof stream_what, "%s: %s", prefix,
+                  stream_given ? "stream=" : "the current stream");
+    PyOS_snprintf(data_what, sizeof data_what, "%s is on", argument);
+    return ufg_check_stream_device(backend, stream, device, stream_what, data_what);
+}
+
+int
+ufg_reduction_array(const char *prefix, const char *what, PyObject *array_obj,
+                    int stream_given, uintptr_t *stream, PyObject **keeper,
+                    ufg_operand *array)
 {
     PyObject *type_name;
     const int is_device = ufg_is_device_object(array_obj);
@@ -567,6 +585,12 @@ ufg_reduction_array(const char *what, PyObject *array_obj, int stream_given,
     }
     memset(array, 0, sizeof(*array));
     if (ufg_operand_from_buffer(array_obj, what, array, *stream) < 0) {
+        Py_CLEAR(*keeper);
+        return -1;
+    }
+    if (ufg_reduction_check_stream(prefix, *stream, stream_given, array->device,
+                                   "argument 'array'") < 0) {
+        ufg_operand_release(array);
         Py_CLEAR(*keeper);
         return -1;
     }
@@ -687,8 +711,9 @@ ufg_reduction_begin(ufg_reduction_session *s, const ufg_function_descriptor *fn,
     }
     stream_obj = s->values[count - 1];
     if (ufg_reduction_start(stream_obj, &s->stream, &s->backend) < 0 ||
-        ufg_reduction_array(s->what, s->values[0], stream_obj != NULL && stream_obj != Py_None,
-                            &s->stream, &s->default_keeper, &s->array) < 0) {
+        ufg_reduction_array(s->prefix, s->what, s->values[0],
+                            stream_obj != NULL && stream_obj != Py_None, &s->stream,
+                            &s->default_keeper, &s->array) < 0) {
         return -1;
     }
     s->have_array = 1;

@@ -92,10 +92,18 @@ void ufg_reduction_finish(ufg_call *c, PyArray_Descr *dtype, PyObject *default_k
 
 /* The array of a reduction or accumulation, `what` in messages: a CUDA array (a host one is a
  * TypeError), read on `*stream`: stream= when stream_given, else the array's library's
- * current stream, whose owner *keeper then holds (a new reference, or NULL).  -1 with an
- * exception, having released what it took. */
-int ufg_reduction_array(const char *what, PyObject *array_obj, int stream_given,
-                        uintptr_t *stream, PyObject **keeper, ufg_operand *array);
+ * current stream, whose owner *keeper then holds (a new reference, or NULL); a stream of
+ * another device than the array's is a ValueError.  -1 with an exception, having released
+ * what it took. */
+int ufg_reduction_array(const char *prefix, const char *what, PyObject *array_obj,
+                        int stream_given, uintptr_t *stream, PyObject **keeper,
+                        ufg_operand *array);
+
+/* The stream a reduction, an accumulation or an .at runs on is one of `device`'s, where its
+ * array (`argument`: "argument 'array'") is (stream_device.h); messages start with `prefix`
+ * ("add.reduce").  -1 with ValueError. */
+int ufg_reduction_check_stream(const char *prefix, uintptr_t stream, int stream_given,
+                               int device, const char *argument);
 
 /* The state of a checked reduction or accumulation about to run on `stream` (its owner:
  * stream_obj's when given, else default_keeper; borrowed), or NULL with MemoryError.  Freed

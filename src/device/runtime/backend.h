@@ -74,6 +74,10 @@ typedef struct ufg_backend {
 
     /* The ordinal of the device `ptr` points into, or -1 for host memory. */
     int (*pointer_device)(const void *ptr);
+    /* The ordinal of the device a stream was made on, or -1 when the backend cannot tell (an
+     * older CUDA runtime; a handle the simulator did not make).  Never asked about the default
+     * streams 0, 1 and 2, which each device has. */
+    int (*stream_device)(void *stream);
 
     const char *(*error_name)(int code);
     const char *(*error_string)(int code);
@@ -119,5 +123,9 @@ int ufg_sim_stall(void *stream, int device, double seconds);
 
 /* 1 when the simulator runs streams asynchronously (the default), 0 under UFUNCGEN_SIM_SYNC. */
 int ufg_sim_is_async(void);
+
+/* Simulator test hook: how many streams it made are still in its table (a destroyed one
+ * leaves once its queue has run and nothing names it). */
+int ufg_sim_stream_count(void);
 
 #endif /* UFG_DEVICE_BACKEND_H */

@@ -350,6 +350,21 @@ ufg_cuda_pointer_device(const void *ptr)
     return -1;
 }
 
+/* cudaStreamGetDevice came with CUDA 12.8; before it, the runtime API has no such question. */
+static int
+ufg_cuda_stream_device(void *stream)
+{
+#if CUDART_VERSION >= 12080
+    int device;
+
+    return ufg_cuda_result(cudaStreamGetDevice((cudaStream_t)stream, &device)) == 0 ? device
+                                                                                   : -1;
+#else
+    (void)stream;
+    return -1;
+#endif
+}
+
 /* Launch errors come back from the launcher; errors inside a kernel surface at the next
  * synchronizing call, as CUDA defines them. */
 static int
@@ -380,6 +395,7 @@ static const ufg_backend ufg_cuda_backend = {
     .event_destroy = ufg_cuda_event_destroy,
     .synchronize_device = ufg_cuda_synchronize_device,
     .pointer_device = ufg_cuda_pointer_device,
+    .stream_device = ufg_cuda_stream_device,
     .error_name = ufg_cuda_error_name,
     .error_string = ufg_cuda_error_string,
     .after_launch = ufg_cuda_after_launch,
@@ -452,6 +468,7 @@ ufg_nocuda_sync_stream(void *stream, int device)
 }
 static int ufg_nocuda_sync_device(int device) { (void)device; return ufg_nocuda_fail(); }
 static int ufg_nocuda_pointer_device(const void *ptr) { (void)ptr; return -1; }
+static int ufg_nocuda_stream_device(void *stream) { (void)stream; return -1; }
 static const char *
 ufg_nocuda_error_name(int code)
 {
@@ -494,6 +511,7 @@ static const ufg_backend ufg_cuda_backend = {
     .event_destroy = ufg_nocuda_event_destroy,
     .synchronize_device = ufg_nocuda_sync_device,
     .pointer_device = ufg_nocuda_pointer_device,
+    .stream_device = ufg_nocuda_stream_device,
     .error_name = ufg_nocuda_error_name,
     .error_string = ufg_nocuda_error_string,
     .after_launch = ufg_nocuda_after_launch,

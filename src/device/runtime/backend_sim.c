@@ -216,12 +216,16 @@ ufg_sim_malloc_async(void **ptr, size_t nbytes, int device, void *stream)
 {
     ufg_sim_block *block = NULL;
     const void *queue;
-    int error = ufg_sim_check_device(device);
+    int error = ufg_sim_check_device(device), stream_device;
 
     if (error) {
         return error;
     }
     pthread_mutex_lock(&ufg_sim_mutex);
+    /* cudaMallocAsync takes the memory from the pool of the stream's device. */
+    if ((stream_device = ufg_sim_stream_device(stream)) >= 0) {
+        device = stream_device;
+    }
     if ((error = ufg_sim_check_stream(stream, device, &queue)) == 0) {
         error = ufg_sim_block_allocate(nbytes, device, queue, &block);
     }
@@ -329,6 +333,17 @@ ufg_sim_synchronize_device(int device)
 }
 
 static int
+ufg_sim_stream_device_of(void *stream)
+{
+    int device;
+
+    pthread_mutex_lock(&ufg_sim_mutex);
+    device = ufg_sim_stream_device(stream);
+    pthread_mutex_unlock(&ufg_sim_mutex);
+    return device;
+}
+
+static int
 ufg_sim_pointer_device(const void *ptr)
 {
     const ufg_sim_block *block;
@@ -425,6 +440,7 @@ static const ufg_backend ufg_sim_backend = {
     .event_done = ufg_sim_event_done,
     .event_destroy = ufg_sim_event_destroy,
     .pointer_device = ufg_sim_pointer_device,
+    .stream_device = ufg_sim_stream_device_of,
     .error_name = ufg_sim_error_name,
     .error_string = ufg_sim_error_string,
     .after_launch = ufg_sim_after_launch,

@@ -28,7 +28,10 @@ ufg_keep_until_done(const ufg_backend *backend, PyObject *obj, uintptr_t stream,
     error = backend->event_record((void *)stream, device, &kept->event);
     if (error) {
         PyMem_Free(kept);
-        return ufg_device_error_int(backend, error, "recording an event");
+        /* At process exit, after the runtime tore down its contexts, nothing runs any more
+         * and there is nothing to wait for. */
+        return error == UFG_ERROR_CUDART_UNLOADING
+            ? 0 : ufg_device_error_int(backend, error, "recording an event");
     }
     kept->obj = Py_NewRef(obj);
     kept->next = NULL;

@@ -16,8 +16,8 @@
 
 #include "backend.h"
 
-/* Keeps obj (a new reference is taken) until the work queued on `stream` so far has run.
- * -1 with DeviceError or MemoryError. */
+/* Keeps obj (a new reference is taken) until the work queued on `stream` so far has run;
+ * not at all once the CUDA runtime is unloading at exit.  -1 with DeviceError or MemoryError. */
 int ufg_keep_until_done(const ufg_backend *backend, PyObject *obj, uintptr_t stream,
                         int device);
 

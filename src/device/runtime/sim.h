@@ -107,6 +107,9 @@ int ufg_sim_queue_wait(void *consumer, void *producer, int device);
 int ufg_sim_queue_stall(void *stream, int device, double seconds);
 
 int ufg_sim_stream_new(int device, int non_blocking, void **stream);
+/* The device of a stream the simulator made, or -1 (a default stream, another library's
+ * handle, a destroyed one).  Caller holds the mutex. */
+int ufg_sim_stream_device(void *stream);
 /* 0, or UFG_SIM_ERROR_ORDER when the stream was destroyed; *queue: the stream itself, which
  * the handle names for the calling thread (NULL in synchronous mode).  Caller holds the mutex. */
 int ufg_sim_check_stream(void *stream, int device, const void **queue);

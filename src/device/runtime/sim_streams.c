@@ -10,7 +10,13 @@
  *     earlier work; streams are blocking unless created non-blocking;
  *   - the per-thread default stream (handle 2) is a blocking stream of the calling thread;
  *   - a handle the simulator did not create (another library's stream, under the simulator)
- *     is a blocking stream of the device it is first used on.
+ *     is a blocking stream of the device it is first used on;
+ *   - a kernel, or an event, on a stream the simulator made for another device is refused
+ *     (cudaErrorInvalidResourceHandle), as CUDA refuses them; copies, frees and waits are not.
+ *
+ * A stream the simulator made leaves the table once it is destroyed and idle: its queue run,
+ * and no event, queued wait or waiting host thread naming it (`refs`).  Its handle is never
+ * handed out again, so a handle the simulator made that the table lacks is a destroyed one.
  */
 #define _GNU_SOURCE
 #include "sim.h"
@@ -24,7 +30,10 @@
 #include "backend.h"
 
 #define UFG_SIM_MAX_DEVICES 64
-#define UFG_SIM_FIRST_STREAM 16     /* above CUDA's special handles 0, 1 and 2 */
+/* Far above CUDA's special handles 0, 1 and 2, and above the small numbers that tests and
+ * stand-ins of other libraries use as handles of streams the simulator did not make: a
+ * handle in the range it hands out names one of its own, live or destroyed. */
+#define UFG_SIM_FIRST_STREAM 0x10000
 #define UFG_SIM_DEFAULT_DELAY_US 20
 
 typedef struct ufg_sim_stream {
@@ -32,7 +41,10 @@ typedef struct ufg_sim_stream {
     int device;
     int legacy;                 /* the legacy default stream of `device` */
     int non_blocking;           /* does not order with the legacy default stream */
+    int made;                   /* made by ufg_sim_stream_new: its device is known, and it
+                                 * leaves the table once destroyed and idle */
     int destroyed;
+    int refs;                   /* events, queued waits and host threads naming it */
     struct ufg_sim_op *head, *tail;
     uint64_t queued, done;      /* operations queued so far, and run so far */
     struct ufg_sim_stream *next;
@@ -216,6 +228,10 @@ ufg_sim_async_message(void)
 
 /* ------------------------------------------------------------------ the stream table */
 
+/* What ufg_sim_resolve reports for a handle whose stream was destroyed and has left the
+ * table (internal: callers turn it into their own error). */
+#define UFG_SIM_RETIRED (-1)
+
 static ufg_sim_stream *
 ufg_sim_stream_add(uintptr_t handle, int device, int legacy)
 {
@@ -231,31 +247,81 @@ ufg_sim_stream_add(uintptr_t handle, int device, int legacy)
     return stream;
 }
 
-/* The stream a handle names for work on `device`, made on first use.  Caller holds the
- * mutex; NULL when out of memory. */
+/* The table's stream for a handle other than the default ones, or NULL.  Caller holds the
+ * mutex. */
 static ufg_sim_stream *
-ufg_sim_resolve(void *handle, int device)
+ufg_sim_lookup(uintptr_t handle)
 {
-    const uintptr_t h = (uintptr_t)handle;
-
-    if (h == 0 || h == 1) {
-        if (ufg_sim_legacy[device] == NULL) {
-            ufg_sim_legacy[device] = ufg_sim_stream_add(0, device, 1);
-        }
-        return ufg_sim_legacy[device];
-    }
-    if (h == 2) {
-        if (ufg_sim_per_thread[device] == NULL) {
-            ufg_sim_per_thread[device] = ufg_sim_stream_add(2, device, 0);
-        }
-        return ufg_sim_per_thread[device];
-    }
     for (ufg_sim_stream *s = ufg_sim_streams; s != NULL; s = s->next) {
-        if (s->handle == h) {
+        if (s->handle == handle) {
             return s;
         }
     }
-    return ufg_sim_stream_add(h, device, 0);
+    return NULL;
+}
+
+/* Handles are handed out in order and never again, so one in the range given so far that the
+ * table lacks names a stream that was destroyed and retired. */
+static int
+ufg_sim_was_made(uintptr_t handle)
+{
+    return handle >= UFG_SIM_FIRST_STREAM && handle < ufg_sim_next_handle;
+}
+
+/* The stream a handle names for work on `device`, made on first use, into *out.  0,
+ * UFG_ERROR_MEMORY_ALLOCATION, or UFG_SIM_RETIRED.  Caller holds the mutex. */
+static int
+ufg_sim_resolve(void *handle, int device, ufg_sim_stream **out)
+{
+    const uintptr_t h = (uintptr_t)handle;
+    ufg_sim_stream **slot = h == 0 || h == 1 ? &ufg_sim_legacy[device]
+                          : h == 2 ? &ufg_sim_per_thread[device] : NULL;
+
+    if (slot != NULL) {
+        if (*slot == NULL) {
+            *slot = ufg_sim_stream_add(h == 2 ? 2 : 0, device, h != 2);
+        }
+        *out = *slot;
+    }
+    else if ((*out = ufg_sim_lookup(h)) == NULL) {
+        if (ufg_sim_was_made(h)) {
+            return UFG_SIM_RETIRED;
+        }
+        *out = ufg_sim_stream_add(h, device, 0);
+    }
+    return *out == NULL ? UFG_ERROR_MEMORY_ALLOCATION : 0;
+}
+
+/* Takes a destroyed, idle stream the simulator made out of the table.  Caller holds the
+ * mutex. */
+static void
+ufg_sim_retire_if_idle(ufg_sim_stream *stream)
+{
+    if (!stream->made || !stream->destroyed || stream->head != NULL || stream->refs > 0) {
+        return;
+    }
+    for (ufg_sim_stream **link = &ufg_sim_streams; *link != NULL; link = &(*link)->next) {
+        if (*link == stream) {
+            *link = stream->next;
+            free(stream);
+            return;
+        }
+    }
+}
+
+/* An event, a queued wait or a waiting thread names the stream (hold) or no longer does
+ * (let_go, which may retire it).  Caller holds the mutex. */
+static void
+ufg_sim_stream_hold(ufg_sim_stream *stream)
+{
+    stream->refs++;
+}
+
+static void
+ufg_sim_stream_let_go(ufg_sim_stream *stream)
+{
+    stream->refs--;
+    ufg_sim_retire_if_idle(stream);
 }
 
 int
@@ -264,9 +330,11 @@ ufg_sim_stream_new(int device, int non_blocking, void **stream)
     ufg_sim_stream *s;
 
     pthread_mutex_lock(&ufg_sim_mutex);
-    s = ufg_sim_stream_add(ufg_sim_next_handle++, device, 0);
+    s = ufg_sim_stream_add(ufg_sim_next_handle, device, 0);
     if (s != NULL) {
+        ufg_sim_next_handle++;
         s->non_blocking = non_blocking != 0;
+        s->made = 1;
     }
     pthread_mutex_unlock(&ufg_sim_mutex);
     if (s == NULL) {
@@ -279,25 +347,46 @@ ufg_sim_stream_new(int device, int non_blocking, void **stream)
 int
 ufg_sim_stream_end(void *stream)
 {
-    ufg_sim_stream *s;
-    int error = 0;
+    ufg_sim_stream *s = NULL;
+    int error;
 
     if ((uintptr_t)stream < UFG_SIM_FIRST_STREAM) {
         return UFG_ERROR_INVALID_RESOURCE_HANDLE;
     }
     pthread_mutex_lock(&ufg_sim_mutex);
-    s = ufg_sim_resolve(stream, 0);
-    if (s == NULL) {
-        error = UFG_ERROR_MEMORY_ALLOCATION;
-    }
-    else if (s->destroyed) {
+    error = ufg_sim_resolve(stream, 0, &s);
+    if (error == UFG_SIM_RETIRED || (error == 0 && s->destroyed)) {
         error = UFG_ERROR_INVALID_RESOURCE_HANDLE;
     }
-    else {
+    else if (error == 0) {
         s->destroyed = 1;       /* what it has queued still runs, as in CUDA */
+        ufg_sim_retire_if_idle(s);
     }
     pthread_mutex_unlock(&ufg_sim_mutex);
     return error;
+}
+
+int
+ufg_sim_stream_device(void *stream)
+{
+    const ufg_sim_stream *s = ufg_sim_lookup((uintptr_t)stream);
+
+    return s != NULL && s->made ? s->device : -1;
+}
+
+/* How many streams the simulator made are still in the table (destroyed ones included until
+ * they are idle): for tests. */
+int
+ufg_sim_stream_count(void)
+{
+    int count = 0;
+
+    pthread_mutex_lock(&ufg_sim_mutex);
+    for (const ufg_sim_stream *s = ufg_sim_streams; s != NULL; s = s->next) {
+        count += s->made;
+    }
+    pthread_mutex_unlock(&ufg_sim_mutex);
+    return count;
 }
 
 /* ------------------------------------------------------------------ running an operation */
@@ -347,6 +436,7 @@ ufg_sim_run(ufg_sim_op *op)
     return result;
 }
 
+/* Caller holds the mutex. */
 static void
 ufg_sim_op_free(ufg_sim_op *op)
 {
@@ -355,6 +445,9 @@ ufg_sim_op_free(ufg_sim_op *op)
     }
     if (op->kind == UFG_SIM_OP_COPY) {
         free(op->u.copy.staging);
+    }
+    if (op->kind == UFG_SIM_OP_WAIT) {
+        ufg_sim_stream_let_go(op->u.wait.producer);
     }
     free(op);
 }
@@ -418,6 +511,7 @@ ufg_sim_executor_main(void *arg)
         }
         pick->done++;
         ufg_sim_op_free(op);
+        ufg_sim_retire_if_idle(pick);
         pthread_cond_broadcast(&ufg_sim_progress);
     }
     return NULL;
@@ -492,6 +586,7 @@ ufg_sim_append_wait(ufg_sim_stream *consumer, ufg_sim_stream *producer, uint64_t
     }
     wait->u.wait.producer = producer;
     wait->u.wait.target = producer->queued;
+    ufg_sim_stream_hold(producer);
     ufg_sim_append(consumer, wait, now);
     return 0;
 }
@@ -506,9 +601,9 @@ ufg_sim_order_with_legacy(ufg_sim_stream *s, uint64_t now)
         return 0;
     }
     if (!s->legacy) {
-        ufg_sim_stream *legacy = ufg_sim_resolve(0, s->device);
-        return legacy == NULL ? UFG_ERROR_MEMORY_ALLOCATION
-                              : ufg_sim_append_wait(s, legacy, now);
+        ufg_sim_stream *legacy;
+        return ufg_sim_resolve(0, s->device, &legacy) != 0 ? UFG_ERROR_MEMORY_ALLOCATION
+                                                           : ufg_sim_append_wait(s, legacy, now);
     }
     for (ufg_sim_stream *t = ufg_sim_streams; t != NULL && error == 0; t = t->next) {
         if (t != s && t->device == s->device && !t->non_blocking) {
@@ -523,20 +618,25 @@ ufg_sim_order_with_legacy(ufg_sim_stream *s, uint64_t now)
 static ufg_sim_stream *
 ufg_sim_usable(void *handle, int device, int *error)
 {
-    ufg_sim_stream *s = ufg_sim_resolve(handle, device);
+    ufg_sim_stream *s = NULL;
 
-    *error = 0;
-    if (s == NULL) {
-        *error = UFG_ERROR_MEMORY_ALLOCATION;
-    }
-    else if (s->destroyed) {
+    *error = ufg_sim_resolve(handle, device, &s);
+    if (*error == UFG_SIM_RETIRED || (*error == 0 && s->destroyed)) {
         snprintf(ufg_sim_message, sizeof ufg_sim_message,
                  "work was queued on stream %#lx after the stream was destroyed",
-                 (unsigned long)s->handle);
+                 (unsigned long)(uintptr_t)handle);
         *error = UFG_SIM_ERROR_ORDER;
-        s = NULL;
     }
-    return s;
+    return *error == 0 ? s : NULL;
+}
+
+/* CUDA refuses a kernel launch, or an event record, on a stream of another device than the
+ * current one; it takes copies, frees and waits there.  Only the streams the simulator made
+ * have a device it knows.  Caller holds the mutex. */
+static int
+ufg_sim_check_same_device(const ufg_sim_stream *s, int device)
+{
+    return s->made && s->device != device ? UFG_ERROR_INVALID_RESOURCE_HANDLE : 0;
 }
 
 /* A destroyed stream is refused in synchronous mode too, where nothing is queued: the
@@ -562,7 +662,9 @@ ufg_sim_submit(void *handle, int device, ufg_sim_op *op, uint64_t delay_ns)
     uint64_t now;
     int error;
 
-    if ((s = ufg_sim_usable(handle, device, &error)) == NULL) {
+    if ((s = ufg_sim_usable(handle, device, &error)) == NULL ||
+        ((op->kind == UFG_SIM_OP_KERNEL || op->kind == UFG_SIM_OP_REDUCE) &&
+         (error = ufg_sim_check_same_device(s, device)) != 0)) {
         ufg_sim_op_free(op);
         return error;
     }
@@ -729,14 +831,21 @@ ufg_sim_queue_stall(void *stream, int device, double seconds)
 static int
 ufg_sim_wait_until_done(ufg_sim_stream *only, int device)
 {
-    for (ufg_sim_stream *s = ufg_sim_streams; s != NULL; s = s->next) {
-        if (only != NULL ? s != only : s->device != device) {
+    ufg_sim_stream *next;
+
+    for (ufg_sim_stream *s = ufg_sim_streams; s != NULL; s = next) {
+        const uint64_t target = s->queued;
+        if ((only != NULL ? s != only : s->device != device) || s->done >= target) {
+            next = s->next;
             continue;
         }
-        const uint64_t target = s->queued;
+        /* Held while the mutex is let go, so that it stays in the table to go on from. */
+        ufg_sim_stream_hold(s);
         while (s->done < target) {
             pthread_cond_wait(&ufg_sim_progress, &ufg_sim_mutex);
         }
+        next = s->next;
+        ufg_sim_stream_let_go(s);
     }
     return ufg_sim_take_error_locked();
 }
@@ -785,8 +894,9 @@ ufg_sim_event_record(void *stream, int device, void **event)
     }
     pthread_mutex_lock(&ufg_sim_mutex);
     e->stream = ufg_sim_usable(stream, device, &error);
-    if (e->stream != NULL) {
+    if (e->stream != NULL && (error = ufg_sim_check_same_device(e->stream, device)) == 0) {
         e->target = e->stream->queued;
+        ufg_sim_stream_hold(e->stream);
     }
     pthread_mutex_unlock(&ufg_sim_mutex);
     if (error) {
@@ -812,5 +922,10 @@ ufg_sim_event_done(void *event)
 void
 ufg_sim_event_destroy(void *event)
 {
-    free(event);
+    ufg_sim_event *e = event;
+
+    pthread_mutex_lock(&ufg_sim_mutex);
+    ufg_sim_stream_let_go(e->stream);
+    pthread_mutex_unlock(&ufg_sim_mutex);
+    free(e);
 }
