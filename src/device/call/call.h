@@ -160,8 +160,10 @@ const char *ufg_call_what(const ufg_call *c, int k, char *buffer, size_t size);
 
 /* operands.c: anything with CUDA memory (DeviceArray, __cuda_array_interface__, DLPack on a
  * CUDA device) → a buffer operand; `what` names it in errors, `consumer` is the stream that
- * will use it (a DLPack producer is asked to order its work before it).  1 if obj is such an object,
- * 0 if not (nothing set), -1 with an exception. */
+ * will use it (a DLPack producer is asked to order its work before it).  ufg_is_device_object:
+ * 1 if obj is such an object, 0 if not (nothing set), -1 with an exception; ufuncgen._core's
+ * dispatcher decides, so an object it takes for host memory (a PyTorch CPU tensor) is host
+ * memory here too. */
 int ufg_is_device_object(PyObject *obj);
 int ufg_operand_from_buffer(PyObject *obj, const char *what, ufg_operand *op,
                             uintptr_t consumer);

@@ -11,9 +11,7 @@
 
 #include "dlpack_import.h"
 #include "runtime.h"
-
-/* DLPack device types whose memory kernels can read: CUDA and CUDA managed. */
-enum { UFG_DLPACK_CUDA = 2, UFG_DLPACK_CUDA_MANAGED = 13 };
+#include "ufuncgen/device_probe.h"
 
 static PyObject *ufg_cai_name, *ufg_dlpack_name, *ufg_dlpack_device_name;
 
@@ -71,40 +69,48 @@ ufg_unsupported_dtype(PyArray_Descr *descr, const char *what)
     return -1;
 }
 
+/* ufuncgen._core's probe (ufuncgen/device_probe.h), fetched once: the dispatcher and the
+ * device call must agree on what a CUDA buffer is, or an argument the dispatcher took for host
+ * memory (a PyTorch CPU tensor) is read here as a broken device array. */
+static const ufg_device_probe_api *
+ufg_device_probe(void)
+{
+    static const ufg_device_probe_api *probe = NULL;
+    PyObject *core, *capsule;
+
+    if (probe != NULL) {
+        return probe;
+    }
+    /* Imported by name: PyCapsule_Import only reads attributes of submodules imported
+     * already, and a to_device() may come before anything imported ufuncgen._core. */
+    core = PyImport_ImportModule("ufuncgen._core");
+    capsule = core == NULL ? NULL : PyObject_GetAttrString(core, "_device_probe");
+    Py_XDECREF(core);
+    if (capsule == NULL) {
+        return NULL;
+    }
+    probe = PyCapsule_GetPointer(capsule, UFG_DEVICE_PROBE_CAPSULE);
+    Py_DECREF(capsule);     /* the module keeps it, and the table is static */
+    if (probe != NULL && probe->version != UFG_DEVICE_PROBE_VERSION) {
+        PyErr_Format(PyExc_ImportError,
+                     "ufuncgen._core and ufuncgen._device come from different builds "
+                     "(device probe version %d, expected %d); reinstall ufuncgen",
+                     probe->version, UFG_DEVICE_PROBE_VERSION);
+        probe = NULL;
+    }
+    return probe;
+}
+
 int
 ufg_is_device_object(PyObject *obj)
 {
-    PyTypeObject *type = Py_TYPE(obj);
-    PyObject *device;
-    long kind;
+    const ufg_device_probe_api *probe;
 
     if (ufg_DeviceArray_Check(obj)) {
         return 1;
     }
-    if (ufg_operands_intern() < 0) {
-        return -1;
-    }
-    if (_PyType_Lookup(type, ufg_cai_name) != NULL) {
-        return 1;
-    }
-    if (_PyType_Lookup(type, ufg_dlpack_device_name) == NULL) {
-        return 0;
-    }
-    /* A broken __dlpack_device__ is not a device object: the caller's message about what the
-     * object is then says more than the object's own error would. */
-    device = PyObject_CallMethodNoArgs(obj, ufg_dlpack_device_name);
-    if (device == NULL || !PyTuple_Check(device) || PyTuple_GET_SIZE(device) < 1) {
-        PyErr_Clear();
-        Py_XDECREF(device);
-        return 0;
-    }
-    kind = PyLong_AsLong(PyTuple_GET_ITEM(device, 0));
-    Py_DECREF(device);
-    if (kind == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        return 0;
-    }
-    return kind == UFG_DLPACK_CUDA || kind == UFG_DLPACK_CUDA_MANAGED;
+    probe = ufg_device_probe();
+    return probe == NULL ? -1 : probe->is_device_buffer(obj);
 }
 
 void
@@ -515,24 +521,38 @@ ufg_classify_numpy_scalar(PyObject *obj, const char *what, ufg_operand *op)
 
 /* A host array or an object of no known kind, refused with a hint at where the call's data
  * lives. */
+/* Whether NumPy reads obj as an array of host memory: an ndarray, or an object with the
+ * buffer protocol or __array__ (a PyTorch CPU tensor, which the probe found on the host). */
+static int
+ufg_is_host_array(PyObject *obj)
+{
+    return PyArray_Check(obj) || PyObject_CheckBuffer(obj) ||
+           PyObject_HasAttrString(obj, "__array__") ||
+           PyObject_HasAttrString(obj, "__array_interface__");
+}
+
 static int
 ufg_refuse_host_object(PyObject *obj, const char *what, const char *hint)
 {
-    PyObject *type_name;
+    PyObject *type_name = ufg_type_name(obj);
 
-    if (PyArray_Check(obj)) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s is a host numpy.ndarray, but %s: host and device arrays do not mix. "
-                     "Move it with ufuncgen.device.to_device(...) (or cupy.asarray, "
-                     "torch.as_tensor(..., device='cuda')), or pass a Python scalar", what, hint);
+    if (type_name == NULL) {
         return -1;
     }
-    type_name = ufg_type_name(obj);
-    PyErr_Format(PyExc_TypeError,
-                 "%s is a %S, which is neither a CUDA buffer nor a scalar, but %s; device calls "
-                 "take CUDA arrays (__cuda_array_interface__ or DLPack) and Python scalars",
-                 what, type_name, hint);
-    Py_XDECREF(type_name);
+    if (ufg_is_host_array(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s is a host %S, but %s: host and device arrays do not mix. "
+                     "Move it with ufuncgen.device.to_device(...) (or cupy.asarray, "
+                     "torch.as_tensor(..., device='cuda')), or pass a Python scalar", what,
+                     type_name, hint);
+    }
+    else {
+        PyErr_Format(PyExc_TypeError,
+                     "%s is a %S, which is neither a CUDA buffer nor a scalar, but %s; device "
+                     "calls take CUDA arrays (__cuda_array_interface__ or DLPack) and Python "
+                     "scalars", what, type_name, hint);
+    }
+    Py_DECREF(type_name);
     return -1;
 }
 
