@@ -166,6 +166,8 @@ def from_dlpack(obj, *, stream=None) -> DeviceArray:
     """A DeviceArray viewing a CUDA DLPack producer's memory (no copy)."""
     if not hasattr(obj, "__dlpack__"):
         raise TypeError(f"from_dlpack() needs an object with __dlpack__, not {type(obj).__name__}")
+    # Before __dlpack__(stream=...): a host producer refuses a CUDA stream in its own words.
+    _device.check_dlpack_device(obj, "from_dlpack(obj)")
     handle = _device.stream_handle(stream)
     try:
         capsule = obj.__dlpack__(stream=handle or 1, max_version=(1, 0))

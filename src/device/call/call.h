@@ -224,6 +224,8 @@ void ufg_numpy_result_axes(const ufg_call *c, int *inner_first);
  * shape as Python writes it ("(3,)"); NumPy's broadcasting of `shape` into `result`
  * (right-aligned; 0 when they are incompatible). */
 PyObject *ufg_type_name(PyObject *obj);
+/* "what (module.Type)" for obj, into buffer; returns buffer. */
+const char *ufg_describe(PyObject *obj, const char *what, char *buffer, size_t size);
 PyObject *ufg_shape_repr(int ndim, const int64_t *shape);
 int ufg_broadcast_into(int *ndim, int64_t *result, int op_ndim, const int64_t *shape);
 /* Whether an operand of op_shape broadcasts to exactly `shape` (NumPy's rule, one way). */

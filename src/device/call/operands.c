@@ -52,6 +52,15 @@ ufg_type_name_into(PyObject *obj, char *buffer, size_t size)
     }
 }
 
+const char *
+ufg_describe(PyObject *obj, const char *what, char *buffer, size_t size)
+{
+    PyOS_snprintf(buffer, size, "%s (", what);
+    ufg_type_name_into(obj, buffer + strlen(buffer), size - strlen(buffer));
+    PyOS_snprintf(buffer + strlen(buffer), size - strlen(buffer), ")");
+    return buffer;
+}
+
 PyObject *
 ufg_type_name(PyObject *obj)
 {
@@ -384,10 +393,9 @@ ufg_operand_from_cai(PyObject *obj, const char *what, ufg_operand *op)
         return -1;
     }
     (void)type_name;
-    PyOS_snprintf(where, sizeof where, "%s (", what);
-    ufg_type_name_into(obj, where + strlen(where), sizeof where - strlen(where));
+    ufg_describe(obj, what, where, sizeof where);
     PyOS_snprintf(where + strlen(where), sizeof where - strlen(where),
-                  "): __cuda_array_interface__");
+                  ": __cuda_array_interface__");
     if (!PyDict_Check(cai)) {
         PyObject *cai_type = ufg_type_name(cai);
         PyErr_Format(PyExc_TypeError, "%s must be a dict, not %S", where, cai_type);
@@ -434,7 +442,20 @@ static int
 ufg_operand_from_dlpack(PyObject *obj, const char *what, uintptr_t consumer, ufg_operand *op)
 {
     PyObject *capsule, *imported;
+    char where[320];
 
+    ufg_describe(obj, what, where, sizeof where);
+    if (_PyType_Lookup(Py_TYPE(obj), ufg_dlpack_name) == NULL) {
+        PyErr_Format(PyExc_TypeError, "%s is not a CUDA array: it has neither "
+                     "__cuda_array_interface__ nor __dlpack__", where);
+        return -1;
+    }
+    /* A host producer (NumPy) refuses the CUDA stream it is about to be handed with an error
+     * of its own: where its memory is says more. */
+    if (_PyType_Lookup(Py_TYPE(obj), ufg_dlpack_device_name) != NULL &&
+        ufg_dlpack_check_producer_device(obj, where) < 0) {
+        return -1;
+    }
     capsule = ufg_dlpack_capsule(obj, consumer);
     imported = capsule == NULL ? NULL : ufg_from_dlpack_capsule(capsule);
     Py_XDECREF(capsule);
