@@ -1,11 +1,13 @@
 """DeviceArray and the exchange protocols: round trips, CAI and DLPack consumed back, streams."""
+import ctypes
+
 import numpy as np
 import pytest
 
 import ufuncgen.examples as ex
 from ufuncgen import _device, device
 
-from .conftest import ForeignArray, host, to_dev
+from .conftest import ForeignArray, host, to_dev, view
 
 pytestmark = pytest.mark.skipif(not device.is_available(), reason=str(device.unavailable_reason()))
 
@@ -119,3 +121,50 @@ def test_the_backend_and_availability_are_reported():
     assert device.is_available() is True
     assert device.unavailable_reason() is None
     device.synchronize()
+
+
+# Every form stream= takes: ufuncgen's Stream, a raw handle (a Python or NumPy int), CuPy's
+# (.ptr), PyTorch's (.cuda_stream), Numba's (.handle, a c_void_p), the __cuda_stream__ protocol.
+STREAM_FORMS = {
+    "Stream": lambda s: s,
+    "handle": lambda s: s.handle,
+    "numpy int handle": lambda s: np.uint64(s.handle),
+    "CuPy-like": lambda s: type("CuPyLike", (), {"ptr": s.handle})(),
+    "PyTorch-like": lambda s: type("TorchLike", (), {"cuda_stream": s.handle})(),
+    "Numba-like": lambda s: type("NumbaLike", (), {"handle": ctypes.c_void_p(s.handle)})(),
+    "__cuda_stream__": lambda s: type("Protocol", (), {
+        "__cuda_stream__": lambda self: (0, s.handle)})(),
+}
+
+
+@pytest.mark.parametrize("make", STREAM_FORMS.values(), ids=STREAM_FORMS.keys())
+def test_copy_to_host_takes_every_form_of_stream_a_call_takes(make, rng):
+    s = device.Stream()
+    x = rng.standard_normal((3, 4))
+    d = to_dev(x)
+    np.testing.assert_array_equal(d.copy_to_host(stream=make(s)), x)
+    # A strided view is gathered by a device copy on that stream first.
+    every_other = view(d, (3, 2), (d.strides[0], 2 * d.strides[1]))
+    np.testing.assert_array_equal(every_other.copy_to_host(stream=make(s)), x[:, ::2])
+    assert every_other.stream == s.handle
+
+
+@pytest.mark.parametrize("make", STREAM_FORMS.values(), ids=STREAM_FORMS.keys())
+def test_the_stream_of_a_device_array_is_set_with_every_form_of_stream_a_call_takes(make, rng):
+    s = device.Stream()
+    x = rng.standard_normal(4)
+    d = to_dev(x)
+    d.stream = make(s)
+    assert d.stream == s.handle
+    np.testing.assert_array_equal(host(ex.add(d, 1.0, stream=s)), x + 1)
+    d.stream = None
+    assert d.stream == 0
+
+
+@pytest.mark.parametrize("use", [
+    lambda d: d.copy_to_host(stream="default"),
+    lambda d: setattr(d, "stream", 1.5),
+], ids=["copy_to_host", "stream setter"])
+def test_a_bad_stream_for_a_device_array_is_the_type_error_of_a_call(use):
+    with pytest.raises(TypeError, match="stream= must be an int handle or a CUDA stream object"):
+        use(to_dev(np.ones(2)))

@@ -104,9 +104,10 @@ void ufg_c_strides(int ndim, const int64_t *shape, int64_t itemsize, int64_t *st
 /* Methods defined in their own files. */
 PyObject *ufg_device_array_copy_to_host(ufg_DeviceArrayObject *self, PyObject *args,
                                         PyObject *kwargs);
-/* A C-contiguous device copy (same device, dtype), made on `stream`. */
+/* A C-contiguous device copy (same device, dtype), made on `stream`, which `keeper` owns
+ * (as for ufg_device_array_used_on). */
 ufg_DeviceArrayObject *ufg_device_array_contiguous_copy(ufg_DeviceArrayObject *self,
-                                                        uintptr_t stream);
+                                                        uintptr_t stream, PyObject *keeper);
 PyObject *ufg_device_array_cai(ufg_DeviceArrayObject *self, void *closure);
 PyObject *ufg_device_array_dlpack(ufg_DeviceArrayObject *self, PyObject *args,
                                   PyObject *kwargs);

@@ -4,12 +4,13 @@
  */
 #include "device_array.h"
 
-#include "args.h"
+#include "call/stream_arg.h"
 #include "launch.h"
 #include "runtime.h"
 
 ufg_DeviceArrayObject *
-ufg_device_array_contiguous_copy(ufg_DeviceArrayObject *self, uintptr_t stream)
+ufg_device_array_contiguous_copy(ufg_DeviceArrayObject *self, uintptr_t stream,
+                                 PyObject *keeper)
 {
     const ufg_backend *backend = ufg_runtime_backend();
     ufg_DeviceArrayObject *copy;
@@ -27,7 +28,7 @@ ufg_device_array_contiguous_copy(ufg_DeviceArrayObject *self, uintptr_t stream)
         Py_DECREF(copy);
         return NULL;
     }
-    ufg_device_array_used_on(self, stream, NULL);
+    ufg_device_array_used_on(self, stream, keeper);
     return copy;
 }
 
@@ -61,7 +62,7 @@ ufg_device_array_copy_to_host(ufg_DeviceArrayObject *self, PyObject *args, PyObj
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:copy_to_host", keywords, &stream_arg)) {
         return NULL;
     }
-    if (stream_arg != Py_None && ufg_arg_uintptr(stream_arg, "stream", &stream) < 0) {
+    if (stream_arg != Py_None && ufg_stream_from_object(stream_arg, &stream) < 0) {
         return NULL;
     }
     backend = ufg_runtime_backend();
@@ -84,7 +85,10 @@ ufg_device_array_copy_to_host(ufg_DeviceArrayObject *self, PyObject *args, PyObj
         }
     }
     else {
-        source = ufg_device_array_contiguous_copy(self, stream);
+        source = ufg_device_array_contiguous_copy(self, stream,
+                                                  stream_arg == Py_None
+                                                      ? self->stream_keeper
+                                                      : ufg_stream_owner(stream_arg));
         if (source == NULL) {
             goto fail;
         }

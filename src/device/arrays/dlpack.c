@@ -259,7 +259,7 @@ ufg_device_array_dlpack(ufg_DeviceArrayObject *self, PyObject *args, PyObject *k
         return NULL;
     }
     /* copy=True: a fresh, writable C-contiguous copy made on the array's stream. */
-    source = copied ? ufg_device_array_contiguous_copy(self, self->stream)
+    source = copied ? ufg_device_array_contiguous_copy(self, self->stream, self->stream_keeper)
                     : (ufg_DeviceArrayObject *)Py_NewRef(self);
     if (source == NULL) {
         return NULL;

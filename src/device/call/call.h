@@ -30,6 +30,7 @@
 #include "cast.h"
 #include "device_array.h"
 #include "launch.h"
+#include "stream_arg.h"
 
 /* Inputs + outputs of one function (the host's limit) and dimensions of one operand
  * (NumPy's). */
@@ -173,12 +174,7 @@ int64_t ufg_operand_size(const ufg_operand *op);
 /* A DeviceArray as a buffer operand (borrowing it). */
 void ufg_operand_from_array(ufg_DeviceArrayObject *array, ufg_operand *op);
 
-/* streams.c: a stream= value (None, an int handle, CuPy/PyTorch/Numba/ufuncgen streams,
- * __cuda_stream__) as a cudaStream_t; queued work on `consumer` waits for op's producer. */
-int ufg_stream_from_object(PyObject *obj, uintptr_t *stream);
-/* streams.c: the object that owns the stream a stream= value names (borrowed), which arrays
- * keep alive; NULL for None or a bare int handle, whose lifetime is the caller's. */
-PyObject *ufg_stream_owner(PyObject *obj);
+/* streams.c: queued work on `consumer` waits for op's producer. */
 /* streams.c: the stream a call without stream= runs on, from its array arguments objs[0..n)
  * (NULL entries skipped): the current stream of the first one's library that has a stream
  * source, else ufuncgen's current stream, else 0.  *keeper: a new reference or NULL. */
