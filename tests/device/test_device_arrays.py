@@ -168,3 +168,43 @@ def test_the_stream_of_a_device_array_is_set_with_every_form_of_stream_a_call_ta
 def test_a_bad_stream_for_a_device_array_is_the_type_error_of_a_call(use):
     with pytest.raises(TypeError, match="stream= must be an int handle or a CUDA stream object"):
         use(to_dev(np.ones(2)))
+
+
+# Views whose elements do not sit at multiples of their size (another library's view with
+# odd strides or offset): (dtype, base length, shape, byte strides, byte offset).
+MISALIGNED_VIEWS = {
+    "float64 stride 12": ("float64", 5, (3,), (12,), 0),
+    "float64 offset 4": ("float64", 8, (3,), (16,), 4),
+    "complex128 stride 24": ("complex128", 6, (3,), (24,), 0),
+    "float32 2-d": ("float32", 16, (2, 3), (20, 6), 2),
+    "int16 reversed": ("int16", 8, (4,), (-3,), 13),
+}
+
+
+@pytest.mark.parametrize("dtype, n, shape, strides, offset", MISALIGNED_VIEWS.values(),
+                         ids=MISALIGNED_VIEWS.keys())
+@pytest.mark.parametrize("copy", [
+    lambda v: v.copy_to_host(),
+    lambda v: _device.from_dlpack_capsule(v.__dlpack__(copy=True)).copy_to_host(),
+], ids=["copy_to_host", "__dlpack__(copy=True)"])
+def test_a_misaligned_view_is_copied_as_numpy_reads_the_same_bytes(dtype, n, shape, strides,
+                                                                     offset, copy, rng):
+    base = (rng.standard_normal(n) * 100).astype(dtype)
+    d = to_dev(base)
+    want = np.ndarray(shape, dtype, buffer=base, offset=offset, strides=strides)
+    got = copy(view(d, shape, strides, offset))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.skipif(device.backend() != "sim", reason="the simulator's model of a GPU fault")
+def test_the_simulator_faults_a_cast_of_misaligned_elements_as_a_gpu_does():
+    d = to_dev(np.arange(8.0))
+    out = device.device_array(3)
+    with pytest.raises(device.DeviceError, match="cudaErrorMisalignedAddress"):
+        _device.launch_cast(0, 0, (3,), d.ptr + 4, (16,), "f8", out.ptr, (8,), "f8")
+    # complex128 needs its parts' alignment (8 bytes), not its size's
+    c = to_dev(np.arange(4.0).view(np.complex128))
+    out = device.device_array(1, np.complex128)
+    _device.launch_cast(0, 0, (1,), c.ptr + 8, (16,), "c16", out.ptr, (16,), "c16")
+    device.synchronize()

@@ -64,6 +64,21 @@ ufg_device_array_size(const ufg_DeviceArrayObject *self)
     return size;
 }
 
+int
+ufg_strided_is_aligned(const char *ptr, int ndim, const int64_t *shape, const int64_t *strides,
+                       int64_t alignment)
+{
+    int misaligned = (uintptr_t)ptr % (uintptr_t)alignment != 0;
+
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 0) {
+            return 1;
+        }
+        misaligned |= shape[d] > 1 && strides[d] % alignment != 0;
+    }
+    return !misaligned;
+}
+
 /* NumPy's rule: size-1 dimensions may have any stride; an empty array is contiguous. */
 int
 ufg_device_array_is_c_contiguous(const ufg_DeviceArrayObject *self)

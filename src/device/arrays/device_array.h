@@ -95,6 +95,11 @@ ufg_DeviceArrayObject *ufg_device_array_empty(int ndim, const int64_t *shape,
 int64_t ufg_device_array_size(const ufg_DeviceArrayObject *self);
 int ufg_device_array_is_c_contiguous(const ufg_DeviceArrayObject *self);
 
+/* Whether every element of a strided view starts at a multiple of `alignment` bytes, as a
+ * kernel loading it needs (an empty view is; a size-1 dimension's stride is never used). */
+int ufg_strided_is_aligned(const char *ptr, int ndim, const int64_t *shape,
+                           const int64_t *strides, int64_t alignment);
+
 /* Element count of a shape, or -1 with ValueError set (negative or overflowing). */
 int64_t ufg_shape_size(int ndim, const int64_t *shape, const char *argname);
 

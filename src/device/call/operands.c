@@ -492,16 +492,9 @@ int
 ufg_operand_check_alignment(const ufg_operand *op, const char *what)
 {
     const int64_t size = ufg_dtype_itemsize(op->code);
-    int misaligned = ((uintptr_t)op->ptr % (uintptr_t)size) != 0;
     PyObject *strides;
 
-    if (ufg_operand_size(op) == 0) {
-        return 0;
-    }
-    for (int d = 0; d < op->ndim; d++) {
-        misaligned |= op->shape[d] > 1 && op->strides[d] % size != 0;
-    }
-    if (!misaligned) {
+    if (ufg_strided_is_aligned(op->ptr, op->ndim, op->shape, op->strides, size)) {
         return 0;
     }
     strides = PyTuple_New(op->ndim);
