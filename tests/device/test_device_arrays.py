@@ -208,3 +208,13 @@ def test_the_simulator_faults_a_cast_of_misaligned_elements_as_a_gpu_does():
     out = device.device_array(1, np.complex128)
     _device.launch_cast(0, 0, (1,), c.ptr + 8, (16,), "c16", out.ptr, (16,), "c16")
     device.synchronize()
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 4, 2)])
+def test_the_cuda_array_interface_of_a_zero_size_array_has_a_null_pointer_as_the_spec_asks(
+        shape):
+    d = device.device_array(shape)
+    assert d.__cuda_array_interface__["data"] == (0, False)
+    back = device.as_device_array(ForeignArray(d))
+    assert back.shape == shape and back.copy_to_host().shape == shape
+    assert host(ex.add(ForeignArray(d), 1.0)).shape == shape
