@@ -58,7 +58,7 @@ def test_an_out_of_the_wrong_shape_is_refused(shape):
 
 def test_an_out_of_a_dtype_the_result_cannot_be_cast_to_is_refused():
     target = to_dev(np.full(8, 7, np.int64))
-    with pytest.raises(TypeError, match=r"add: Cannot cast ufunc 'add' output from dtype\('float64'\) to dtype\('int64'\)"):
+    with pytest.raises(TypeError, match=r"Cannot cast ufunc 'add' output from dtype\('float64'\) to dtype\('int64'\)"):
         ex.add(to_dev(np.ones(8)), 1.0, out=target)
     np.testing.assert_array_equal(host(target), np.full(8, 7))
 
@@ -151,3 +151,28 @@ def test_to_device_of_a_device_array_is_refused_rather_than_copied():
 def test_numpy_will_not_silently_copy_a_device_array_to_the_host():
     with pytest.raises(TypeError, match="copy_to_host"):
         np.asarray(to_dev(np.ones(2)))
+
+
+def _refusal(call):
+    try:
+        call()
+    except Exception as error:      # compared by the caller
+        return error
+    raise AssertionError("expected a refusal")
+
+
+@pytest.mark.parametrize("call", [
+    lambda D: ex.add(D(np.ones(3)), 1.0, out=D(np.zeros(3, np.int64))),
+    lambda D: ex.add(D(np.ones(3)), D(np.ones(3)), out=D(np.zeros(3, np.float32)),
+                     casting="safe"),
+    lambda D: ex.add(D(np.ones(3)), D(np.ones(3, np.int64)), dtype=np.int64, casting="safe"),
+    lambda D: ex.add(D(np.arange(3)), 2.5, dtype=np.int64, casting="no"),
+    lambda D: ex.add(D(np.arange(3, dtype=np.int32)), np.int64(1), casting="no"),
+], ids=["out= of a narrower kind", "out= under safe", "input under safe",
+        "Python float under no", "NumPy scalar under no"])
+def test_a_refused_cast_raises_numpys_own_exception_class_and_message_as_the_host_does(call):
+    on_host, on_device = _refusal(lambda: call(np.asarray)), _refusal(lambda: call(to_dev))
+    assert type(on_device) is type(on_host), (on_device, on_host)
+    assert isinstance(on_device, TypeError) and type(on_host).__module__.startswith("numpy")
+    assert str(on_device) == str(on_host)
+

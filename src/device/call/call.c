@@ -27,6 +27,9 @@ ufg_prefix_error(const char *prefix)
 
     PyTypeObject *builtin;
 
+    if (ufg_numpy_error_is_ufunc_type_error()) {
+        return;
+    }
     PyErr_Fetch(&type, &value, &traceback);
     PyErr_NormalizeException(&type, &value, &traceback);
     /* NumPy's own exception classes take constructor arguments of their own: raise the

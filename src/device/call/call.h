@@ -153,8 +153,18 @@ void ufg_call_release(ufg_call *c);
 int ufg_call_wait_for_operand(ufg_call *c, const ufg_operand *op);
 int ufg_call_note_use(ufg_call *c, const ufg_operand *op);
 
-/* Re-raises the exception being raised as the same type, its message after "prefix: ". */
+/* Re-raises the exception being raised as the same type, its message after "prefix: ".
+ * NumPy's UFuncTypeError family is left as NumPy raised it: its class is what a host call
+ * raises (and callers catch), and its message names the ufunc already. */
 void ufg_prefix_error(const char *prefix);
+
+/* numpy_errors.c: raises NumPy's _UFuncInputCastingError / _UFuncOutputCastingError (casting
+ * is the rule's name, index the input's or output's position), as a host call refusing the
+ * same cast does; returns -1. */
+int ufg_numpy_casting_error(PyObject *ufunc, const char *casting, PyArray_Descr *from,
+                            PyArray_Descr *to, int is_output, int index);
+/* numpy_errors.c: whether the exception being raised is a NumPy UFuncTypeError. */
+int ufg_numpy_error_is_ufunc_type_error(void);
 
 /* "add: argument 'x'" / "add: output 'sum'" for operand k, into buffer (size >= 160). */
 const char *ufg_call_what(const ufg_call *c, int k, char *buffer, size_t size);
