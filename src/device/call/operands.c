@@ -170,7 +170,9 @@ ufg_cai_int_tuple(PyObject *value, const char *where, const char *key, int64_t *
     }
     n = PyTuple_GET_SIZE(value);
     if (n > UFG_CALL_MAX_NDIM) {
-        goto bad;
+        PyErr_Format(PyExc_ValueError, "%s['%s'] has %zd entries; device arrays have at most "
+                     "%d dimensions", where, key, n, UFG_CALL_MAX_NDIM);
+        return -1;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item = PyTuple_GET_ITEM(value, i);
@@ -279,6 +281,31 @@ ufg_cai_stream(PyObject *cai, const char *where, ufg_operand *op)
     return 0;
 }
 
+/* The versions of the interface published so far: 0 to 3 (3 added 'stream'). */
+#define UFG_CAI_MAX_VERSION 3
+
+static int
+ufg_cai_version(PyObject *version, const char *where)
+{
+    long value;
+
+    if (!PyLong_Check(version) || PyBool_Check(version)) {
+        PyErr_Format(PyExc_ValueError, "%s['version'] must be an int, not %R", where, version);
+        return -1;
+    }
+    value = PyLong_AsLong(version);
+    if (value == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        value = -1;
+    }
+    if (value < 0 || value > UFG_CAI_MAX_VERSION) {
+        PyErr_Format(PyExc_ValueError, "%s['version'] is %R; the CUDA array interface defines "
+                     "versions 0 to %d", where, version, UFG_CAI_MAX_VERSION);
+        return -1;
+    }
+    return 0;
+}
+
 static int
 ufg_cai_checked_fields(PyObject *cai, const char *where, const char *what, ufg_operand *op)
 {
@@ -297,6 +324,9 @@ ufg_cai_checked_fields(PyObject *cai, const char *where, const char *what, ufg_o
     }
     if (missing[0] != '\0') {
         PyErr_Format(PyExc_ValueError, "%s lacks the required key(s) %s", where, missing);
+        return -1;
+    }
+    if (ufg_cai_version(PyDict_GetItemString(cai, "version"), where) < 0) {
         return -1;
     }
     if (ufg_cai_int_tuple(PyDict_GetItemString(cai, "shape"), where, "shape", op->shape,
