@@ -70,8 +70,8 @@ class Stream:
     def __init__(self, device: int | None = None, *, non_blocking: bool = False):
         """A blocking stream orders with the legacy default stream, as cudaStreamCreate's
         do; ``non_blocking=True`` makes one that does not (like PyTorch's side streams)."""
-        self.device = _device.current_device() if device is None else int(device)
-        self._owned = _device.OwnedStream(self.device, bool(non_blocking))
+        self._owned = _device.OwnedStream(_device_of(device), bool(non_blocking))
+        self.device = self._owned.device
         self.handle = self._owned.handle
 
     def synchronize(self) -> None:
@@ -142,8 +142,8 @@ def synchronize(stream=None) -> None:
 
 
 def device_array(shape, dtype=np.float64, *, stream=None, device: int | None = None) -> DeviceArray:
-    """An uninitialised C-contiguous DeviceArray, allocated in stream order."""
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    """An uninitialised C-contiguous DeviceArray, allocated in stream order.  `shape` is an int
+    or a sequence of ints (anything with __index__: NumPy integers too), as NumPy takes it."""
     # NumPy knows the name "bfloat16" only once ml_dtypes is imported: the runtime imports it.
     if not (isinstance(dtype, str) and dtype == "bfloat16"):
         dtype = np.dtype(dtype)
@@ -170,6 +170,8 @@ def from_dlpack(obj, *, stream=None) -> DeviceArray:
     own exports name it."""
     if not hasattr(obj, "__dlpack__"):
         raise TypeError(f"from_dlpack() needs an object with __dlpack__, not {type(obj).__name__}")
+    # Before __dlpack__(stream=...): a host producer refuses a CUDA stream in its own words.
+    _device.check_dlpack_device(obj, "from_dlpack(obj)")
     handle = _device.stream_handle(stream)
     try:
         capsule = obj.__dlpack__(stream=handle or 1, max_version=(1, 0))
@@ -188,5 +190,7 @@ def _stream_arg(stream):
     return 0 if stream is None else stream
 
 
-def _device_of(device: int | None) -> int:
-    return _device.current_device() if device is None else int(device)
+def _device_of(device: int | None):
+    """The current device for None; anything else as given, for the runtime to check (an int
+    ordinal the backend has), naming the argument when it is not."""
+    return _device.current_device() if device is None else device

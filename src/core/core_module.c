@@ -8,6 +8,7 @@
 #define UFG_CORE_IMPORTS_NUMPY
 #include "numpy_api.h"
 
+#include "dispatch.h"
 #include "function_object.h"
 #include "threads.h"
 
@@ -60,7 +61,7 @@ PyInit__core(void)
         return NULL;
     }
     if (ufg_function_type_register(module) < 0 || ufg_threads_register(module) < 0 ||
-        ufg_core_install_ufunc_pickler() < 0) {
+        ufg_dispatch_register(module) < 0 || ufg_core_install_ufunc_pickler() < 0) {
         Py_DECREF(module);
         return NULL;
     }

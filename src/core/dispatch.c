@@ -12,6 +12,8 @@
 
 #include "dispatch.h"
 
+#include "ufuncgen/device_probe.h"
+
 /* DLPack DLDeviceType values: the CPU's, and those whose memory a host ufunc loop cannot
  * read.  kDLCUDAHost (3) is pinned host memory and is deliberately left out of the latter.
  * 0 is no device type: what a malformed __dlpack_device__ answer counts as. */
@@ -224,6 +226,26 @@ int
 ufg_dispatch_is_device_buffer(PyObject *obj)
 {
     return ufg_is_device_buffer(obj);
+}
+
+/* The same probe for ufuncgen._device, which reads every argument of a device call with it. */
+static const ufg_device_probe_api ufg_device_probe = {
+    UFG_DEVICE_PROBE_VERSION, ufg_dispatch_is_device_buffer,
+};
+
+int
+ufg_dispatch_register(PyObject *module)
+{
+    PyObject *capsule = PyCapsule_New((void *)&ufg_device_probe, UFG_DEVICE_PROBE_CAPSULE,
+                                      NULL);
+    int status;
+
+    if (capsule == NULL) {
+        return -1;
+    }
+    status = PyModule_AddObjectRef(module, "_device_probe", capsule);
+    Py_DECREF(capsule);
+    return status;
 }
 
 /* Keyword names are nearly always interned, so the pointer test decides;

@@ -59,4 +59,8 @@ int ufg_dispatch_is_plain_host_call(PyObject *const *args, Py_ssize_t nargs,
  * __cuda_array_interface__ raises AttributeError (a PyTorch CPU tensor), is host memory. */
 int ufg_dispatch_is_device_buffer(PyObject *obj);
 
+/* Adds _device_probe, the capsule through which ufuncgen._device calls the probe above
+ * (ufuncgen/device_probe.h).  0, or -1 with an exception set. */
+int ufg_dispatch_register(PyObject *module);
+
 #endif /* UFG_CORE_DISPATCH_H */

@@ -117,23 +117,63 @@ ufg_arg_int64_tuple(PyObject *obj, const char *argname, int max_len, int nonnega
     return 0;
 }
 
+/* Any sequence of sizes NumPy takes as a shape (a range, a 1-d integer array), as a tuple;
+ * NULL with TypeError naming the argument and what it got for anything else. */
+static PyObject *
+ufg_arg_shape_tuple(PyObject *obj, const char *argname)
+{
+    if (PyTuple_Check(obj)) {
+        return Py_NewRef(obj);
+    }
+    if (PySequence_Check(obj) && !PyUnicode_Check(obj) && !PyBytes_Check(obj) &&
+        !PyByteArray_Check(obj)) {
+        PyObject *tuple = PySequence_Tuple(obj);
+        if (tuple != NULL || !PyErr_ExceptionMatches(PyExc_TypeError)) {
+            return tuple;
+        }
+        PyErr_Clear();
+    }
+    PyErr_Format(PyExc_TypeError, "%s: expected an int or a sequence of ints, got %.100s",
+                 argname, Py_TYPE(obj)->tp_name);
+    return NULL;
+}
+
 int
 ufg_arg_shape(PyObject *obj, const char *argname, int max_len, int64_t *out, int *len)
 {
+    PyObject *tuple;
+    int status;
+
+    /* One size: any integer with __index__ (NumPy's and CuPy's rule), bool excepted.  A 1-d
+     * NumPy array has __index__ too, which refuses it: it is a sequence of sizes. */
     if (!PyTuple_Check(obj) && !PyList_Check(obj) && !PyBool_Check(obj) &&
         PyIndex_Check(obj)) {
-        if (ufg_arg_int64(obj, argname, &out[0]) < 0) {
+        PyObject *index = PyNumber_Index(obj);
+        if (index != NULL) {
+            status = ufg_arg_int64(index, argname, &out[0]);
+            Py_DECREF(index);
+            if (status < 0) {
+                return -1;
+            }
+            if (out[0] < 0) {
+                PyErr_Format(PyExc_ValueError, "%s: expected a non-negative size, got %lld",
+                             argname, (long long)out[0]);
+                return -1;
+            }
+            *len = 1;
+            return 0;
+        }
+        if (!PyErr_ExceptionMatches(PyExc_TypeError) || !PySequence_Check(obj)) {
             return -1;
         }
-        if (out[0] < 0) {
-            PyErr_Format(PyExc_ValueError, "%s: expected a non-negative size, got %lld",
-                         argname, (long long)out[0]);
-            return -1;
-        }
-        *len = 1;
-        return 0;
+        PyErr_Clear();
     }
-    return ufg_arg_int64_tuple(obj, argname, max_len, 1, out, len);
+    if ((tuple = ufg_arg_shape_tuple(obj, argname)) == NULL) {
+        return -1;
+    }
+    status = ufg_arg_int64_tuple(tuple, argname, max_len, 1, out, len);
+    Py_DECREF(tuple);
+    return status;
 }
 
 int

@@ -28,7 +28,8 @@ int ufg_arg_device(const ufg_backend *backend, PyObject *obj, const char *argnam
 int ufg_arg_int64_tuple(PyObject *obj, const char *argname, int max_len, int nonnegative,
                         int64_t *out, int *len);
 
-/* A shape: a tuple of non-negative ints, or one int for a 1-d shape. */
+/* A shape: a sequence of non-negative ints (each with __index__: NumPy integers too), or one
+ * such int for a 1-d shape. */
 int ufg_arg_shape(PyObject *obj, const char *argname, int max_len, int64_t *out, int *len);
 
 /* A bytes object of at most 8 bytes copied into out (zero-filled first); None gives zeros. */

@@ -601,6 +601,9 @@ static PyMethodDef ufg_device_methods[] = {
      "__cuda_array_interface__, DLPack on a CUDA device)."},
     {"stream_handle", ufg_public_stream_handle, METH_O,
      "stream_handle(stream)\n--\n\nThe cudaStream_t of a stream= value."},
+    {"check_dlpack_device", UFG_FN(ufg_public_check_dlpack_device), METH_FASTCALL,
+     "check_dlpack_device(obj, what)\n--\n\nBufferError unless obj's __dlpack_device__() "
+     "is a CUDA device (kDLCUDA or kDLCUDAManaged); `what` names obj."},
     {"as_device_array", UFG_FN(ufg_public_as_device_array), METH_FASTCALL,
      "as_device_array(obj, what)\n--\n\nA DeviceArray viewing any CUDA array (no copy)."},
     {"_sim_stream_waits", ufg_sim_stream_waits, METH_NOARGS,

@@ -69,6 +69,25 @@ _DROP = object()
 DROP = _DROP
 
 
+class HostTensor:
+    """What a PyTorch CPU tensor looks like to ufuncgen: its type has __cuda_array_interface__
+    (a property that raises AttributeError off the GPU), its __dlpack_device__ says kDLCPU, and
+    NumPy reads it through __array__.  Host memory, as np.add takes it."""
+
+    def __init__(self, values):
+        self._values = np.asarray(values)
+
+    @property
+    def __cuda_array_interface__(self):
+        raise AttributeError("Can't get __cuda_array_interface__ on non-CUDA tensor type")
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+    def __array__(self, dtype=None, copy=None):
+        return self._values if dtype is None else self._values.astype(dtype)
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261121)

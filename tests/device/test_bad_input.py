@@ -58,7 +58,7 @@ def test_an_out_of_the_wrong_shape_is_refused(shape):
 
 def test_an_out_of_a_dtype_the_result_cannot_be_cast_to_is_refused():
     target = to_dev(np.full(8, 7, np.int64))
-    with pytest.raises(TypeError, match=r"add: Cannot cast ufunc 'add' output from dtype\('float64'\) to dtype\('int64'\)"):
+    with pytest.raises(TypeError, match=r"Cannot cast ufunc 'add' output from dtype\('float64'\) to dtype\('int64'\)"):
         ex.add(to_dev(np.ones(8)), 1.0, out=target)
     np.testing.assert_array_equal(host(target), np.full(8, 7))
 
@@ -151,3 +151,106 @@ def test_to_device_of_a_device_array_is_refused_rather_than_copied():
 def test_numpy_will_not_silently_copy_a_device_array_to_the_host():
     with pytest.raises(TypeError, match="copy_to_host"):
         np.asarray(to_dev(np.ones(2)))
+
+
+def _refusal(call):
+    try:
+        call()
+    except Exception as error:      # compared by the caller
+        return error
+    raise AssertionError("expected a refusal")
+
+
+@pytest.mark.parametrize("call", [
+    lambda D: ex.add(D(np.ones(3)), 1.0, out=D(np.zeros(3, np.int64))),
+    lambda D: ex.add(D(np.ones(3)), D(np.ones(3)), out=D(np.zeros(3, np.float32)),
+                     casting="safe"),
+    lambda D: ex.add(D(np.ones(3)), D(np.ones(3, np.int64)), dtype=np.int64, casting="safe"),
+    lambda D: ex.add(D(np.arange(3)), 2.5, dtype=np.int64, casting="no"),
+    lambda D: ex.add(D(np.arange(3, dtype=np.int32)), np.int64(1), casting="no"),
+], ids=["out= of a narrower kind", "out= under safe", "input under safe",
+        "Python float under no", "NumPy scalar under no"])
+def test_a_refused_cast_raises_numpys_own_exception_class_and_message_as_the_host_does(call):
+    on_host, on_device = _refusal(lambda: call(np.asarray)), _refusal(lambda: call(to_dev))
+    assert type(on_device) is type(on_host), (on_device, on_host)
+    assert isinstance(on_device, TypeError) and type(on_host).__module__.startswith("numpy")
+    assert str(on_device) == str(on_host)
+
+
+def test_a_cuda_array_of_reduceat_indices_is_refused_naming_indices():
+    with pytest.raises(TypeError, match=r"add.reduceat: indices are a CUDA array "
+                                        r"\(ufuncgen._device.DeviceArray\); reduceat takes host "
+                                        r"indices"):
+        ex.add.reduceat(to_dev(np.ones(4)), to_dev(np.array([0, 2])))
+
+
+@pytest.mark.parametrize("where", [np.array([True, False, True]), [True, False, True]],
+                         ids=["ndarray", "list"])
+def test_a_host_where_mask_with_device_arrays_is_refused_naming_its_type(where):
+    d = to_dev(np.ones(3))
+    with pytest.raises(TypeError, match=f"add: where= is a host "
+                                        f"{'numpy.ndarray' if isinstance(where, np.ndarray) else 'list'}; "
+                                        "with CUDA arrays it must be True, False or a CUDA bool "
+                                        "array"):
+        ex.add(d, d, where=where)
+
+
+@pytest.mark.parametrize("shape, want", [
+    (np.int64(3), (3,)), (np.uint8(0), (0,)), ((np.int32(2), 3), (2, 3)),
+    (np.array([2, 3]), (2, 3)), (range(2, 4), (2, 3)), ([], ()),
+], ids=["numpy int", "numpy zero", "tuple of numpy ints", "integer array", "range", "empty list"])
+def test_device_array_takes_a_shape_as_numpy_takes_it(shape, want):
+    assert device.device_array(shape).shape == np.empty(shape).shape == want
+
+
+@pytest.mark.parametrize("shape, error, message", [
+    (3.0, TypeError, r"shape: expected an int or a sequence of ints, got float"),
+    ("3", TypeError, r"shape: expected an int or a sequence of ints, got str"),
+    ((2, 1.5), TypeError, r"shape\[1\]: expected an int, got float"),
+    (-1, ValueError, r"shape: expected a non-negative size, got -1"),
+    ((1,) * 65, ValueError, r"shape: expected at most 64 entries, got 65"),
+], ids=["float", "str", "float in a tuple", "negative", "too many dimensions"])
+def test_a_bad_shape_names_the_argument_what_it_expected_and_what_it_got(shape, error, message):
+    with pytest.raises(error, match=message):
+        device.device_array(shape)
+
+
+@pytest.mark.parametrize("make", [
+    lambda device_arg: device.Stream(device=device_arg),
+    lambda device_arg: device.device_array(3, device=device_arg),
+    lambda device_arg: device.to_device(np.ones(3), device=device_arg),
+], ids=["Stream", "device_array", "to_device"])
+def test_a_bad_device_names_the_argument(make):
+    with pytest.raises(TypeError, match="device: expected an int, got str"):
+        make("a")
+    with pytest.raises(ValueError, match="device: expected a device ordinal from 0 to"):
+        make(device.device_count())
+
+
+def test_a_cuda_array_interface_with_too_many_dimensions_says_the_limit(out):
+    foreign = ForeignArray(to_dev(np.ones(8)), shape=(1,) * 65, strides=None)
+    with pytest.raises(ValueError, match=r"\['shape'\] has 65 entries; device arrays have at "
+                                         r"most 64 dimensions"):
+        ex.add(foreign, 1.0, out=out)
+    _untouched(out)
+
+
+@pytest.mark.parametrize("version, message", [
+    (99, r"\['version'\] is 99; the CUDA array interface defines versions 0 to 3"),
+    (-1, r"\['version'\] is -1"),
+    (2**70, r"\['version'\] is 1180591620717411303424"),
+    ("3", r"\['version'\] must be an int, not '3'"),
+    (True, r"\['version'\] must be an int, not True"),
+])
+def test_a_cuda_array_interface_version_the_spec_does_not_define_is_refused(version, message,
+                                                                           out):
+    with pytest.raises(ValueError, match=message):
+        ex.add(ForeignArray(to_dev(np.ones(8)), version=version), 1.0, out=out)
+    _untouched(out)
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_every_cuda_array_interface_version_the_spec_defines_is_taken(version):
+    x = np.arange(8.0)
+    np.testing.assert_array_equal(host(ex.add(ForeignArray(to_dev(x), version=version), 1.0)),
+                                  x + 1)

@@ -1,11 +1,13 @@
 """DeviceArray and the exchange protocols: round trips, CAI and DLPack consumed back, streams."""
+import ctypes
+
 import numpy as np
 import pytest
 
 import ufuncgen.examples as ex
 from ufuncgen import _device, device
 
-from .conftest import ForeignArray, host, to_dev
+from .conftest import ForeignArray, host, to_dev, view
 
 pytestmark = pytest.mark.skipif(not device.is_available(), reason=str(device.unavailable_reason()))
 
@@ -119,3 +121,100 @@ def test_the_backend_and_availability_are_reported():
     assert device.is_available() is True
     assert device.unavailable_reason() is None
     device.synchronize()
+
+
+# Every form stream= takes: ufuncgen's Stream, a raw handle (a Python or NumPy int), CuPy's
+# (.ptr), PyTorch's (.cuda_stream), Numba's (.handle, a c_void_p), the __cuda_stream__ protocol.
+STREAM_FORMS = {
+    "Stream": lambda s: s,
+    "handle": lambda s: s.handle,
+    "numpy int handle": lambda s: np.uint64(s.handle),
+    "CuPy-like": lambda s: type("CuPyLike", (), {"ptr": s.handle})(),
+    "PyTorch-like": lambda s: type("TorchLike", (), {"cuda_stream": s.handle})(),
+    "Numba-like": lambda s: type("NumbaLike", (), {"handle": ctypes.c_void_p(s.handle)})(),
+    "__cuda_stream__": lambda s: type("Protocol", (), {
+        "__cuda_stream__": lambda self: (0, s.handle)})(),
+}
+
+
+@pytest.mark.parametrize("make", STREAM_FORMS.values(), ids=STREAM_FORMS.keys())
+def test_copy_to_host_takes_every_form_of_stream_a_call_takes(make, rng):
+    s = device.Stream()
+    x = rng.standard_normal((3, 4))
+    d = to_dev(x)
+    np.testing.assert_array_equal(d.copy_to_host(stream=make(s)), x)
+    # A strided view is gathered by a device copy on that stream first.
+    every_other = view(d, (3, 2), (d.strides[0], 2 * d.strides[1]))
+    np.testing.assert_array_equal(every_other.copy_to_host(stream=make(s)), x[:, ::2])
+    assert every_other.stream == s.handle
+
+
+@pytest.mark.parametrize("make", STREAM_FORMS.values(), ids=STREAM_FORMS.keys())
+def test_the_stream_of_a_device_array_is_set_with_every_form_of_stream_a_call_takes(make, rng):
+    s = device.Stream()
+    x = rng.standard_normal(4)
+    d = to_dev(x)
+    d.stream = make(s)
+    assert d.stream == s.handle
+    np.testing.assert_array_equal(host(ex.add(d, 1.0, stream=s)), x + 1)
+    d.stream = None
+    assert d.stream == 0
+
+
+@pytest.mark.parametrize("use", [
+    lambda d: d.copy_to_host(stream="default"),
+    lambda d: setattr(d, "stream", 1.5),
+], ids=["copy_to_host", "stream setter"])
+def test_a_bad_stream_for_a_device_array_is_the_type_error_of_a_call(use):
+    with pytest.raises(TypeError, match="stream= must be an int handle or a CUDA stream object"):
+        use(to_dev(np.ones(2)))
+
+
+# Views whose elements do not sit at multiples of their size (another library's view with
+# odd strides or offset): (dtype, base length, shape, byte strides, byte offset).
+MISALIGNED_VIEWS = {
+    "float64 stride 12": ("float64", 5, (3,), (12,), 0),
+    "float64 offset 4": ("float64", 8, (3,), (16,), 4),
+    "complex128 stride 24": ("complex128", 6, (3,), (24,), 0),
+    "float32 2-d": ("float32", 16, (2, 3), (20, 6), 2),
+    "int16 reversed": ("int16", 8, (4,), (-3,), 13),
+}
+
+
+@pytest.mark.parametrize("dtype, n, shape, strides, offset", MISALIGNED_VIEWS.values(),
+                         ids=MISALIGNED_VIEWS.keys())
+@pytest.mark.parametrize("copy", [
+    lambda v: v.copy_to_host(),
+    lambda v: _device.from_dlpack_capsule(v.__dlpack__(copy=True)).copy_to_host(),
+], ids=["copy_to_host", "__dlpack__(copy=True)"])
+def test_a_misaligned_view_is_copied_as_numpy_reads_the_same_bytes(dtype, n, shape, strides,
+                                                                     offset, copy, rng):
+    base = (rng.standard_normal(n) * 100).astype(dtype)
+    d = to_dev(base)
+    want = np.ndarray(shape, dtype, buffer=base, offset=offset, strides=strides)
+    got = copy(view(d, shape, strides, offset))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.skipif(device.backend() != "sim", reason="the simulator's model of a GPU fault")
+def test_the_simulator_faults_a_cast_of_misaligned_elements_as_a_gpu_does():
+    d = to_dev(np.arange(8.0))
+    out = device.device_array(3)
+    with pytest.raises(device.DeviceError, match="cudaErrorMisalignedAddress"):
+        _device.launch_cast(0, 0, (3,), d.ptr + 4, (16,), "f8", out.ptr, (8,), "f8")
+    # complex128 needs its parts' alignment (8 bytes), not its size's
+    c = to_dev(np.arange(4.0).view(np.complex128))
+    out = device.device_array(1, np.complex128)
+    _device.launch_cast(0, 0, (1,), c.ptr + 8, (16,), "c16", out.ptr, (16,), "c16")
+    device.synchronize()
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 4, 2)])
+def test_the_cuda_array_interface_of_a_zero_size_array_has_a_null_pointer_as_the_spec_asks(
+        shape):
+    d = device.device_array(shape)
+    assert d.__cuda_array_interface__["data"] == (0, False)
+    back = device.as_device_array(ForeignArray(d))
+    assert back.shape == shape and back.copy_to_host().shape == shape
+    assert host(ex.add(ForeignArray(d), 1.0)).shape == shape

@@ -33,10 +33,12 @@ ufg_device_array_cai(ufg_DeviceArrayObject *self, void *Py_UNUSED(closure))
             goto done;
         }
     }
+    /* The interface's rule: 0 for a zero-size array, whose pointer addresses nothing. */
     result = Py_BuildValue("{s:O, s:s, s:(KO), s:i, s:O, s:K}",
                            "shape", shape,
                            "typestr", typestr,
-                           "data", (unsigned long long)(uintptr_t)self->ptr,
+                           "data", ufg_device_array_size(self) == 0
+                                       ? 0ull : (unsigned long long)(uintptr_t)self->ptr,
                            self->readonly ? Py_True : Py_False,
                            "version", 3,
                            "strides", strides,

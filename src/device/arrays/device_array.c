@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "call/stream_arg.h"
 #include "dtypes.h"
 #include "runtime.h"
 
@@ -61,6 +62,21 @@ ufg_device_array_size(const ufg_DeviceArrayObject *self)
         size *= self->shape[d];
     }
     return size;
+}
+
+int
+ufg_strided_is_aligned(const char *ptr, int ndim, const int64_t *shape, const int64_t *strides,
+                       int64_t alignment)
+{
+    int misaligned = (uintptr_t)ptr % (uintptr_t)alignment != 0;
+
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 0) {
+            return 1;
+        }
+        misaligned |= shape[d] > 1 && strides[d] % alignment != 0;
+    }
+    return !misaligned;
 }
 
 /* NumPy's rule: size-1 dimensions may have any stride; an empty array is contiguous. */
@@ -324,12 +340,14 @@ ufg_device_array_set_stream(ufg_DeviceArrayObject *self, PyObject *value,
         PyErr_SetString(PyExc_AttributeError, "DeviceArray.stream cannot be deleted");
         return -1;
     }
-    if (ufg_arg_uintptr(value, "stream", &stream) < 0) {
+    if (ufg_stream_from_object(value, &stream) < 0) {
         return -1;
     }
     self->stream = stream;
-    /* A bare handle: its owner is the caller's concern, unless ufuncgen.device.Stream made it. */
-    Py_XSETREF(self->stream_keeper, Py_XNewRef(ufg_stream_keeper_of(stream, NULL)));
+    /* A stream object is kept alive while the array may queue its free there; a bare
+     * handle's owner is the caller's concern, unless ufuncgen.device.Stream made it. */
+    Py_XSETREF(self->stream_keeper,
+               Py_XNewRef(ufg_stream_keeper_of(stream, ufg_stream_owner(value))));
     return 0;
 }
 
@@ -350,7 +368,8 @@ static PyGetSetDef ufg_device_array_getset[] = {
     {"owner", (getter)ufg_device_array_get_owner, NULL,
      "The object keeping the memory alive for a view, or None.", NULL},
     {"stream", (getter)ufg_device_array_get_stream, (setter)ufg_device_array_set_stream,
-     "Handle of the stream the array was last written on (0: the default stream).", NULL},
+     "Handle of the stream the array was last used on (0: the default stream); set it with "
+     "anything stream= takes.", NULL},
     {"__cuda_array_interface__", (getter)ufg_device_array_cai, NULL,
      "The CUDA array interface, version 3.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -405,7 +424,7 @@ static PyMethodDef ufg_device_array_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "copy_to_host(stream=None)\n--\n\n"
      "A new C-contiguous NumPy array with the same shape and dtype, copied on `stream` "
-     "(default: the array's own) and waited for."},
+     "(anything stream= takes; default: the array's own) and waited for."},
     {"__array__", (PyCFunction)(void (*)(void))ufg_device_array_array,
      METH_VARARGS | METH_KEYWORDS, "Refuses: device data is never copied implicitly."},
     {"__dlpack__", (PyCFunction)(void (*)(void))ufg_device_array_dlpack,

@@ -98,6 +98,11 @@ ufg_DeviceArrayObject *ufg_device_array_empty(int ndim, const int64_t *shape,
 int64_t ufg_device_array_size(const ufg_DeviceArrayObject *self);
 int ufg_device_array_is_c_contiguous(const ufg_DeviceArrayObject *self);
 
+/* Whether every element of a strided view starts at a multiple of `alignment` bytes, as a
+ * kernel loading it needs (an empty view is; a size-1 dimension's stride is never used). */
+int ufg_strided_is_aligned(const char *ptr, int ndim, const int64_t *shape,
+                           const int64_t *strides, int64_t alignment);
+
 /* Element count of a shape, or -1 with ValueError set (negative or overflowing). */
 int64_t ufg_shape_size(int ndim, const int64_t *shape, const char *argname);
 
@@ -107,9 +112,10 @@ void ufg_c_strides(int ndim, const int64_t *shape, int64_t itemsize, int64_t *st
 /* Methods defined in their own files. */
 PyObject *ufg_device_array_copy_to_host(ufg_DeviceArrayObject *self, PyObject *args,
                                         PyObject *kwargs);
-/* A C-contiguous device copy (same device, dtype), made on `stream`. */
+/* A C-contiguous device copy (same device, dtype), made on `stream`, which `keeper` owns
+ * (as for ufg_device_array_used_on). */
 ufg_DeviceArrayObject *ufg_device_array_contiguous_copy(ufg_DeviceArrayObject *self,
-                                                        uintptr_t stream);
+                                                        uintptr_t stream, PyObject *keeper);
 PyObject *ufg_device_array_cai(ufg_DeviceArrayObject *self, void *closure);
 PyObject *ufg_device_array_dlpack(ufg_DeviceArrayObject *self, PyObject *args,
                                   PyObject *kwargs);

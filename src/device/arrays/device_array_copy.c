@@ -4,17 +4,44 @@
  */
 #include "device_array.h"
 
+#include <string.h>
+
 #include "args.h"
+#include "call/stream_arg.h"
 #include "keepalive.h"
 #include "launch.h"
 #include "runtime.h"
 #include "stream_device.h"
 
+/* Copies a view whose elements are not all aligned to their size (a foreign array's view
+ * with odd strides or offset) byte by byte: a kernel loading such an element as its type
+ * faults on a GPU.  Each element becomes a last dimension of itemsize bytes, which the cast
+ * kernel copies as uint8. */
+static int
+ufg_copy_misaligned(const ufg_backend *backend, ufg_DeviceArrayObject *self,
+                    ufg_DeviceArrayObject *copy, uintptr_t stream)
+{
+    int64_t shape[UFG_DEVICE_ARRAY_MAX_DIMS + 1], src_strides[UFG_DEVICE_ARRAY_MAX_DIMS + 1];
+    int64_t dst_strides[UFG_DEVICE_ARRAY_MAX_DIMS + 1];
+    const int ndim = self->ndim;
+
+    memcpy(shape, self->shape, sizeof(int64_t) * (size_t)ndim);
+    memcpy(src_strides, self->strides, sizeof(int64_t) * (size_t)ndim);
+    memcpy(dst_strides, copy->strides, sizeof(int64_t) * (size_t)ndim);
+    shape[ndim] = (int64_t)self->dtype->elsize;
+    src_strides[ndim] = dst_strides[ndim] = 1;
+    return ufg_launch_cast(backend, self->device, stream, ndim + 1, shape, self->ptr,
+                           src_strides, UFG_DT_UINT8, copy->ptr, dst_strides, UFG_DT_UINT8,
+                           NULL, NULL);
+}
+
 ufg_DeviceArrayObject *
-ufg_device_array_contiguous_copy(ufg_DeviceArrayObject *self, uintptr_t stream)
+ufg_device_array_contiguous_copy(ufg_DeviceArrayObject *self, uintptr_t stream,
+                                 PyObject *keeper)
 {
     const ufg_backend *backend = ufg_runtime_backend();
     ufg_DeviceArrayObject *copy;
+    int status;
 
     if (backend == NULL || ufg_device_array_wait_for(backend, self, stream) < 0) {
         return NULL;
@@ -23,13 +50,20 @@ ufg_device_array_contiguous_copy(ufg_DeviceArrayObject *self, uintptr_t stream)
     if (copy == NULL) {
         return NULL;
     }
-    if (ufg_launch_cast(backend, self->device, stream, self->ndim, self->shape, self->ptr,
-                        self->strides, self->code, copy->ptr, copy->strides,
-                        copy->code, NULL, NULL) < 0) {
+    if (ufg_strided_is_aligned(self->ptr, self->ndim, self->shape, self->strides,
+                               (int64_t)self->dtype->elsize)) {
+        status = ufg_launch_cast(backend, self->device, stream, self->ndim, self->shape,
+                                 self->ptr, self->strides, self->code, copy->ptr, copy->strides,
+                                 copy->code, NULL, NULL);
+    }
+    else {
+        status = ufg_copy_misaligned(backend, self, copy, stream);
+    }
+    if (status < 0) {
         Py_DECREF(copy);
         return NULL;
     }
-    ufg_device_array_used_on(self, stream, NULL);
+    ufg_device_array_used_on(self, stream, keeper);
     return copy;
 }
 
@@ -63,7 +97,7 @@ ufg_device_array_copy_to_host(ufg_DeviceArrayObject *self, PyObject *args, PyObj
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:copy_to_host", keywords, &stream_arg)) {
         return NULL;
     }
-    if (stream_arg != Py_None && ufg_arg_uintptr(stream_arg, "stream", &stream) < 0) {
+    if (stream_arg != Py_None && ufg_stream_from_object(stream_arg, &stream) < 0) {
         return NULL;
     }
     backend = ufg_runtime_backend();
@@ -88,7 +122,10 @@ ufg_device_array_copy_to_host(ufg_DeviceArrayObject *self, PyObject *args, PyObj
         }
     }
     else {
-        source = ufg_device_array_contiguous_copy(self, stream);
+        source = ufg_device_array_contiguous_copy(self, stream,
+                                                  stream_arg == Py_None
+                                                      ? self->stream_keeper
+                                                      : ufg_stream_owner(stream_arg));
         if (source == NULL) {
             goto fail;
         }

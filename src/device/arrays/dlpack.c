@@ -260,7 +260,7 @@ ufg_device_array_dlpack(ufg_DeviceArrayObject *self, PyObject *args, PyObject *k
         return NULL;
     }
     /* copy=True: a fresh, writable C-contiguous copy made on the array's stream. */
-    source = copied ? ufg_device_array_contiguous_copy(self, self->stream)
+    source = copied ? ufg_device_array_contiguous_copy(self, self->stream, self->stream_keeper)
                     : (ufg_DeviceArrayObject *)Py_NewRef(self);
     if (source == NULL) {
         return NULL;
@@ -357,42 +357,59 @@ ufg_dlpack_device_name(int32_t type)
     }
 }
 
-/* Checks a producer's tensor and converts its strides to bytes (shape/strides hold ndim). */
+/* The BufferError for memory on a DLPack device kernels cannot read. */
 static int
-ufg_dlpack_read_tensor(const DLTensor *tensor, int64_t *shape, int64_t *strides,
-                       int *code)
+ufg_dlpack_refuse_device(const char *context, long long type, long long id)
 {
-    const char *context = "from_dlpack_capsule";
-    int64_t itemsize;
+    PyErr_Format(PyExc_BufferError,
+                 "%s: the tensor is on DLPack device type %lld (%s), device %lld; device "
+                 "arrays take kDLCUDA (2) or kDLCUDAManaged (13) memory%s", context, type,
+                 ufg_dlpack_device_name((int32_t)type), id,
+                 type == kDLCPU ? " (copy host data with ufuncgen.device.to_device)" : "");
+    return -1;
+}
+
+/* The tensor's device: CUDA memory, on a device the backend has. */
+static int
+ufg_dlpack_read_device(const DLTensor *tensor, const char *context)
+{
+    const ufg_backend *backend;
+    int count;
 
     if (tensor->device.device_type != kDLCUDA && tensor->device.device_type != kDLCUDAManaged) {
+        return ufg_dlpack_refuse_device(context, tensor->device.device_type,
+                                        tensor->device.device_id);
+    }
+    if ((backend = ufg_runtime_backend()) == NULL ||
+        (count = ufg_runtime_device_count(backend)) < 0) {
+        return -1;
+    }
+    if (tensor->device.device_id < 0 || tensor->device.device_id >= count) {
         PyErr_Format(PyExc_BufferError,
-                     "%s: the tensor is on DLPack device type %d (%s), device %d; device "
-                     "arrays take kDLCUDA (2) or kDLCUDAManaged (13) memory", context,
-                     (int)tensor->device.device_type,
-                     ufg_dlpack_device_name(tensor->device.device_type),
-                     (int)tensor->device.device_id);
+                     "%s: the tensor is on CUDA device %d, but the %s backend has device%s 0 "
+                     "to %d", context, (int)tensor->device.device_id, backend->name,
+                     count == 1 ? "" : "s", count - 1);
         return -1;
     }
-    if (tensor->device.device_id < 0) {
-        PyErr_Format(PyExc_BufferError, "%s: negative device id %d", context,
-                     (int)tensor->device.device_id);
-        return -1;
-    }
-    *code = ufg_dtype_from_dlpack(tensor->dtype, context);
-    if (*code < 0) {
-        return -1;
-    }
+    return 0;
+}
+
+/* ndim and the sizes (into shape[]); *size: the element count, within 2**63 bytes. */
+static int
+ufg_dlpack_read_shape(const DLTensor *tensor, const char *context, int64_t itemsize,
+                      int64_t *shape, int64_t *size)
+{
     if (tensor->ndim < 0 || tensor->ndim > UFG_DEVICE_ARRAY_MAX_DIMS) {
         PyErr_Format(PyExc_BufferError, "%s: ndim must be 0 to %d, got %d", context,
                      UFG_DEVICE_ARRAY_MAX_DIMS, (int)tensor->ndim);
         return -1;
     }
     if (tensor->ndim > 0 && tensor->shape == NULL) {
-        PyErr_Format(PyExc_BufferError, "%s: the tensor has no shape", context);
+        PyErr_Format(PyExc_BufferError, "%s: the tensor has %d dimensions but no shape",
+                     context, (int)tensor->ndim);
         return -1;
     }
-    itemsize = tensor->dtype.bits / 8;
+    *size = 1;
     for (int d = 0; d < tensor->ndim; d++) {
         shape[d] = tensor->shape[d];
         if (shape[d] < 0) {
@@ -400,13 +417,11 @@ ufg_dlpack_read_tensor(const DLTensor *tensor, int64_t *shape, int64_t *strides,
                          context, d, (long long)shape[d]);
             return -1;
         }
-    }
-    if (tensor->strides == NULL) {
-        ufg_c_strides(tensor->ndim, shape, itemsize, strides);
-    }
-    else {
-        for (int d = 0; d < tensor->ndim; d++) {
-            strides[d] = tensor->strides[d] * itemsize;
+        *size = *size > 0 && shape[d] > INT64_MAX / itemsize / *size ? -1 : *size * shape[d];
+        if (*size < 0) {
+            PyErr_Format(PyExc_BufferError, "%s: the shape has more than 2**63 bytes of "
+                         "elements", context);
+            return -1;
         }
     }
     return 0;
@@ -423,6 +438,126 @@ ufg_dlpack_check_stream(uintptr_t stream, int device)
                                   "the tensor is on");
 }
 
+/* The strides in bytes (DLPack counts elements; NULL means C-contiguous), each within
+ * int64, and the elements' span too: byte offsets must not wrap.  An empty tensor's strides
+ * address nothing: it gets C-contiguous ones, whatever it says. */
+static int
+ufg_dlpack_read_strides(const DLTensor *tensor, const char *context, int64_t itemsize,
+                        const int64_t *shape, int64_t size, int64_t *strides)
+{
+    int64_t span = 0;
+
+    if (tensor->strides == NULL || size == 0) {
+        ufg_c_strides(tensor->ndim, shape, itemsize, strides);
+        return 0;
+    }
+    for (int d = 0; d < tensor->ndim; d++) {
+        const int64_t stride = tensor->strides[d];
+        /* |stride| * itemsize in int64, and once per dimension within the span below. */
+        if (stride < -(INT64_MAX / itemsize) || stride > INT64_MAX / itemsize) {
+            PyErr_Format(PyExc_BufferError, "%s: stride %lld of dimension %d, times the item "
+                         "size %lld, does not fit in 64 bits", context, (long long)stride, d,
+                         (long long)itemsize);
+            return -1;
+        }
+        strides[d] = stride * itemsize;
+        if (shape[d] > 1) {
+            const int64_t step = strides[d] < 0 ? -strides[d] : strides[d];
+            if (step != 0 && shape[d] - 1 > (INT64_MAX - span) / step) {
+                PyErr_Format(PyExc_BufferError, "%s: the tensor's elements span more than "
+                             "2**63 bytes (stride %lld of dimension %d, size %lld)", context,
+                             (long long)stride, d, (long long)shape[d]);
+                return -1;
+            }
+            span += (shape[d] - 1) * step;
+        }
+    }
+    return 0;
+}
+
+/* The first element's address: data + byte_offset, not wrapping, and device memory unless
+ * the tensor is empty (the CUDA array interface's rule for its pointer). */
+static int
+ufg_dlpack_read_data(const DLTensor *tensor, const char *context, int64_t size, char **ptr)
+{
+    const uintptr_t data = (uintptr_t)tensor->data;
+    const ufg_backend *backend;
+
+    if (data == 0 && size > 0) {
+        PyErr_Format(PyExc_BufferError, "%s: the tensor's data is a null pointer for a "
+                     "non-empty tensor", context);
+        return -1;
+    }
+    if (tensor->byte_offset > (uint64_t)(UINTPTR_MAX - data) ||
+        tensor->byte_offset > (uint64_t)INT64_MAX) {
+        PyErr_Format(PyExc_BufferError, "%s: byte_offset %llu past the data pointer 0x%llx "
+                     "leaves the address space", context,
+                     (unsigned long long)tensor->byte_offset, (unsigned long long)data);
+        return -1;
+    }
+    *ptr = (char *)(data + (uintptr_t)tensor->byte_offset);
+    if (size > 0 && ((backend = ufg_runtime_backend()) == NULL ||
+                     backend->pointer_device(*ptr) < 0)) {
+        if (backend != NULL) {
+            PyErr_Format(PyExc_BufferError, "%s: the tensor's data 0x%llx is not device "
+                         "memory", context, (unsigned long long)(uintptr_t)*ptr);
+        }
+        return -1;
+    }
+    return 0;
+}
+
+/* Checks a producer's tensor as thoroughly as the CUDA array interface's dict is checked
+ * (operands.c): a tensor that fails is refused here, never read by a kernel.  shape/strides
+ * (bytes) hold ndim entries; *ptr is the first element. */
+static int
+ufg_dlpack_read_tensor(const DLTensor *tensor, int64_t *shape, int64_t *strides,
+                       int *code, char **ptr)
+{
+    const char *context = "from_dlpack_capsule";
+    int64_t itemsize, size;
+
+    if (ufg_dlpack_read_device(tensor, context) < 0) {
+        return -1;
+    }
+    *code = ufg_dtype_from_dlpack(tensor->dtype, context);
+    if (*code < 0) {
+        return -1;
+    }
+    itemsize = tensor->dtype.bits / 8;     /* a whole number of bytes: the dtype checked it */
+    if (ufg_dlpack_read_shape(tensor, context, itemsize, shape, &size) < 0 ||
+        ufg_dlpack_read_strides(tensor, context, itemsize, shape, size, strides) < 0) {
+        return -1;
+    }
+    return ufg_dlpack_read_data(tensor, context, size, ptr);
+}
+
+int
+ufg_dlpack_check_producer_device(PyObject *obj, const char *what)
+{
+    PyObject *device = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
+    long long type, id;
+
+    if (device == NULL) {
+        return -1;
+    }
+    if (!PyTuple_Check(device) || PyTuple_GET_SIZE(device) != 2 ||
+        !PyLong_Check(PyTuple_GET_ITEM(device, 0)) || !PyLong_Check(PyTuple_GET_ITEM(device, 1))) {
+        PyErr_Format(PyExc_TypeError, "%s: __dlpack_device__() must return a (device_type, "
+                     "device_id) tuple of ints, not %R", what, device);
+        Py_DECREF(device);
+        return -1;
+    }
+    type = PyLong_AsLongLong(PyTuple_GET_ITEM(device, 0));
+    id = PyLong_AsLongLong(PyTuple_GET_ITEM(device, 1));
+    Py_DECREF(device);
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+    return type == kDLCUDA || type == kDLCUDAManaged ? 0
+                                                     : ufg_dlpack_refuse_device(what, type, id);
+}
+
 PyObject *
 ufg_from_dlpack_capsule(PyObject *capsule, uintptr_t stream, PyObject *keeper)
 {
@@ -434,6 +569,7 @@ ufg_from_dlpack_capsule(PyObject *capsule, uintptr_t stream, PyObject *keeper)
     ufg_DeviceArrayObject *array;
     PyArray_Descr *descr;
     PyObject *holder;
+    char *ptr;
     int code, readonly = 0;
 
     if (!PyCapsule_CheckExact(capsule)) {
@@ -471,7 +607,7 @@ ufg_from_dlpack_capsule(PyObject *capsule, uintptr_t stream, PyObject *keeper)
     else {
         tensor = &((const DLManagedTensor *)managed)->dl_tensor;
     }
-    if (ufg_dlpack_read_tensor(tensor, shape, strides, &code) < 0 ||
+    if (ufg_dlpack_read_tensor(tensor, shape, strides, &code, &ptr) < 0 ||
         ufg_dlpack_check_stream(stream, tensor->device.device_id) < 0) {
         return NULL;
     }
@@ -482,9 +618,8 @@ ufg_from_dlpack_capsule(PyObject *capsule, uintptr_t stream, PyObject *keeper)
     holder = ufg_dlpack_holder_new(managed, versioned);
     /* The producer ordered the tensor before the consumer's stream: its last use so far. */
     array = holder == NULL ? NULL
-        : ufg_device_array_new((char *)tensor->data + tensor->byte_offset, tensor->ndim, shape,
-                               strides, descr, tensor->device.device_id, readonly, stream,
-                               holder);
+        : ufg_device_array_new(ptr, tensor->ndim, shape, strides, descr,
+                               tensor->device.device_id, readonly, stream, holder);
     Py_DECREF(descr);
     /* From here the holder runs the deleter; the renamed capsule's destructor leaves it. */
     if (array == NULL ||

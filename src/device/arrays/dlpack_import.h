@@ -12,4 +12,10 @@
  * the array then keeps alive (NULL: a bare handle). */
 PyObject *ufg_from_dlpack_capsule(PyObject *capsule, uintptr_t stream, PyObject *keeper);
 
+/* Asks a DLPack producer's __dlpack_device__() whether its memory is CUDA memory, before
+ * __dlpack__ is called with a CUDA stream (a host producer such as NumPy refuses any stream
+ * with an error of its own).  0 if it is; -1 with BufferError naming the device (kDLCPU...)
+ * and `what`, or the producer's own error. */
+int ufg_dlpack_check_producer_device(PyObject *obj, const char *what);
+
 #endif /* UFG_DEVICE_DLPACK_IMPORT_H */

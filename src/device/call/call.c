@@ -28,6 +28,9 @@ ufg_prefix_error(const char *prefix)
 
     PyTypeObject *builtin;
 
+    if (ufg_numpy_error_is_ufunc_type_error()) {
+        return;
+    }
     PyErr_Fetch(&type, &value, &traceback);
     PyErr_NormalizeException(&type, &value, &traceback);
     /* NumPy's own exception classes take constructor arguments of their own: raise the
@@ -103,9 +106,12 @@ ufg_call_classify_mask(ufg_call *c)
     }
     is_device = ufg_is_device_object(c->where);
     if (is_device <= 0) {
-        if (is_device == 0) {
-            PyErr_Format(PyExc_TypeError, "%s: where= must be True, False or a CUDA bool array",
-                         c->fn->name);
+        PyObject *type_name = is_device == 0 ? ufg_type_name(c->where) : NULL;
+        if (type_name != NULL) {
+            PyErr_Format(PyExc_TypeError, "%s: where= is a host %S; with CUDA arrays it must "
+                         "be True, False or a CUDA bool array (nothing is copied to the device "
+                         "behind your back)", c->fn->name, type_name);
+            Py_DECREF(type_name);
         }
         return -1;
     }

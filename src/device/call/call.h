@@ -30,6 +30,7 @@
 #include "cast.h"
 #include "device_array.h"
 #include "launch.h"
+#include "stream_arg.h"
 
 /* Inputs + outputs of one function (the host's limit) and dimensions of one operand
  * (NumPy's). */
@@ -152,16 +153,28 @@ void ufg_call_release(ufg_call *c);
 int ufg_call_wait_for_operand(ufg_call *c, const ufg_operand *op);
 int ufg_call_note_use(ufg_call *c, const ufg_operand *op);
 
-/* Re-raises the exception being raised as the same type, its message after "prefix: ". */
+/* Re-raises the exception being raised as the same type, its message after "prefix: ".
+ * NumPy's UFuncTypeError family is left as NumPy raised it: its class is what a host call
+ * raises (and callers catch), and its message names the ufunc already. */
 void ufg_prefix_error(const char *prefix);
+
+/* numpy_errors.c: raises NumPy's _UFuncInputCastingError / _UFuncOutputCastingError (casting
+ * is the rule's name, index the input's or output's position), as a host call refusing the
+ * same cast does; returns -1. */
+int ufg_numpy_casting_error(PyObject *ufunc, const char *casting, PyArray_Descr *from,
+                            PyArray_Descr *to, int is_output, int index);
+/* numpy_errors.c: whether the exception being raised is a NumPy UFuncTypeError. */
+int ufg_numpy_error_is_ufunc_type_error(void);
 
 /* "add: argument 'x'" / "add: output 'sum'" for operand k, into buffer (size >= 160). */
 const char *ufg_call_what(const ufg_call *c, int k, char *buffer, size_t size);
 
 /* operands.c: anything with CUDA memory (DeviceArray, __cuda_array_interface__, DLPack on a
  * CUDA device) → a buffer operand; `what` names it in errors, `consumer` is the stream that
- * will use it (a DLPack producer is asked to order its work before it).  1 if obj is such an object,
- * 0 if not (nothing set), -1 with an exception. */
+ * will use it (a DLPack producer is asked to order its work before it).  ufg_is_device_object:
+ * 1 if obj is such an object, 0 if not (nothing set), -1 with an exception; ufuncgen._core's
+ * dispatcher decides, so an object it takes for host memory (a PyTorch CPU tensor) is host
+ * memory here too. */
 int ufg_is_device_object(PyObject *obj);
 int ufg_operand_from_buffer(PyObject *obj, const char *what, ufg_operand *op,
                             uintptr_t consumer);
@@ -171,12 +184,7 @@ int64_t ufg_operand_size(const ufg_operand *op);
 /* A DeviceArray as a buffer operand (borrowing it). */
 void ufg_operand_from_array(ufg_DeviceArrayObject *array, ufg_operand *op);
 
-/* streams.c: a stream= value (None, an int handle, CuPy/PyTorch/Numba/ufuncgen streams,
- * __cuda_stream__) as a cudaStream_t; queued work on `consumer` waits for op's producer. */
-int ufg_stream_from_object(PyObject *obj, uintptr_t *stream);
-/* streams.c: the object that owns the stream a stream= value names (borrowed), which arrays
- * keep alive; NULL for None or a bare int handle, whose lifetime is the caller's. */
-PyObject *ufg_stream_owner(PyObject *obj);
+/* streams.c: queued work on `consumer` waits for op's producer. */
 /* streams.c: the stream a call without stream= runs on, from its array arguments objs[0..n)
  * (NULL entries skipped): the current stream of the first one's library that has a stream
  * source, else ufuncgen's current stream, else 0.  *keeper: a new reference or NULL. */
@@ -222,6 +230,8 @@ void ufg_numpy_result_axes(const ufg_call *c, int *inner_first);
  * shape as Python writes it ("(3,)"); NumPy's broadcasting of `shape` into `result`
  * (right-aligned; 0 when they are incompatible). */
 PyObject *ufg_type_name(PyObject *obj);
+/* "what (module.Type)" for obj, into buffer; returns buffer. */
+const char *ufg_describe(PyObject *obj, const char *what, char *buffer, size_t size);
 PyObject *ufg_shape_repr(int ndim, const int64_t *shape);
 int ufg_broadcast_into(int *ndim, int64_t *result, int op_ndim, const int64_t *shape);
 /* Whether an operand of op_shape broadcasts to exactly `shape` (NumPy's rule, one way). */

@@ -11,9 +11,7 @@
 
 #include "dlpack_import.h"
 #include "runtime.h"
-
-/* DLPack device types whose memory kernels can read: CUDA and CUDA managed. */
-enum { UFG_DLPACK_CUDA = 2, UFG_DLPACK_CUDA_MANAGED = 13 };
+#include "ufuncgen/device_probe.h"
 
 static PyObject *ufg_cai_name, *ufg_dlpack_name, *ufg_dlpack_device_name;
 
@@ -54,6 +52,15 @@ ufg_type_name_into(PyObject *obj, char *buffer, size_t size)
     }
 }
 
+const char *
+ufg_describe(PyObject *obj, const char *what, char *buffer, size_t size)
+{
+    PyOS_snprintf(buffer, size, "%s (", what);
+    ufg_type_name_into(obj, buffer + strlen(buffer), size - strlen(buffer));
+    PyOS_snprintf(buffer + strlen(buffer), size - strlen(buffer), ")");
+    return buffer;
+}
+
 PyObject *
 ufg_type_name(PyObject *obj)
 {
@@ -71,40 +78,48 @@ ufg_unsupported_dtype(PyArray_Descr *descr, const char *what)
     return -1;
 }
 
+/* ufuncgen._core's probe (ufuncgen/device_probe.h), fetched once: the dispatcher and the
+ * device call must agree on what a CUDA buffer is, or an argument the dispatcher took for host
+ * memory (a PyTorch CPU tensor) is read here as a broken device array. */
+static const ufg_device_probe_api *
+ufg_device_probe(void)
+{
+    static const ufg_device_probe_api *probe = NULL;
+    PyObject *core, *capsule;
+
+    if (probe != NULL) {
+        return probe;
+    }
+    /* Imported by name: PyCapsule_Import only reads attributes of submodules imported
+     * already, and a to_device() may come before anything imported ufuncgen._core. */
+    core = PyImport_ImportModule("ufuncgen._core");
+    capsule = core == NULL ? NULL : PyObject_GetAttrString(core, "_device_probe");
+    Py_XDECREF(core);
+    if (capsule == NULL) {
+        return NULL;
+    }
+    probe = PyCapsule_GetPointer(capsule, UFG_DEVICE_PROBE_CAPSULE);
+    Py_DECREF(capsule);     /* the module keeps it, and the table is static */
+    if (probe != NULL && probe->version != UFG_DEVICE_PROBE_VERSION) {
+        PyErr_Format(PyExc_ImportError,
+                     "ufuncgen._core and ufuncgen._device come from different builds "
+                     "(device probe version %d, expected %d); reinstall ufuncgen",
+                     probe->version, UFG_DEVICE_PROBE_VERSION);
+        probe = NULL;
+    }
+    return probe;
+}
+
 int
 ufg_is_device_object(PyObject *obj)
 {
-    PyTypeObject *type = Py_TYPE(obj);
-    PyObject *device;
-    long kind;
+    const ufg_device_probe_api *probe;
 
     if (ufg_DeviceArray_Check(obj)) {
         return 1;
     }
-    if (ufg_operands_intern() < 0) {
-        return -1;
-    }
-    if (_PyType_Lookup(type, ufg_cai_name) != NULL) {
-        return 1;
-    }
-    if (_PyType_Lookup(type, ufg_dlpack_device_name) == NULL) {
-        return 0;
-    }
-    /* A broken __dlpack_device__ is not a device object: the caller's message about what the
-     * object is then says more than the object's own error would. */
-    device = PyObject_CallMethodNoArgs(obj, ufg_dlpack_device_name);
-    if (device == NULL || !PyTuple_Check(device) || PyTuple_GET_SIZE(device) < 1) {
-        PyErr_Clear();
-        Py_XDECREF(device);
-        return 0;
-    }
-    kind = PyLong_AsLong(PyTuple_GET_ITEM(device, 0));
-    Py_DECREF(device);
-    if (kind == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        return 0;
-    }
-    return kind == UFG_DLPACK_CUDA || kind == UFG_DLPACK_CUDA_MANAGED;
+    probe = ufg_device_probe();
+    return probe == NULL ? -1 : probe->is_device_buffer(obj);
 }
 
 void
@@ -155,7 +170,9 @@ ufg_cai_int_tuple(PyObject *value, const char *where, const char *key, int64_t *
     }
     n = PyTuple_GET_SIZE(value);
     if (n > UFG_CALL_MAX_NDIM) {
-        goto bad;
+        PyErr_Format(PyExc_ValueError, "%s['%s'] has %zd entries; device arrays have at most "
+                     "%d dimensions", where, key, n, UFG_CALL_MAX_NDIM);
+        return -1;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item = PyTuple_GET_ITEM(value, i);
@@ -264,6 +281,31 @@ ufg_cai_stream(PyObject *cai, const char *where, ufg_operand *op)
     return 0;
 }
 
+/* The versions of the interface published so far: 0 to 3 (3 added 'stream'). */
+#define UFG_CAI_MAX_VERSION 3
+
+static int
+ufg_cai_version(PyObject *version, const char *where)
+{
+    long value;
+
+    if (!PyLong_Check(version) || PyBool_Check(version)) {
+        PyErr_Format(PyExc_ValueError, "%s['version'] must be an int, not %R", where, version);
+        return -1;
+    }
+    value = PyLong_AsLong(version);
+    if (value == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        value = -1;
+    }
+    if (value < 0 || value > UFG_CAI_MAX_VERSION) {
+        PyErr_Format(PyExc_ValueError, "%s['version'] is %R; the CUDA array interface defines "
+                     "versions 0 to %d", where, version, UFG_CAI_MAX_VERSION);
+        return -1;
+    }
+    return 0;
+}
+
 static int
 ufg_cai_checked_fields(PyObject *cai, const char *where, const char *what, ufg_operand *op)
 {
@@ -282,6 +324,9 @@ ufg_cai_checked_fields(PyObject *cai, const char *where, const char *what, ufg_o
     }
     if (missing[0] != '\0') {
         PyErr_Format(PyExc_ValueError, "%s lacks the required key(s) %s", where, missing);
+        return -1;
+    }
+    if (ufg_cai_version(PyDict_GetItemString(cai, "version"), where) < 0) {
         return -1;
     }
     if (ufg_cai_int_tuple(PyDict_GetItemString(cai, "shape"), where, "shape", op->shape,
@@ -378,10 +423,9 @@ ufg_operand_from_cai(PyObject *obj, const char *what, ufg_operand *op)
         return -1;
     }
     (void)type_name;
-    PyOS_snprintf(where, sizeof where, "%s (", what);
-    ufg_type_name_into(obj, where + strlen(where), sizeof where - strlen(where));
+    ufg_describe(obj, what, where, sizeof where);
     PyOS_snprintf(where + strlen(where), sizeof where - strlen(where),
-                  "): __cuda_array_interface__");
+                  ": __cuda_array_interface__");
     if (!PyDict_Check(cai)) {
         PyObject *cai_type = ufg_type_name(cai);
         PyErr_Format(PyExc_TypeError, "%s must be a dict, not %S", where, cai_type);
@@ -428,7 +472,20 @@ static int
 ufg_operand_from_dlpack(PyObject *obj, const char *what, uintptr_t consumer, ufg_operand *op)
 {
     PyObject *capsule, *imported;
+    char where[320];
 
+    ufg_describe(obj, what, where, sizeof where);
+    if (_PyType_Lookup(Py_TYPE(obj), ufg_dlpack_name) == NULL) {
+        PyErr_Format(PyExc_TypeError, "%s is not a CUDA array: it has neither "
+                     "__cuda_array_interface__ nor __dlpack__", where);
+        return -1;
+    }
+    /* A host producer (NumPy) refuses the CUDA stream it is about to be handed with an error
+     * of its own: where its memory is says more. */
+    if (_PyType_Lookup(Py_TYPE(obj), ufg_dlpack_device_name) != NULL &&
+        ufg_dlpack_check_producer_device(obj, where) < 0) {
+        return -1;
+    }
     capsule = ufg_dlpack_capsule(obj, consumer);
     /* On the consumer's stream: the import dies with the call, and its producer's deleter
      * then waits for the call's work on that stream (device_array_release.c). */
@@ -467,16 +524,9 @@ int
 ufg_operand_check_alignment(const ufg_operand *op, const char *what)
 {
     const int64_t size = ufg_dtype_itemsize(op->code);
-    int misaligned = ((uintptr_t)op->ptr % (uintptr_t)size) != 0;
     PyObject *strides;
 
-    if (ufg_operand_size(op) == 0) {
-        return 0;
-    }
-    for (int d = 0; d < op->ndim; d++) {
-        misaligned |= op->shape[d] > 1 && op->strides[d] % size != 0;
-    }
-    if (!misaligned) {
+    if (ufg_strided_is_aligned(op->ptr, op->ndim, op->shape, op->strides, size)) {
         return 0;
     }
     strides = PyTuple_New(op->ndim);
@@ -517,24 +567,38 @@ ufg_classify_numpy_scalar(PyObject *obj, const char *what, ufg_operand *op)
 
 /* A host array or an object of no known kind, refused with a hint at where the call's data
  * lives. */
+/* Whether NumPy reads obj as an array of host memory: an ndarray, or an object with the
+ * buffer protocol or __array__ (a PyTorch CPU tensor, which the probe found on the host). */
+static int
+ufg_is_host_array(PyObject *obj)
+{
+    return PyArray_Check(obj) || PyObject_CheckBuffer(obj) ||
+           PyObject_HasAttrString(obj, "__array__") ||
+           PyObject_HasAttrString(obj, "__array_interface__");
+}
+
 static int
 ufg_refuse_host_object(PyObject *obj, const char *what, const char *hint)
 {
-    PyObject *type_name;
+    PyObject *type_name = ufg_type_name(obj);
 
-    if (PyArray_Check(obj)) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s is a host numpy.ndarray, but %s: host and device arrays do not mix. "
-                     "Move it with ufuncgen.device.to_device(...) (or cupy.asarray, "
-                     "torch.as_tensor(..., device='cuda')), or pass a Python scalar", what, hint);
+    if (type_name == NULL) {
         return -1;
     }
-    type_name = ufg_type_name(obj);
-    PyErr_Format(PyExc_TypeError,
-                 "%s is a %S, which is neither a CUDA buffer nor a scalar, but %s; device calls "
-                 "take CUDA arrays (__cuda_array_interface__ or DLPack) and Python scalars",
-                 what, type_name, hint);
-    Py_XDECREF(type_name);
+    if (ufg_is_host_array(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s is a host %S, but %s: host and device arrays do not mix. "
+                     "Move it with ufuncgen.device.to_device(...) (or cupy.asarray, "
+                     "torch.as_tensor(..., device='cuda')), or pass a Python scalar", what,
+                     type_name, hint);
+    }
+    else {
+        PyErr_Format(PyExc_TypeError,
+                     "%s is a %S, which is neither a CUDA buffer nor a scalar, but %s; device "
+                     "calls take CUDA arrays (__cuda_array_interface__ or DLPack) and Python "
+                     "scalars", what, type_name, hint);
+    }
+    Py_DECREF(type_name);
     return -1;
 }
 

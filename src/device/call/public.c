@@ -6,6 +6,8 @@
 
 #include "public.h"
 
+#include "dlpack_import.h"
+
 /* is_device_object(obj) -> bool */
 PyObject *
 ufg_public_is_device_object(PyObject *Py_UNUSED(module), PyObject *obj)
@@ -23,6 +25,30 @@ ufg_public_stream_handle(PyObject *Py_UNUSED(module), PyObject *obj)
 
     return ufg_stream_from_object(obj, &stream) < 0
         ? NULL : PyLong_FromUnsignedLongLong((unsigned long long)stream);
+}
+
+/* check_dlpack_device(obj, what): None if obj's __dlpack_device__() is a CUDA device (or it
+ * has none), else the BufferError naming where its memory is. */
+PyObject *
+ufg_public_check_dlpack_device(PyObject *Py_UNUSED(module), PyObject *const *args,
+                               Py_ssize_t nargs)
+{
+    char where[320];
+    const char *what;
+
+    if (nargs != 2 || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "check_dlpack_device(obj, what: str)");
+        return NULL;
+    }
+    if ((what = PyUnicode_AsUTF8(args[1])) == NULL) {
+        return NULL;
+    }
+    if (PyObject_HasAttrString(args[0], "__dlpack_device__") &&
+        ufg_dlpack_check_producer_device(args[0], ufg_describe(args[0], what, where,
+                                                               sizeof where)) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
 }
 
 /* as_device_array(obj, what) -> DeviceArray viewing any CUDA array (no copy). */

@@ -53,9 +53,13 @@ ufg_reduce_where(const char *name, PyObject *where, int *where_given, int *where
             return -1;
         }
         if (!is_device) {
-            PyErr_Format(PyExc_TypeError, "%s.reduce: where= is a host %.100s; with a CUDA "
-                         "array it must be a CUDA bool array (or a single True or False)",
-                         name, Py_TYPE(where)->tp_name);
+            PyObject *type_name = ufg_type_name(where);
+            if (type_name != NULL) {
+                PyErr_Format(PyExc_TypeError, "%s.reduce: where= is a host %S; with a CUDA "
+                             "array it must be a CUDA bool array (or a single True or False)",
+                             name, type_name);
+                Py_DECREF(type_name);
+            }
             return -1;
         }
         *mask_obj = where;

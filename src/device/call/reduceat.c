@@ -77,10 +77,24 @@ ufg_reduceat_indices(const char *prefix, PyObject *obj, int64_t n, PyArrayObject
 {
     const int64_t *values;
     npy_intp count;
+    int is_device;
 
     if (obj == NULL) {
         PyErr_Format(PyExc_TypeError, "%s: missing required argument 'indices' (pos 2)",
                      prefix);
+        return -1;
+    }
+    /* NumPy's conversion would reach the array's own refusal of __array__, which does not say
+     * which argument it was. */
+    if ((is_device = ufg_is_device_object(obj)) != 0) {
+        PyObject *type_name = is_device > 0 ? ufg_type_name(obj) : NULL;
+        if (type_name != NULL) {
+            PyErr_Format(PyExc_TypeError, "%s: indices are a CUDA array (%S); reduceat takes "
+                         "host indices (an integer sequence or NumPy array), which are checked "
+                         "on the host before anything runs, as NumPy takes them",
+                         prefix, type_name);
+            Py_DECREF(type_name);
+        }
         return -1;
     }
     *indices = (PyArrayObject *)PyArray_FromAny(obj, PyArray_DescrFromType(NPY_INT64), 1, 1,

@@ -173,8 +173,6 @@ done:
 static int
 ufg_check_casts(ufg_call *c, PyObject *resolved)
 {
-    char what[160];
-
     for (int k = 0; k < c->nargs; k++) {
         const ufg_operand *op = &c->ops[k];
         PyArray_Descr *loop = (PyArray_Descr *)PyTuple_GET_ITEM(resolved, k);
@@ -189,18 +187,11 @@ ufg_check_casts(ufg_call *c, PyObject *resolved)
         if (ok) {
             continue;
         }
-        ufg_call_what(c, k, what, sizeof what);
-        if (k < c->nin) {
-            PyErr_Format(PyExc_TypeError, "%s: cannot cast %S to the loop's %S with casting "
-                         "rule '%s'", what, (PyObject *)mine, (PyObject *)loop,
-                         ufg_casting_name(c->casting));
-        }
-        else {
-            PyErr_Format(PyExc_TypeError, "%s: cannot cast the result's %S to %S with casting "
-                         "rule '%s'", what, (PyObject *)loop, (PyObject *)mine,
-                         ufg_casting_name(c->casting));
-        }
-        return -1;
+        /* NumPy's class and words, as the host call refusing the same cast raises them. */
+        return k < c->nin
+            ? ufg_numpy_casting_error(c->ufunc, ufg_casting_name(c->casting), mine, loop, 0, k)
+            : ufg_numpy_casting_error(c->ufunc, ufg_casting_name(c->casting), loop, mine, 1,
+                                      k - c->nin);
     }
     return 0;
 }
@@ -286,12 +277,20 @@ ufg_weak_scalar_is_taken(int weak, ufg_dtype_code code, NPY_CASTING casting)
     return 1;
 }
 
+/* A Python scalar refused under casting='no' is NumPy's input casting error from its default
+ * type (float64, complex128); under 'equiv' a plain TypeError, as NumPy words it. */
 static int
 ufg_check_weak_scalars(ufg_call *c, const unsigned char *codes)
 {
     for (int k = 0; k < c->nin; k++) {
         const int weak = c->ops[k].weak;
         if (weak && !ufg_weak_scalar_is_taken(weak, (ufg_dtype_code)codes[k], c->casting)) {
+            if (c->casting == NPY_NO_CASTING) {
+                return ufg_numpy_casting_error(
+                    c->ufunc, "no", ufg_call_descr(weak == 'f' ? UFG_DT_FLOAT64
+                                                                : UFG_DT_COMPLEX128),
+                    ufg_call_descr((ufg_dtype_code)codes[k]), 0, k);
+            }
             PyErr_Format(PyExc_TypeError, "%s: cannot cast Python %s to %S under the casting "
                          "rule '%s'", c->fn->name,
                          weak == 'i' ? "int" : weak == 'f' ? "float" : "complex",

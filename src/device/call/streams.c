@@ -99,6 +99,13 @@ ufg_stream_from_object(PyObject *obj, uintptr_t *stream)
     if (status <= 0) {
         return status;
     }
+    /* Last: a stream object may define __index__ too, and means its handle. */
+    if (PyIndex_Check(obj) && !PyBool_Check(obj)) {
+        PyObject *index = PyNumber_Index(obj);
+        status = index == NULL ? -1 : ufg_stream_from_int(index, stream);
+        Py_XDECREF(index);
+        return status;
+    }
     PyErr_Format(PyExc_TypeError, "stream= must be an int handle or a CUDA stream object "
                  "(CuPy, PyTorch, Numba, ufuncgen), not %.200s", Py_TYPE(obj)->tp_name);
     return -1;
@@ -175,7 +182,8 @@ ufg_stream_source(PyTypeObject *type)
 PyObject *
 ufg_stream_owner(PyObject *obj)
 {
-    return obj == NULL || obj == Py_None || PyLong_Check(obj) ? NULL : obj;
+    return obj == NULL || obj == Py_None || PyLong_Check(obj) ||
+           PyArray_IsScalar(obj, Integer) ? NULL : obj;
 }
 
 /* Sets *stream and *keeper (a new reference, or NULL) from a stream object. */

@@ -35,6 +35,7 @@ enum {
     UFG_ERROR_NO_DEVICE = 100,              /* cudaErrorNoDevice */
     UFG_ERROR_INVALID_DEVICE = 101,         /* cudaErrorInvalidDevice */
     UFG_ERROR_INVALID_RESOURCE_HANDLE = 400,/* cudaErrorInvalidResourceHandle */
+    UFG_ERROR_MISALIGNED_ADDRESS = 716,     /* cudaErrorMisalignedAddress */
 };
 
 typedef struct ufg_backend {

@@ -20,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cast.h"
 #include "sim.h"
+#include "ufuncgen/complex.h"         /* the storage types of complex elements */
 #include "ufuncgen/device_kernel.h"
 
 #define UFG_SIM_DEFAULT_DEVICES 2
@@ -359,10 +361,56 @@ ufg_sim_pointer_device(const void *ptr)
     return device;
 }
 
+/* The alignment a GPU needs for an element of each dtype code: its storage type's. */
+static int64_t
+ufg_sim_element_alignment(int64_t code)
+{
+#define UFG_SIM_ALIGNMENT_ROW(CODE, name, storage_type, ...) [UFG_DT_##CODE] = _Alignof(storage_type),
+    static const unsigned char alignments[UFG_DT_COUNT] = {
+        UFG_ELEMENT_TYPES(UFG_SIM_ALIGNMENT_ROW)};
+#undef UFG_SIM_ALIGNMENT_ROW
+    return code >= 0 && code < UFG_DT_COUNT ? alignments[code] : 1;
+}
+
+/* Whether argument k's elements (of `alignment` bytes) all sit at multiples of it. */
+static int
+ufg_sim_argument_is_aligned(const ufg_kernel_params *params, int k, int64_t alignment)
+{
+    if ((uintptr_t)params->data[k] % (uintptr_t)alignment != 0) {
+        return 0;
+    }
+    for (int d = 0; d < (params->ndim > 0 ? params->ndim : 1); d++) {
+        const int64_t extent = params->ndim > 0 ? params->shape[d] : params->n;
+        if (extent > 1 && params->strides[k][d] % alignment != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A GPU kernel loading an element at an address its type does not align to faults
+ * (cudaErrorMisalignedAddress, which also ends the context).  The simulator's CPU would read
+ * it, so the fault is modelled for the runtime's own cast kernel, whose launches say their
+ * dtypes: the copies and casts the runtime makes must never need it. */
+static int
+ufg_sim_cast_is_misaligned(const ufg_kernel_params *params)
+{
+    for (int k = 0; k < 2; k++) {
+        if (!ufg_sim_argument_is_aligned(params, k,
+                                         ufg_sim_element_alignment(params->values[k].i64))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int
 ufg_sim_queue_elementwise(ufg_elementwise_launcher launcher, const ufg_kernel_params *params,
                           void *stream)
 {
+    if (launcher == ufg_cast_launch_sim && ufg_sim_cast_is_misaligned(params)) {
+        return UFG_ERROR_MISALIGNED_ADDRESS;
+    }
     return ufg_sim_queue_kernel(launcher, params, ufg_sim_current, stream);
 }
 

@@ -80,7 +80,7 @@ ufg_device_error_int(const ufg_backend *backend, int code, const char *what)
     return -1;
 }
 
-static int
+int
 ufg_runtime_device_count(const ufg_backend *backend)
 {
     int count = 0, error;

@@ -34,6 +34,8 @@ int ufg_device_error_int(const ufg_backend *backend, int code, const char *what)
  * of range).  Returns 0 or -1.
  */
 int ufg_runtime_check_device(const ufg_backend *backend, long long device, const char *argname);
+/* How many devices the backend has (counted once), or -1 with DeviceError. */
+int ufg_runtime_device_count(const ufg_backend *backend);
 
 /* The device's multiprocessor count (cached per device), or -1 with an exception set. */
 int ufg_runtime_multiprocessors(const ufg_backend *backend, int device);

@@ -1,0 +1,25 @@
+/*
+ * How ufuncgen._device asks whether an object is a CUDA buffer: it calls ufuncgen._core's
+ * dispatcher probe, handed over in a capsule (ufuncgen._core._device_probe), so that the
+ * Function's dispatch and the device call's reading of every argument (where=, .at values,
+ * to_device) give one answer for the same object.  A PyTorch CPU tensor, whose type has
+ * __cuda_array_interface__ but whose instance raises AttributeError for it, is host memory
+ * to both.
+ */
+#ifndef UFUNCGEN_DEVICE_PROBE_H
+#define UFUNCGEN_DEVICE_PROBE_H
+
+#include <Python.h>
+
+typedef struct {
+    int version;                    /* UFG_DEVICE_PROBE_VERSION */
+    /* 1: a CUDA buffer, 0: host memory or no array at all, -1 with an exception set (its
+     * __dlpack_device__ raised, or reading its __cuda_array_interface__ raised something
+     * other than AttributeError). */
+    int (*is_device_buffer)(PyObject *obj);
+} ufg_device_probe_api;
+
+#define UFG_DEVICE_PROBE_VERSION 1
+#define UFG_DEVICE_PROBE_CAPSULE "ufuncgen._core._device_probe"
+
+#endif /* UFUNCGEN_DEVICE_PROBE_H */

@@ -1,0 +1,118 @@
+"""What the device path takes from other libraries, and how it tells host memory from device
+memory: a host tensor whose type has the CUDA interface is host memory everywhere."""
+import numpy as np
+import pytest
+
+import ufuncgen.examples as ex
+from ufuncgen import device
+
+from .conftest import HostTensor, host, to_dev
+
+pytestmark = pytest.mark.skipif(not device.is_available(), reason=str(device.unavailable_reason()))
+
+
+# --------------------------------------------------------------------------- host tensors
+
+def test_to_device_copies_a_host_tensor_whose_type_has_the_cuda_array_interface():
+    values = np.linspace(-1.0, 1.0, 5)
+    np.testing.assert_array_equal(host(device.to_device(HostTensor(values))), values)
+
+
+@pytest.mark.parametrize("call, named", [
+    (lambda d, t: ex.add(d, t), r"argument 'y' is a host .*HostTensor, but argument 'x' is on "
+                                r"CUDA device 0"),
+    (lambda d, t: ex.add(t, d), r"argument 'x' is a host .*HostTensor, but argument 'y' is on "
+                                r"CUDA device 0"),
+    (lambda d, t: ex.add(d, d, where=t), r"where= is a host .*HostTensor"),
+    (lambda d, t: ex.add.reduce(d, where=t), r"where= is a host .*HostTensor"),
+    (lambda d, t: ex.add.at(d, [0], t), r"argument 'b' is a .*HostTensor, but argument 'a' is a "
+                                        r"CUDA array"),
+], ids=["second argument", "first argument", "where=", "reduce where=", "at value"])
+def test_a_host_tensor_among_device_arrays_is_refused_as_host_memory(call, named):
+    d = to_dev(np.ones(3))
+    with pytest.raises(TypeError, match=named) as info:
+        call(d, HostTensor(np.array([True, False, True])))
+    assert "__cuda_array_interface__" not in str(info.value)
+    np.testing.assert_array_equal(host(d), np.ones(3))
+
+
+# --------------------------------------------------------------------------- DLPack imports
+
+def _refused_fields(d):
+    """Fields of DLPack tensors that no kernel may read, each with what the refusal says."""
+    count = device.device_count()
+    return [
+        (dict(ptr=0, shape=(3,)), "data is a null pointer for a non-empty tensor"),
+        (dict(ptr=d.ptr, shape=(3,), strides=(2**62,)), r"stride 4611686018427387904 of "
+                                                        r"dimension 0, times the item size 8"),
+        (dict(ptr=d.ptr, shape=(3,), strides=(-2**62,)), "does not fit in 64 bits"),
+        (dict(ptr=d.ptr, shape=(16,), strides=(2**59,)), r"span more than 2\*\*63 bytes"),
+        (dict(ptr=d.ptr, shape=(2**31, 2**30)), r"more than 2\*\*63 bytes of elements"),
+        (dict(ptr=d.ptr, shape=(3,), device_id=count), f"CUDA device {count}, but the "
+                                                       f"{device.backend()} backend has"),
+        (dict(ptr=d.ptr, shape=(3,), device_id=-1), "CUDA device -1"),
+        (dict(ptr=d.ptr, shape=(1,) * 65), "ndim must be 0 to 64, got 65"),
+        (dict(ptr=d.ptr, shape=(3,), shape_missing=True), "has 1 dimensions but no shape"),
+        (dict(ptr=d.ptr, shape=(3, -1)), "dimension 1 has negative size -1"),
+        (dict(ptr=d.ptr, shape=(3,), byte_offset=2**64 - 8), "leaves the address space"),
+        (dict(ptr=d.ptr, shape=(3,), lanes=2), "2 lanes"),
+        (dict(ptr=d.ptr, shape=(3,), bits=12), "bits 12"),
+        (dict(ptr=d.ptr, shape=(3,), device_type=1, claimed=(2, 0)),
+         r"device type 1 \(kDLCPU\)"),
+    ]
+
+
+REFUSED_IDS = ["null data", "stride overflow", "negative stride overflow", "span overflow",
+               "size overflow", "device past the last", "negative device", "too many dims",
+               "no shape", "negative size", "byte_offset wraps", "lanes", "bits",
+               "host memory in a capsule"]
+
+
+@pytest.mark.parametrize("k", range(len(REFUSED_IDS)), ids=REFUSED_IDS)
+@pytest.mark.parametrize("use", [
+    lambda p: device.from_dlpack(p),
+    lambda p: device.as_device_array(p),
+    lambda p: ex.add(p, 1.0),
+], ids=["from_dlpack", "as_device_array", "call"])
+def test_a_dlpack_tensor_that_no_kernel_may_read_is_refused_saying_what_is_wrong(k, use):
+    from .dlpack_capsules import Producer
+    d = to_dev(np.arange(3.0))
+    fields, message = _refused_fields(d)[k]
+    with pytest.raises((BufferError, TypeError), match=message):
+        use(Producer(**fields))
+    np.testing.assert_array_equal(host(d), np.arange(3.0))
+
+
+@pytest.mark.parametrize("fields, window", [
+    (dict(shape=(2,), byte_offset=8), slice(1, 3)),
+    (dict(shape=(2,), strides=(2,)), slice(0, 4, 2)),
+    (dict(shape=(3,), strides=(-1,), byte_offset=24), slice(3, 0, -1)),
+    (dict(shape=(0,), strides=(2**62,)), slice(0, 0)),
+], ids=["byte offset", "strided", "reversed", "empty with a huge stride"])
+def test_a_valid_dlpack_tensor_is_read_as_numpy_reads_the_same_window(fields, window):
+    from .dlpack_capsules import Producer
+    values = np.arange(4.0) * 1.5
+    d = to_dev(values)
+    view = device.from_dlpack(Producer(ptr=d.ptr, **fields))
+    np.testing.assert_array_equal(view.copy_to_host(), values[window])
+    np.testing.assert_array_equal(host(ex.add(Producer(ptr=d.ptr, **fields), 1.0)),
+                                  values[window] + 1.0)
+
+
+def test_an_empty_dlpack_tensor_may_have_a_null_pointer():
+    from .dlpack_capsules import Producer
+    assert device.from_dlpack(Producer(ptr=0, shape=(0, 3))).copy_to_host().shape == (0, 3)
+
+
+@pytest.mark.parametrize("use", [device.from_dlpack, device.as_device_array],
+                         ids=["from_dlpack", "as_device_array"])
+def test_a_host_dlpack_producer_is_refused_naming_its_device_before_it_is_asked_for_a_capsule(
+        use):
+    with pytest.raises(BufferError, match=r"\(numpy.ndarray\): the tensor is on DLPack device "
+                                          r"type 1 \(kDLCPU\).*to_device"):
+        use(np.arange(3))
+
+
+def test_an_object_with_no_cuda_interface_at_all_is_a_type_error_naming_it():
+    with pytest.raises(TypeError, match=r"as_device_array\(obj\) \(list\) is not a CUDA array"):
+        device.as_device_array([1.0, 2.0])
