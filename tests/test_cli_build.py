@@ -211,6 +211,51 @@ def test_a_second_build_with_nothing_changed_rewrites_nothing(mymod):
     assert {p: p.stat().st_mtime_ns for p in before} == before
 
 
+
+def _module_file(work: Path, name: str, *parts: str) -> Path:
+    """A file of `name`'s CMake build folder under work/out."""
+    return work / "out" / ".ufuncgen-build" / name / "cmake" / Path(*parts)
+
+
+def test_an_edited_file_older_than_the_last_build_is_generated_again(tmp_path):
+    """Generation follows content, not dates: a file edited back to a version kept with its
+    date (cp -p, rsync -t, a tarball, a backup) is older than the last build's outputs, and
+    make alone would keep the code of the last build."""
+    source = tmp_path / "r.ufunc"
+    first = "ufunc f(x) -> y\n    types: float64(float64)\n{ y = x + 1; }\n"
+    build = ("build", "r.ufunc", "--name", "datemod", "-o", "out", "--cuda-arch", "none")
+    source.write_text(first)
+    _built(_ufuncgen(*build, cwd=tmp_path))
+    long_ago = source.stat().st_mtime_ns - 3600 * 10**9
+    source.write_text(first.replace("x + 1", "x + 2"))
+    os.utime(source, ns=(long_ago, long_ago))
+    _built(_ufuncgen(*build, cwd=tmp_path))
+    result = _python("import datemod; print(datemod.f(1.0))", tmp_path / "out", cwd=tmp_path)
+    assert result.stdout == "3.0\n", result.stderr
+
+
+def test_a_rebuild_recompiles_only_the_generated_files_whose_text_changed(tmp_path):
+    """A changed doc line changes the module's C (its docstrings), not the bodies or the
+    kernels: those are neither rewritten nor compiled again (nvcc would take minutes)."""
+    source = tmp_path / "d.ufunc"
+    text = "ufunc f(x) -> y\n    doc: One.\n    types: float64(float64)\n{ y = x + 1; }\n"
+    build = ("build", "d.ufunc", "--name", "docmod", "-o", "out", "--cuda-arch", "none")
+    source.write_text(text)
+    _built(_ufuncgen(*build, cwd=tmp_path))
+    kept = [_module_file(tmp_path, "docmod", "docmod_generated", f"docmod_{name}")
+            for name in ("bodies.h", "kernels.cu", "kernels_sim.c")]
+    kept.append(_module_file(tmp_path, "docmod", "CMakeFiles", "docmod.dir", "docmod_generated",
+                             "docmod_kernels_sim.c.o"))
+    module_c = _module_file(tmp_path, "docmod", "docmod_generated", "docmod_module.c")
+    before = {p: p.stat().st_mtime_ns for p in kept + [module_c]}
+    source.write_text(text.replace("One.", "Two."))
+    _built(_ufuncgen(*build, cwd=tmp_path))
+    assert {p: p.stat().st_mtime_ns for p in kept} == {p: before[p] for p in kept}
+    assert module_c.stat().st_mtime_ns != before[module_c]
+    result = _python("import docmod; print(docmod.f.__doc__.split(chr(10))[2])",
+                     tmp_path / "out", cwd=tmp_path)
+    assert result.stdout == "Two.\n", result.stderr
+
 HELPERS_IN_ANY_ORDER = """\
 # `scaled` calls `offset`, defined after it; `collatz_steps` and `collatz_next` call each other.
 helper T scaled(T v)
