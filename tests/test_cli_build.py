@@ -550,3 +550,96 @@ def test_build_without_a_name_is_a_usage_error(tmp_path):
     result = _ufuncgen("build", "f.ufunc", cwd=tmp_path)
     assert result.returncode == 2
     assert "--name" in result.stderr and "Traceback" not in result.stderr
+
+
+# --------------------------------------------------------------------------- CMake's cache
+
+def _configure_commands(monkeypatch, tmp_path, builds) -> list[list[str]]:
+    """The CMake configure command of each build in `builds` ((cuda_arch, threads, sanitize
+    environment) each), run one after the other in one build folder; CMake itself is not
+    run."""
+    from ufuncgen import build as build_module
+
+    class Stop(Exception):
+        pass
+    commands = []
+
+    def configure_only(command, **kwargs):
+        commands.append(command)
+        raise Stop
+    (tmp_path / "f.ufunc").write_text(USER_FILE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(build_module.subprocess, "run", configure_only)
+    for cuda_arch, threads, sanitize in builds:
+        if sanitize:
+            monkeypatch.setenv("UFUNCGEN_SANITIZE", "1")
+        else:
+            monkeypatch.delenv("UFUNCGEN_SANITIZE", raising=False)
+        with pytest.raises(Stop):
+            build_module.build(["f.ufunc"], "cachemod", "out", cuda_arch=cuda_arch,
+                               threads=threads)
+    return commands
+
+
+def _settings(command: list[str]) -> dict[str, str | None]:
+    """-DNAME=VALUE as NAME: VALUE and -UNAME as NAME: None."""
+    settings = {}
+    for word in command:
+        if word.startswith("-D"):
+            name, _, value = word[2:].partition("=")
+            settings[name] = value
+        elif word.startswith("-U"):
+            settings[word[2:]] = None
+    return settings
+
+
+def test_every_configure_says_every_setting_so_that_none_sticks_from_an_earlier_build(
+        monkeypatch, tmp_path):
+    """CMake keeps each -D in the build folder's cache: a host-only or sanitized build's
+    settings would otherwise stay for the builds after it in the same folder."""
+    commands = _configure_commands(monkeypatch, tmp_path, [
+        ("none", False, True), ("90", True, False), (None, True, False), ("native", False, False),
+        ("none", True, False)])
+    settings = [_settings(c) for c in commands]
+    assert [sorted(s) for s in settings] == [sorted(settings[0])] * len(settings)
+    assert [(s["UFUNCGEN_CUDA"], s["CMAKE_CUDA_ARCHITECTURES"], s["UFUNCGEN_SANITIZE"],
+             s["UFUNCGEN_THREADS"]) for s in settings] == [
+        ("OFF", None, "ON", "OFF"),      # sanitized: never nvcc
+        (None, "90", "OFF", "ON"),       # None: decided again (on when nvcc is found)
+        (None, None, "OFF", "ON"),       # None: ufuncgen.cmake's default list
+        (None, "native", "OFF", "OFF"),
+        ("OFF", None, "OFF", "ON"),
+    ]
+    assert all(s["CMAKE_BUILD_TYPE"] == "Release" and s["Python_EXECUTABLE"] == sys.executable
+               for s in settings)
+
+
+def test_a_plain_build_after_a_sanitized_one_in_the_same_folder_imports(tmp_path):
+    """The sanitized build's ASan once stayed in the cache: the next module's import then
+    killed the interpreter ("ASan runtime does not come first")."""
+    (tmp_path / "f.ufunc").write_text("ufunc f(x) -> y\n    types: float64(float64)\n"
+                                      "{ y = x + 1; }\n")
+    build = ("build", "f.ufunc", "--name", "sanmod", "-o", "out", "--cuda-arch", "none")
+    sanitized = subprocess.run([sys.executable, "-m", "ufuncgen", *build], cwd=tmp_path,
+                               env=dict(os.environ, UFUNCGEN_SANITIZE="1"), capture_output=True,
+                               text=True, timeout=300)
+    if sanitized.returncode != 0:
+        pytest.skip(f"no sanitizer build here:\n{sanitized.stderr}")
+    _built(_ufuncgen(*build, cwd=tmp_path))
+    result = _python("import sanmod; print(sanmod.f(1.0))", tmp_path / "out", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, "2.0\n"), result.stderr
+    cache = _module_file(tmp_path, "sanmod", "CMakeCache.txt").read_text()
+    assert "UFUNCGEN_SANITIZE:BOOL=OFF" in cache and "UFUNCGEN_CUDA:BOOL=OFF" in cache
+
+
+def test_a_changed_compiler_configures_the_build_folder_afresh(monkeypatch, tmp_path):
+    """CMake reads $CC (and the compilers on PATH) only at a folder's first configure."""
+    from ufuncgen import build as build_module
+    _configure_commands(monkeypatch, tmp_path, [("none", True, False)])
+    binary_dir = tmp_path / "out" / ".ufuncgen-build" / "cachemod" / "cmake"
+    (binary_dir / "CMakeCache.txt").write_text("CMAKE_C_COMPILER:FILEPATH=/old/cc\n")
+    build_module._forget_configuration_if_tools_changed(str(binary_dir))
+    assert (binary_dir / "CMakeCache.txt").exists()          # nothing changed: kept
+    monkeypatch.setenv("CC", "clang")
+    build_module._forget_configuration_if_tools_changed(str(binary_dir))
+    assert not (binary_dir / "CMakeCache.txt").exists()
