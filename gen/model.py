@@ -449,6 +449,14 @@ class _Validator:
     def body(self, raw_body) -> Body:
         for line, col, message in c_balance_problems(raw_body.lines, raw_body.first_line):
             self.error(self.sink.at(raw_body.first_line + line, col), message)
+        for line, col, directive in _header_inclusions(raw_body.lines):
+            self.error(self.sink.at(raw_body.first_line + line, col),
+                       f"a body cannot '#{directive}' a header: it is pasted inside a "
+                       "generated C function, and compiled by nvcc for the GPU too, where a "
+                       "header's declarations break the build; every body already has what "
+                       "ufuncgen's prelude includes (<math.h>, <stdint.h>, <string.h>, complex "
+                       "numbers) and the names a body can call (abs, min, max, pow, PI, ...); "
+                       "write code of your own as a helper")
         return Body(self.display_path, raw_body.first_line, raw_body.lines)
 
     # -- functions ---------------------------------------------------------------
@@ -1026,6 +1034,21 @@ def c_balance_problems(lines, first_line: int = 1) -> list[tuple[int, int, str]]
 
 
 _DIRECTIVE = re.compile(r"\s*#\s*([A-Za-z_]\w*)")
+# The directives that paste another file in: inside a body (a function of the generated code)
+# a header's declarations fail to compile, in the system headers, where no message points at
+# the signature file.
+_INCLUSIONS = frozenset({"include", "include_next", "import", "embed"})
+
+
+def _header_inclusions(lines) -> list[tuple[int, int, str]]:
+    """(0-based line, 1-based col of the '#', directive) of each #include, #include_next,
+    #import or #embed in C text; one in a comment does not count."""
+    found = []
+    for n, line in enumerate(blank_c_noise("\n".join(lines)).split("\n")):
+        m = _DIRECTIVE.match(line)
+        if m and m.group(1) in _INCLUSIONS:
+            found.append((n, line.index("#") + 1, m.group(1)))
+    return found
 
 
 def _preprocessor_conditional(line: str, n: int, first_line: int, open_: list, problems: list) -> None:

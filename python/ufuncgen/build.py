@@ -16,7 +16,7 @@ import sys
 import sysconfig
 
 from . import _fingerprint
-from .build_diagnostics import user_diagnostics
+from .build_diagnostics import error_summary, user_diagnostics
 from .gen import SignatureError, load_module
 from .gen.diagnostics import format_warnings
 from .gen.load import directory_problem, display_path
@@ -344,8 +344,14 @@ def _run(command: list[str], verbose: bool, sources: dict[str, list[str]] | None
         if located:
             raise BuildError("compiling the generated code failed at the lines above "
                              "(-v shows the full build output)", "\n".join(located))
-        raise BuildError(f"{os.path.basename(command[0])} failed (exit {result.returncode})",
-                         result.stdout or "")
+        if verbose:          # the output is on the screen already
+            raise BuildError(f"{os.path.basename(command[0])} failed (exit {result.returncode})")
+        # Not the whole log, which would bury what matters under make's and CMake's lines.
+        summary = error_summary(result.stdout or "", module)
+        where = ("its errors above are in none of the signature files"
+                 if summary else "it printed no error message")
+        raise BuildError(f"{os.path.basename(command[0])} failed (exit {result.returncode}): "
+                         f"{where} (-v shows the full build output)", "\n".join(summary))
     if located:
         count = sum(1 for d in located if ": warning: " in d.split("\n")[0])
         summary = f"{count} compiler warning{'s' if count != 1 else ''} in the bodies."
