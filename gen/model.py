@@ -78,6 +78,8 @@ PRELUDE_FUNCTIONS = frozenset("""
 RESERVED_PREFIXES: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"ufg_|UFG_"), "is reserved by ufuncgen: the generated code's names start "
                                "with ufg_ and UFG_"),
+    # Function names too: the generated stub's own names start with `_` and a capital letter
+    # (templates/module.pyi.j2), and no function may take one of them.
     (re.compile(r"__|_[A-Z]"), "is reserved for the C and C++ implementation: names starting "
                                "with two underscores, or an underscore and a capital letter"),
     (re.compile(r"npy_|NPY_|Py[A-Z_]"), "is reserved by NumPy's and Python's C headers "
