@@ -7,7 +7,7 @@ before the generator gives up.
 from __future__ import annotations
 
 import dataclasses
-
+import functools
 import keyword
 import re
 from dataclasses import dataclass
@@ -335,10 +335,18 @@ class Helper:
     body: Body
     location: Location
     prototype_column: int = 8   # where the prototype starts on its line (after `helper `)
+    name_location: Location | None = None
+
+
+@functools.lru_cache(maxsize=None)
+def _identifiers(lines: tuple[str, ...]) -> frozenset[str]:
+    """The identifiers of C text, its comments and literals left out: a helper named only in
+    a comment or a string is not called."""
+    return frozenset(re.findall(r"\b[A-Za-z_]\w*", blank_c_noise("\n".join(lines))))
 
 
 def _mentions(body: Body, helper: Helper) -> bool:
-    return any(re.search(rf"\b{helper.name}\b", line) for line in body.lines)
+    return helper.name in _identifiers(body.lines)
 
 
 @dataclass(frozen=True)
@@ -959,7 +967,8 @@ class _Validator:
         if problems:
             return None
         return Helper(raw.name.text, raw.prototype, self.body(raw.body), raw.location,
-                      start + 1 if start >= 0 else raw.location.col + len("helper "))
+                      start + 1 if start >= 0 else raw.location.col + len("helper "),
+                      raw.name.location)
 
 
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
@@ -1144,6 +1153,15 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
                 names.update({d.name: "i" for d in fn.layout.variable_dims})
             _warn_unguarded_division(sinks[fn.body.path], fn.body, f"function '{fn.name}'",
                                      _kind(sig.element_type), names)
+    # A helper is compiled only into the types whose bodies call it (helper_instances): one
+    # that nothing calls is never compiled, and its errors would go unseen.
+    called = module._helpers_reached([fn.body for fn in functions])
+    for helper in helpers:
+        if helper.name not in called:
+            sinks[helper.body.path].warning(
+                helper.name_location or helper.location,
+                f"helper '{helper.name}' is not called by any function, nor by a helper one "
+                f"calls: it is not compiled, so the compiler does not check it")
     for t, used in module.helper_instances:
         for helper in used:
             _warn_unguarded_division(sinks[helper.body.path], helper.body,
