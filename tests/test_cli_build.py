@@ -350,7 +350,7 @@ def test_a_failed_rebuild_removes_the_module_an_earlier_build_left_and_says_so(t
     assert _python("import stale; print(stale.sq(3.0))", out, cwd=tmp_path).stdout == "9.0\n"
 
     # An argument refused before anything runs leaves the module alone.
-    assert _ufuncgen(*build[:-1], "bogus", cwd=tmp_path).returncode == 1
+    assert _ufuncgen(*build[:-1], "bogus", cwd=tmp_path).returncode == 2
     assert (out / ("stale" + EXT_SUFFIX)).is_file()
 
     (tmp_path / "f.ufunc").write_text(good.replace("x * x", "x * x + undefined_name"))
@@ -544,6 +544,18 @@ def test_spaces_hashes_dollars_quotes_and_stars_in_every_path_build_and_import(t
     assert result.stdout.strip() == f"built {out / ('mymod' + EXT_SUFFIX)}"
     imported = _python("import mymod as m\n" + CHECKS, out, cwd=tmp_path)
     assert (imported.returncode, imported.stdout.strip()) == (0, "checks passed"), imported.stderr
+
+
+@pytest.mark.parametrize("cuda_arch", ["91x", "90,", "sm_90", ""])
+def test_a_misspelt_cuda_arch_is_a_usage_error_naming_it(cuda_arch, tmp_path):
+    (tmp_path / "f.ufunc").write_text(USER_FILE)
+    result = _ufuncgen("build", "f.ufunc", "--name", "m", "-o", "out", "--cuda-arch", cuda_arch,
+                       cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        "ufuncgen build: error: argument --cuda-arch: expected 'none', 'native' or compute "
+        f"capabilities such as 90 or 75,80; got {cuda_arch!r}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.ufunc"]
 
 
 def test_build_without_a_name_is_a_usage_error(tmp_path):
