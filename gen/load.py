@@ -65,13 +65,32 @@ def _nul_bytes(shown: str, text: str) -> list[Diagnostic]:
     return found
 
 
+def _file_identity(path: str):
+    """What two spellings of one file share: its device and inode, else its absolute path."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return os.path.abspath(path)
+    return st.st_dev, st.st_ino
+
+
 def load_module(qualified_name: str, paths: list[str], source_root: str | None = None) -> Module:
     files = []
     sinks: list[DiagnosticSink] = []     # one per path, in the order given
+    given: dict[object, str] = {}        # file → the path it was first given as
     for path in paths:
         shown = display_path(path, source_root)
         sink = DiagnosticSink(shown, [])
         sinks.append(sink)
+        identity = _file_identity(path)
+        if identity in given:
+            # Read twice, its every function would be "defined twice", at its own lines.
+            first = given[identity]
+            also = "" if first == path else f" (first as {first!r})"
+            sink.diagnostics.append(Diagnostic(Location(shown, 1, 1), f"file is given twice"
+                                               f"{also}: give each signature file once"))
+            continue
+        given[identity] = path
         try:
             with open(path, "rb") as f:
                 data = f.read()

@@ -7,7 +7,7 @@ before the generator gives up.
 from __future__ import annotations
 
 import dataclasses
-
+import functools
 import keyword
 import re
 from dataclasses import dataclass
@@ -78,6 +78,8 @@ PRELUDE_FUNCTIONS = frozenset("""
 RESERVED_PREFIXES: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"ufg_|UFG_"), "is reserved by ufuncgen: the generated code's names start "
                                "with ufg_ and UFG_"),
+    # Function names too: the generated stub's own names start with `_` and a capital letter
+    # (templates/module.pyi.j2), and no function may take one of them.
     (re.compile(r"__|_[A-Z]"), "is reserved for the C and C++ implementation: names starting "
                                "with two underscores, or an underscore and a capital letter"),
     (re.compile(r"npy_|NPY_|Py[A-Z_]"), "is reserved by NumPy's and Python's C headers "
@@ -333,10 +335,18 @@ class Helper:
     body: Body
     location: Location
     prototype_column: int = 8   # where the prototype starts on its line (after `helper `)
+    name_location: Location | None = None
+
+
+@functools.lru_cache(maxsize=None)
+def _identifiers(lines: tuple[str, ...]) -> frozenset[str]:
+    """The identifiers of C text, its comments and literals left out: a helper named only in
+    a comment or a string is not called."""
+    return frozenset(re.findall(r"\b[A-Za-z_]\w*", blank_c_noise("\n".join(lines))))
 
 
 def _mentions(body: Body, helper: Helper) -> bool:
-    return any(re.search(rf"\b{helper.name}\b", line) for line in body.lines)
+    return helper.name in _identifiers(body.lines)
 
 
 @dataclass(frozen=True)
@@ -449,6 +459,14 @@ class _Validator:
     def body(self, raw_body) -> Body:
         for line, col, message in c_balance_problems(raw_body.lines, raw_body.first_line):
             self.error(self.sink.at(raw_body.first_line + line, col), message)
+        for line, col, directive in _header_inclusions(raw_body.lines):
+            self.error(self.sink.at(raw_body.first_line + line, col),
+                       f"a body cannot '#{directive}' a header: it is pasted inside a "
+                       "generated C function, and compiled by nvcc for the GPU too, where a "
+                       "header's declarations break the build; every body already has what "
+                       "ufuncgen's prelude includes (<math.h>, <stdint.h>, <string.h>, complex "
+                       "numbers) and the names a body can call (abs, min, max, pow, PI, ...); "
+                       "write code of your own as a helper")
         return Body(self.display_path, raw_body.first_line, raw_body.lines)
 
     # -- functions ---------------------------------------------------------------
@@ -949,7 +967,8 @@ class _Validator:
         if problems:
             return None
         return Helper(raw.name.text, raw.prototype, self.body(raw.body), raw.location,
-                      start + 1 if start >= 0 else raw.location.col + len("helper "))
+                      start + 1 if start >= 0 else raw.location.col + len("helper "),
+                      raw.name.location)
 
 
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
@@ -1026,6 +1045,21 @@ def c_balance_problems(lines, first_line: int = 1) -> list[tuple[int, int, str]]
 
 
 _DIRECTIVE = re.compile(r"\s*#\s*([A-Za-z_]\w*)")
+# The directives that paste another file in: inside a body (a function of the generated code)
+# a header's declarations fail to compile, in the system headers, where no message points at
+# the signature file.
+_INCLUSIONS = frozenset({"include", "include_next", "import", "embed"})
+
+
+def _header_inclusions(lines) -> list[tuple[int, int, str]]:
+    """(0-based line, 1-based col of the '#', directive) of each #include, #include_next,
+    #import or #embed in C text; one in a comment does not count."""
+    found = []
+    for n, line in enumerate(blank_c_noise("\n".join(lines)).split("\n")):
+        m = _DIRECTIVE.match(line)
+        if m and m.group(1) in _INCLUSIONS:
+            found.append((n, line.index("#") + 1, m.group(1)))
+    return found
 
 
 def _preprocessor_conditional(line: str, n: int, first_line: int, open_: list, problems: list) -> None:
@@ -1119,6 +1153,15 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
                 names.update({d.name: "i" for d in fn.layout.variable_dims})
             _warn_unguarded_division(sinks[fn.body.path], fn.body, f"function '{fn.name}'",
                                      _kind(sig.element_type), names)
+    # A helper is compiled only into the types whose bodies call it (helper_instances): one
+    # that nothing calls is never compiled, and its errors would go unseen.
+    called = module._helpers_reached([fn.body for fn in functions])
+    for helper in helpers:
+        if helper.name not in called:
+            sinks[helper.body.path].warning(
+                helper.name_location or helper.location,
+                f"helper '{helper.name}' is not called by any function, nor by a helper one "
+                f"calls: it is not compiled, so the compiler does not check it")
     for t, used in module.helper_instances:
         for helper in used:
             _warn_unguarded_division(sinks[helper.body.path], helper.body,

@@ -13,6 +13,7 @@ from functools import lru_cache
 
 import jinja2
 
+from .call import call_text
 from .element_types import ElementType
 from .model import Arg, Body, Function, Module, Specialization
 
@@ -22,9 +23,6 @@ from .model import Arg, Body, Function, Module, Specialization
 TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "templates")
 _GENERATED_LINE = "#line UFG_GENERATED_LINE"
 
-_UFUNC_KEYWORDS = "out=None, *, where=True, casting='same_kind', order='K', dtype=None, subok=True"
-_GUFUNC_KEYWORDS = ("out=None, *, axes=None, axis=None, keepdims=False, casting='same_kind', "
-                    "order='K', dtype=None, subok=True")
 
 
 def c_string(text: str) -> str:
@@ -139,8 +137,7 @@ def specialized_dimensions(spec: Specialization, fn: Function) -> str:
 
 
 def call_signature(fn: Function) -> str:
-    names = ", ".join(a.name for a in fn.inputs)
-    return f"{fn.name}({names}, /, {_GUFUNC_KEYWORDS if fn.is_gufunc else _UFUNC_KEYWORDS})"
+    return call_text(fn.name, [a.name for a in fn.inputs], fn.is_gufunc)
 
 
 def _doc_details(fn: Function, module: Module) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ufuncgen.build_diagnostics import user_diagnostics
+from ufuncgen.build_diagnostics import error_summary, user_diagnostics
 from ufuncgen.gen.diagnostics import DiagnosticSink
 from ufuncgen.gen.model import build_module
 from ufuncgen.gen.parse import parse_text
@@ -177,8 +177,112 @@ def test_a_call_to_a_helper_whose_prototype_failed_says_so():
         "its prototype did not compile")
 
 
+GUFUNC_SOURCE = """\
+gufunc fill(a) -> c
+    layout: (n, m)->(n)
+    types: float64(float64)
+{
+    c = a;
+}
+"""
+
+
+@pytest.mark.parametrize("message, name", [
+    ("\u2018c\u2019 undeclared (first use in this function)", "c"),   # gcc
+    ("use of undeclared identifier 'c'", "c"),                         # clang
+    ("\u2018a\u2019 undeclared (first use in this function)", "a"),
+])
+def test_a_core_argument_used_as_a_value_is_reported_as_such_in_every_compilers_words(
+        message, name):
+    sink = DiagnosticSink("g.ufunc", [])
+    module = build_module("m", [(parse_text("g.ufunc", GUFUNC_SOURCE, sink), sink, "g.ufunc")])
+    lines = {"g.ufunc": GUFUNC_SOURCE.split("\n")}
+    (shown,) = user_diagnostics(f"g.ufunc:5:5: error: {message}\n", lines, module)
+    assert shown.split("\n")[0] == {
+        "c": "g.ufunc:5:5: error: 'c' is an output with core dimensions (n): write its "
+             "elements, c(i)",
+        "a": "g.ufunc:5:5: error: 'a' is an input with core dimensions (n, m): read its "
+             "elements, a(i, j)"}[name]
+    nvcc = f'g.ufunc(5): error: identifier "{name}" is undefined\n'
+    assert user_diagnostics(nvcc, lines, module)[0].split("\n")[0] == \
+        shown.split("\n")[0].replace(":5:5:", ":5:")
+
+
+def test_gccs_advice_to_include_a_header_and_its_echoes_of_an_undeclared_call_are_dropped():
+    output = ("f.ufunc:4:9: error: implicit declaration of function \u2018labs\u2019 "
+              "[-Werror=implicit-function-declaration]\n"
+              "f.ufunc:1:1: note: include \u2018<stdlib.h>\u2019 or provide a declaration of "
+              "\u2018labs\u2019\n"
+              "f.ufunc:4:9: warning: incompatible implicit declaration of built-in function "
+              "\u2018labs\u2019 [-Wbuiltin-declaration-mismatch]\n"
+              "f.ufunc:4:9: note: include \u2018<stdlib.h>\u2019 or provide a declaration of "
+              "\u2018labs\u2019\n"
+              "f.ufunc:10:9: note: each undeclared identifier is reported only once for each "
+              "function it appears in\n")
+    shown = user_diagnostics(output, LINES, _module())
+    assert [d.split("\n")[0] for d in shown] == [
+        "f.ufunc:4:9: error: call to undeclared function \u2018labs\u2019: it is not a helper, "
+        "nor declared by ufuncgen's prelude or the C headers it includes"]
+
+
 def test_output_about_other_files_only_gives_nothing():
     assert user_diagnostics("/tmp/b/x.c:1:1: error: oops\nmake: *** Error 1\n", LINES) == []
+
+
+# Errors in no signature file, as gcc 12 and make print them (abridged): a header a body
+# included, which the checker now refuses.
+SYSTEM_HEADER_OUTPUT = """\
+[ 80%] Building C object CMakeFiles/m.dir/m_generated/m_kernels_sim.c.o
+In file included from /usr/include/stdio.h:902,
+                 from f.ufunc:4,
+                 from /tmp/b/m_generated/m_kernels.cu:25:
+/usr/include/x86_64-linux-gnu/bits/stdio.h: In function \u2018ufg_body_half_square_float32\u2019:
+/usr/include/x86_64-linux-gnu/bits/stdio.h:39:1: error: nested function \u2018vprintf\u2019 declared \u2018extern\u2019
+   39 | vprintf (const char *__restrict __fmt, __gnuc_va_list __arg)
+      | ^~~~~~~
+/usr/include/stdio.h:371:12: note: previous declaration of \u2018vprintf\u2019
+/usr/include/x86_64-linux-gnu/bits/stdio.h:39:1: warning: something [-Werror=unused]
+/usr/include/x86_64-linux-gnu/bits/stdio.h:39:1: error: nested function \u2018vprintf\u2019 declared \u2018extern\u2019
+/usr/include/x86_64-linux-gnu/bits/stdio.h:40:1: error: invalid storage class in ufg_body_half_square_float32
+gmake[2]: *** [CMakeFiles/m.dir/build.make:93: CMakeFiles/m.dir/m_kernels_sim.c.o] Error 1
+gmake[2]: *** Waiting for unfinished jobs....
+/usr/bin/ld: m.o: undefined reference to `missing'
+collect2: error: ld returned 1 exit status
+gmake: *** [Makefile:91: all] Error 2
+"""
+CMAKE_OUTPUT = """\
+-- ufuncgen: CUDA kernels for 90
+CMake Error at /site/ufuncgen/cmake/ufuncgen.cmake:112 (message):
+  UFUNCGEN_CUDA=ON but no CUDA compiler was found (set CMAKE_CUDA_COMPILER)
+Call Stack (most recent call first):
+  CMakeLists.txt:5 (include)
+
+
+-- Configuring incomplete, errors occurred!
+"""
+
+
+def test_errors_in_no_signature_file_are_summed_up_as_their_error_lines_once_each():
+    assert error_summary(SYSTEM_HEADER_OUTPUT, _module()) == [
+        "/usr/include/x86_64-linux-gnu/bits/stdio.h:39:1: error: nested function \u2018vprintf\u2019 "
+        "declared \u2018extern\u2019",
+        "/usr/include/x86_64-linux-gnu/bits/stdio.h:40:1: error: invalid storage class in "
+        "'half_square' for float32(float32)",
+        "/usr/bin/ld: m.o: undefined reference to `missing'",
+        "collect2: error: ld returned 1 exit status"]
+
+
+def test_a_cmake_error_is_summed_up_as_its_message():
+    assert error_summary(CMAKE_OUTPUT) == [
+        "CMake Error at /site/ufuncgen/cmake/ufuncgen.cmake:112 (message):\n"
+        "  UFUNCGEN_CUDA=ON but no CUDA compiler was found (set CMAKE_CUDA_COMPILER)"]
+
+
+def test_a_long_list_of_errors_is_cut_with_a_count_of_the_rest():
+    output = "".join(f"/usr/include/h.h:{n}:1: error: number {n}\n" for n in range(1, 15))
+    summary = error_summary(output)
+    assert summary[:2] == ["/usr/include/h.h:1:1: error: number 1", "/usr/include/h.h:2:1: error: number 2"]
+    assert summary[10:] == ["... and 4 more"]
 
 
 # ------------------------------------------------------------------------------ real builds
@@ -204,7 +308,8 @@ def test_a_body_c_accepts_only_with_a_warning_fails_the_build_with_the_golden_me
     """tests/golden/build_errors/<case>.ufunc: a body that C before C23 compiles with a warning but
     that would not import (an undeclared function: an undefined symbol) or would silently
     reinterpret memory (a pointer of another type, an integer as a pointer, a const input
-    written through).  <case>.err is the exact stderr of `ufuncgen build <case>.ufunc --name
+    written through); and the other messages of a failed build (a core argument used as a
+    plain value, errors located in no signature file).  <case>.err is the exact stderr of `ufuncgen build <case>.ufunc --name
     <case> -o out --cuda-arch none` (gcc; quotes as ASCII); UFUNCGEN_REGEN_GOLDEN=1 rewrites
     it."""
     shutil.copy(BUILD_GOLDEN / f"{case}.ufunc", tmp_path)

@@ -279,6 +279,34 @@ def test_the_cell_magic_binds_the_module_and_its_functions(cache):
     assert shell.user_ns["sq"] is shell.user_ns["cellmod"].sq
 
 
+def test_a_cell_with_a_bad_signature_shows_the_checkers_messages_without_a_traceback(
+        cache, capsys):
+    pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+    from ufuncgen.gen import SignatureError
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "ufuncgen")
+    capsys.readouterr()
+    result = shell.run_cell("%%ufuncgen bad --cuda-arch none\n"
+                            + SQUARE.replace("float64(float64)", "flaot64(float64)"))
+    out, err = capsys.readouterr()
+    shown = out + err
+    assert isinstance(result.error_in_exec, SignatureError)     # the cell failed
+    assert "Traceback" not in shown and "File " not in shown, shown
+    lines = shown.strip().splitlines()
+    assert lines[0] == "SignatureError:"
+    assert "error: unknown type 'flaot64'" in lines[1]
+    assert lines[-1] == "1 error generated."
+
+
+def test_a_misspelt_cuda_arch_in_the_cell_magic_is_a_usage_error():
+    pytest.importorskip("IPython")
+    from IPython.core.error import UsageError
+    from ufuncgen.ipython import _arguments
+    with pytest.raises(UsageError):
+        _arguments("fast --cuda-arch 91x")
+
+
 # --- `ufuncgen build` with nothing changed -------------------------------------------------
 
 def ufuncgen_build(work: Path, *options: str) -> str:

@@ -1,4 +1,5 @@
 # The runtime type that wraps every generated ufunc (src/core/function_object.c).
+import inspect
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,9 @@ class Function:
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
     @property
     def ufunc(self) -> np.ufunc: ...
+    # The call as declared: (x, k, /, out=None, *, where=True, ...).
+    @property
+    def __signature__(self) -> inspect.Signature: ...
     # Forwarded to the wrapped ufunc:
     nin: int
     nout: int

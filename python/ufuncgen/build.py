@@ -16,7 +16,7 @@ import sys
 import sysconfig
 
 from . import _fingerprint
-from .build_diagnostics import user_diagnostics
+from .build_diagnostics import error_summary, user_diagnostics
 from .gen import SignatureError, load_module
 from .gen.diagnostics import format_warnings
 from .gen.load import directory_problem, display_path
@@ -120,7 +120,7 @@ def build(files: list[str], module: str, output_dir: str, build_dir: str | None 
     Arguments refused before anything runs (--cuda-arch, the name, the folders) remove
     nothing.
     """
-    cuda_arch_options(cuda_arch)     # a misspelt --cuda-arch is refused even when up to date
+    cuda_architectures(cuda_arch)    # a misspelt --cuda-arch is refused even when up to date
     problem = module_name_error(module)
     if problem is not None:
         raise BuildError(problem)
@@ -190,12 +190,9 @@ def _build(files, module, short, output_dir, build_dir, verbose, threads, cuda_a
         raise BuildError(f"cannot write {exc.filename!r}: {exc.strerror}") from None
     cmake = find_cmake()
     binary_dir = os.path.join(build_dir, "cmake")
-    options = [f"-DUFUNCGEN_THREADS={'ON' if threads else 'OFF'}", *cuda_arch_options(cuda_arch)]
-    if os.environ.get("UFUNCGEN_SANITIZE", "") not in ("", "0"):
-        # ASan + UBSan (a sanitized install turns this on by itself, see ufuncgen.cmake).
-        options += ["-DUFUNCGEN_SANITIZE=ON", "-DUFUNCGEN_CUDA=OFF"]
-    _run([cmake, "-S", project_dir, "-B", binary_dir, "-DCMAKE_BUILD_TYPE=Release",
-          f"-DPython_EXECUTABLE={sys.executable}", *options], verbose)
+    _forget_configuration_if_tools_changed(binary_dir)
+    _run([cmake, "-S", project_dir, "-B", binary_dir,
+          *cache_options(threads, cuda_arch, sanitize_requested())], verbose)
     _run([cmake, "--build", binary_dir, "--parallel"], verbose, sources, checked)
     if not os.path.exists(path):
         raise BuildError(f"the build finished but {path} is missing")
@@ -209,7 +206,74 @@ def _build_key(files, sources, module, output_dir, project, threads, cuda_arch) 
     return _fingerprint.digest({
         "files": [os.path.abspath(f) for f in files],
         "sources": sources, "module": module, "output_dir": output_dir, "project": project,
-        "cwd": os.getcwd(), **_fingerprint.build_inputs(threads=threads, cuda_arch=cuda_arch)})
+        "cwd": os.getcwd(), "configuration": _first_configure_inputs(),
+        **_fingerprint.build_inputs(threads=threads, cuda_arch=cuda_arch)})
+
+
+def sanitize_requested() -> bool:
+    """ASan + UBSan: asked for by UFUNCGEN_SANITIZE=1, or always from a sanitized install
+    (its sanitize.cmake, beside ufuncgen.cmake)."""
+    return (os.environ.get("UFUNCGEN_SANITIZE", "") not in ("", "0")
+            or os.path.exists(os.path.join(CMAKE_DIR, "sanitize.cmake")))
+
+
+def cache_options(threads: bool, cuda_arch: str | None, sanitize: bool) -> list[str]:
+    """The CMake cache settings of a configure, every one of them said on every configure:
+    CMake keeps a -D in the build folder's cache for every later run, so a setting given only
+    when it differs from the default would stick to later builds there (a host-only build's
+    UFUNCGEN_CUDA=OFF to a `--cuda-arch 90` build, a sanitized build's ASan to a plain one,
+    whose module then kills the interpreter at import).  A setting left to ufuncgen.cmake's
+    default is removed (-U), so that the default is decided again."""
+    settings: dict[str, str | None] = {
+        "CMAKE_BUILD_TYPE": "Release",
+        "Python_EXECUTABLE": sys.executable,
+        "UFUNCGEN_THREADS": "ON" if threads else "OFF",
+        "UFUNCGEN_SANITIZE": "ON" if sanitize else "OFF",
+        # None: on when CMake finds nvcc (ufuncgen.cmake); the sanitizers need it off.
+        "UFUNCGEN_CUDA": "OFF" if sanitize or cuda_arch == "none" else None,
+        # None: ufuncgen.cmake's list of GPUs.
+        "CMAKE_CUDA_ARCHITECTURES": cuda_architectures(cuda_arch),
+    }
+    return [f"-D{name}={value}" if value is not None else f"-U{name}"
+            for name, value in settings.items()]
+
+
+# What CMake reads from the environment only when it first configures a build folder, keeping
+# it in the cache whatever a later run's environment says: the compilers ($CC, $CUDACXX, or
+# those found on PATH), their flags and the generator.
+_FIRST_CONFIGURE_ENVIRONMENT = ("CC", "CFLAGS", "CUDACXX", "CUDAFLAGS", "CUDAHOSTCXX",
+                                "LDFLAGS", "CMAKE_GENERATOR")
+
+
+def _first_configure_inputs() -> dict:
+    return {"environment": {k: os.environ.get(k) for k in _FIRST_CONFIGURE_ENVIRONMENT},
+            "cc": _fingerprint.c_compiler_identity(),
+            "nvcc": _fingerprint.cuda_compiler_identity()}
+
+
+def _forget_configuration_if_tools_changed(binary_dir: str) -> None:
+    """Makes CMake configure binary_dir afresh when the compilers or the environment it read
+    at its first configure there changed since (a new $CC, another nvcc): its cache would
+    keep the old ones.  Records what this configure runs with."""
+    record = os.path.join(binary_dir, "ufuncgen-configuration.json")
+    current = _first_configure_inputs()
+    try:
+        with open(record, encoding="utf-8") as f:
+            previous = json.load(f)
+    except (OSError, ValueError):
+        previous = None
+    if previous != current:
+        try:
+            os.remove(os.path.join(binary_dir, "CMakeCache.txt"))
+        except FileNotFoundError:
+            pass
+        shutil.rmtree(os.path.join(binary_dir, "CMakeFiles"), ignore_errors=True)
+        try:
+            os.makedirs(binary_dir, exist_ok=True)
+            with open(record, "w", encoding="utf-8") as f:
+                json.dump(current, f)
+        except OSError as exc:
+            raise BuildError(f"cannot write {exc.filename!r}: {exc.strerror}") from None
 
 
 def _file_state(path: str) -> list | None:
@@ -237,19 +301,24 @@ def _write_stamp(stamp_path: str, key: str, outputs: list[str]) -> None:
         json.dump({"key": key, "outputs": [_file_state(p) for p in outputs]}, f)
 
 
-def cuda_arch_options(cuda_arch: str | None) -> list[str]:
-    """CMake options for `--cuda-arch`; BuildError for a spelling that is none of them."""
-    if cuda_arch is None:
-        return []
-    if cuda_arch == "none":
-        return ["-DUFUNCGEN_CUDA=OFF"]
-    if cuda_arch == "native":
-        return ["-DCMAKE_CUDA_ARCHITECTURES=native"]
-    archs = cuda_arch.split(",")
-    if not all(re.fullmatch(r"[0-9]+(-real|-virtual)?", a) for a in archs):
-        raise BuildError(f"--cuda-arch: expected 'none', 'native' or compute capabilities such "
-                         f"as 90 or 75,80; got {cuda_arch!r}")
-    return ["-DCMAKE_CUDA_ARCHITECTURES=" + ";".join(archs)]
+def cuda_arch_problem(cuda_arch: str) -> str | None:
+    """Why `--cuda-arch` cannot take this spelling; None when it can."""
+    if cuda_arch in ("none", "native") or all(
+            re.fullmatch(r"[0-9]+(-real|-virtual)?", a) for a in cuda_arch.split(",")):
+        return None
+    return (f"expected 'none', 'native' or compute capabilities such as 90 or 75,80; "
+            f"got {cuda_arch!r}")
+
+
+def cuda_architectures(cuda_arch: str | None) -> str | None:
+    """CMAKE_CUDA_ARCHITECTURES for `--cuda-arch` (None: ufuncgen.cmake's default, or no
+    CUDA); BuildError for a spelling that is none of them."""
+    problem = cuda_arch_problem(cuda_arch) if cuda_arch is not None else None
+    if problem is not None:
+        raise BuildError(f"--cuda-arch: {problem}")
+    if cuda_arch is None or cuda_arch == "none":
+        return None
+    return ";".join(cuda_arch.split(","))
 
 
 def tool_environment() -> dict[str, str]:
@@ -275,8 +344,14 @@ def _run(command: list[str], verbose: bool, sources: dict[str, list[str]] | None
         if located:
             raise BuildError("compiling the generated code failed at the lines above "
                              "(-v shows the full build output)", "\n".join(located))
-        raise BuildError(f"{os.path.basename(command[0])} failed (exit {result.returncode})",
-                         result.stdout or "")
+        if verbose:          # the output is on the screen already
+            raise BuildError(f"{os.path.basename(command[0])} failed (exit {result.returncode})")
+        # Not the whole log, which would bury what matters under make's and CMake's lines.
+        summary = error_summary(result.stdout or "", module)
+        where = ("its errors above are in none of the signature files"
+                 if summary else "it printed no error message")
+        raise BuildError(f"{os.path.basename(command[0])} failed (exit {result.returncode}): "
+                         f"{where} (-v shows the full build output)", "\n".join(summary))
     if located:
         count = sum(1 for d in located if ": warning: " in d.split("\n")[0])
         summary = f"{count} compiler warning{'s' if count != 1 else ''} in the bodies."

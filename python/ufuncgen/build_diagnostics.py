@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from .gen.diagnostics import Location
-from .gen.model import Module
+from .gen.model import Arg, Module
 
 # gcc and clang: `path:line:col: severity: message`, the column sometimes absent.
 _GCC = re.compile(r"(?P<path>[^:\n]+?):(?P<line>\d+):(?:(?P<col>\d+):)? "
@@ -38,6 +38,19 @@ _DID_YOU_MEAN = re.compile(r"; did you mean [^;]*\?")
 # `read-only variable is not assignable`.
 _READ_ONLY_INPUT = re.compile(r"(?P<what>assignment of|increment of|decrement of) read-only "
                               r"location ['\u2018]\*\(const [^)]*\)\(ufg_(?P<name>\w+) \+ .*")
+# A name nothing declares: gcc's `'c' undeclared (first use in this function)`, clang's
+# `use of undeclared identifier 'c'`, nvcc's `identifier "c" is undefined`.  In a gufunc body
+# a core argument is an accessor, `c(i)`, and its bare name is declared nowhere.
+_UNDECLARED_NAME = re.compile(r"['\u2018](?P<gcc>\w+)['\u2019] undeclared.*|"
+                              r"use of undeclared identifier ['\u2018](?P<clang>\w+)['\u2019]|"
+                              r'identifier "(?P<nvcc>\w+)" is undefined')
+# What the compilers add that is no help, or bad advice, in a body: gcc's advice to include a
+# header for a library function (a body cannot include one, and the call is already reported
+# as undeclared), its warning that the same call mismatches a built-in, and its reminder that
+# an undeclared name is reported once per function.
+_UNHELPFUL = re.compile(r"include ['\u2018]<[^>]*>['\u2019] or provide a declaration of .*|"
+                        r"incompatible implicit declaration of built-in function .*|"
+                        r"each undeclared identifier is reported only once .*")
 
 
 @dataclass(frozen=True)
@@ -72,11 +85,42 @@ def generated_names(module: Module) -> dict[str, str]:
     return names
 
 
-def _reworded(message: str, names: dict[str, str]) -> str:
+def core_arguments(module: Module) -> dict[tuple[str, int], dict[str, Arg]]:
+    """(path, line) of each line of a gufunc's body → its arguments with core dimensions."""
+    found = {}
+    for fn in module.functions:
+        core = {a.name: a for a in fn.args if a.core_dims}
+        if core:
+            for n in range(len(fn.body.lines)):
+                found[(fn.body.path, fn.body.first_line + n)] = core
+    return found
+
+
+_INDEX_NAMES = "ijklmnopqrstuvwx"     # as many as an argument's core dimensions can be
+
+
+def _core_argument_as_value(name: str, arg: Arg) -> str:
+    dims = ", ".join(d.name for d in arg.core_dims)
+    index = ", ".join(_INDEX_NAMES[:len(arg.core_dims)])
+    if arg.is_output:
+        return (f"'{name}' is an output with core dimensions ({dims}): write its elements, "
+                f"{name}({index})")
+    return (f"'{name}' is an input with core dimensions ({dims}): read its elements, "
+            f"{name}({index})")
+
+
+def _reworded(message: str, names: dict[str, str], core: dict[str, Arg] | None = None) -> str:
     """The compilers' wording where it does not say what is wrong in a body's terms: an
     "implicit declaration" is a call to a function that is not declared (a typo, `expp(x)`);
     every helper is declared before any body, so a helper so called is one whose prototype
-    the compiler refused."""
+    the compiler refused.  A gufunc's core argument used as a plain value (`c = 2;`) is
+    undeclared: its elements are what a body reads or writes (`core`: the body's core
+    arguments)."""
+    m = _UNDECLARED_NAME.fullmatch(message)
+    if m is not None and core:
+        name = m["gcc"] or m["clang"] or m["nvcc"]
+        if name in core:
+            return _core_argument_as_value(name, core[name])
     m = _READ_ONLY_INPUT.fullmatch(message)
     if m is not None:
         return (f"{m['what']} an element of '{m['name']}', an input: a body reads its inputs "
@@ -126,6 +170,7 @@ def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module 
     in generated code whose macro-expansion note points at a signature file is reported there.
     Duplicates (a body is compiled several times) are dropped; order is kept."""
     names = generated_names(module) if module is not None else {}
+    core = core_arguments(module) if module is not None else {}
     lines = output.splitlines()
     found: list[CompilerDiagnostic] = []
     pending: tuple[str, str] | None = None     # an error in generated code, awaiting its note
@@ -141,13 +186,16 @@ def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module 
             if path not in sources:
                 pending = (severity, message) if severity in ("error", "warning") else pending
                 continue
+            if _UNHELPFUL.fullmatch(message):
+                continue
             if severity == "note" and pending is not None and "in expansion of macro" in message:
                 severity, message = pending       # the user's line is where it went wrong
                 pending = None
             elif severity != "note":
                 pending = None
             found.append(CompilerDiagnostic(Location(path, line, col), severity,
-                                            _rename(_reworded(message, names), names),
+                                            _rename(_reworded(message, names,
+                                                              core.get((path, line))), names),
                                             m["col"] is not None))
             continue
         m = _NVCC.fullmatch(text)
@@ -160,5 +208,47 @@ def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module 
                 i += 2 if col is not None else 0
             found.append(CompilerDiagnostic(Location(path, line, col or 1),
                                             m["severity"].replace("remark", "note"),
-                                            _rename(m["message"], names), col is not None))
+                                            _rename(_reworded(m["message"], names,
+                                                              core.get((path, line))), names),
+                                            col is not None))
     return [d.format(sources.get(d.location.path)) for d in dict.fromkeys(found)]
+
+
+# A build's own chatter about a failure, which says nothing of what went wrong: make's and
+# Ninja's `*** [...] Error 1`, `Waiting for unfinished jobs`, `build stopped`.
+_BUILD_TOOL_NOISE = re.compile(r"g?make(?:\[\d+\])?: \*\*\*|ninja: build stopped|FAILED: |"
+                               r"-- Configuring incomplete")
+_ERROR_WORD = re.compile(r"\berror\b|undefined reference", re.IGNORECASE)
+_CMAKE_ERROR = re.compile(r"CMake Error\b")
+
+
+def error_summary(output: str, module: Module | None = None, limit: int = 10) -> list[str]:
+    """The errors of a failed build's `output` that are located in no signature file (in the
+    system headers, in generated code, CMake's own), each once, at most `limit` of them then
+    a count of the rest: what to show instead of the whole log.  A compiler's error is its
+    one line; CMake's, its first line and the indented lines of its message."""
+    names = generated_names(module) if module is not None else {}
+    lines = output.splitlines()
+    found: list[str] = []
+    i = 0
+    while i < len(lines):
+        text = lines[i].rstrip()
+        i += 1
+        if _CMAKE_ERROR.match(text):
+            block = [text]
+            while i < len(lines) and lines[i].startswith(" ") and lines[i].strip():
+                block.append(lines[i].rstrip())
+                i += 1
+            found.append("\n".join(block))
+            continue
+        if _BUILD_TOOL_NOISE.search(text) or not _ERROR_WORD.search(text):
+            continue
+        m = _GCC.fullmatch(text) or _NVCC.fullmatch(text)
+        if m is not None and m["severity"] not in ("error", "fatal error"):
+            continue
+        found.append(_rename(text, names))
+    found = list(dict.fromkeys(found))
+    if len(found) > limit:
+        found = found[:limit] + [f"... and {len(found) - limit} more"]
+    return found
+

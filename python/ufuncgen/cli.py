@@ -11,6 +11,16 @@ import os
 import sys
 
 
+def cuda_arch_argument(value: str) -> str:
+    """argparse type of --cuda-arch: a misspelling is a usage error (exit status 2) naming it,
+    as a bad --name is."""
+    from .build import cuda_arch_problem
+    problem = cuda_arch_problem(value)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     from .gen.names import module_name_argument
     parser = argparse.ArgumentParser(prog="ufuncgen", description=__doc__.split("\n\n")[0])
@@ -27,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="CMake's build directory (default: DIR/.ufuncgen-build/MOD)")
     build.add_argument("--no-threads", dest="threads", action="store_false",
                        help="compile every loop single-threaded (no multi-core host loops)")
-    build.add_argument("--cuda-arch", default=None, metavar="ARCHS",
+    build.add_argument("--cuda-arch", default=None, metavar="ARCHS", type=cuda_arch_argument,
                        help="GPUs to compile for: 'none' (host and simulator only), 'native' "
                             "(the GPU present), or compute capabilities such as 90 or 75,80 "
                             "(default: 75, 80, 86, 89 and 90 when nvcc is found)")

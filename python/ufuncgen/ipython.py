@@ -18,6 +18,7 @@ import argparse
 import keyword
 import shlex
 
+from .cli import cuda_arch_argument
 from .loader import load
 
 
@@ -25,7 +26,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="%%ufuncgen", add_help=False,
                                      description="build the cell's signature text")
     parser.add_argument("name", help="the name the module is bound to in the namespace")
-    parser.add_argument("--cuda-arch", default=None)
+    parser.add_argument("--cuda-arch", default=None, type=cuda_arch_argument)
     parser.add_argument("--no-threads", dest="threads", action="store_false")
     parser.add_argument("-v", "--verbose", action="store_true")
     return parser
@@ -49,10 +50,20 @@ def public_names(module) -> list[str]:
 
 
 def ufuncgen_cell(ipython, line: str, cell: str):
+    from .build import BuildError
+    from .gen import SignatureError
     args = _arguments(line)
-    # The cell's text always counts as text, even a one-line cell without `{`.
-    module = load(cell if "\n" in cell else cell + "\n", cuda_arch=args.cuda_arch,
-                  threads=args.threads, verbose=args.verbose, _stem=args.name)
+    try:
+        # The cell's text always counts as text, even a one-line cell without `{`.
+        module = load(cell if "\n" in cell else cell + "\n", cuda_arch=args.cuda_arch,
+                      threads=args.threads, verbose=args.verbose, _stem=args.name)
+    except (SignatureError, BuildError) as exc:
+        # The messages point at the cell's text, as `ufuncgen check` shows them: IPython shows
+        # what _render_traceback_ gives instead of a traceback through ufuncgen's own code.
+        # The exception still fails the cell (a "run all" stops there).
+        shown = [f"{type(exc).__name__}:", str(exc)]
+        exc._render_traceback_ = lambda: shown
+        raise
     namespace = {n: getattr(module, n) for n in public_names(module)}
     namespace[args.name] = module
     ipython.user_ns.update(namespace)

@@ -37,6 +37,7 @@
  * (importing _device at import time would make every host-only user pay for it). */
 static const ufg_device_call_api *ufg_device_api = NULL;
 static PyObject *ufg_reduce_name = NULL;        /* "reduce" */
+static PyObject *ufg_signature_name = NULL;     /* "__signature__" */
 
 static const ufg_device_call_api *
 ufg_load_device_api(void)
@@ -332,15 +333,63 @@ ufg_function_getattr_from_ufunc(ufg_FunctionObject *self, PyObject *name)
 }
 
 /*
+ * __signature__: the call as declared, `(x, k, /, out=None, *, where=True,
+ * ...)`, what the docstring's first line and the stub say, for inspect and
+ * editors; the wrapped ufunc's names its arguments x1, x2.  Built from the
+ * descriptor's argument names by ufuncgen._signature.  A Function made
+ * without a descriptor has the ufunc's.  Answered here rather than by a
+ * descriptor on the type, which inspect.signature(ufuncgen.Function) would
+ * find on the class and refuse as no Signature.
+ */
+static PyObject *
+ufg_function_signature(ufg_FunctionObject *self)
+{
+    const struct ufg_function_descriptor *fn = self->descriptor;
+    PyObject *names, *module, *result;
+
+    if (fn == NULL || self->ufunc == NULL) {
+        return ufg_function_getattr_from_ufunc(self, ufg_signature_name);
+    }
+    names = PyTuple_New(fn->nin);
+    if (names == NULL) {
+        return NULL;
+    }
+    for (int i = 0; i < fn->nin; i++) {
+        PyObject *name = PyUnicode_FromString(fn->arg_names[i]);
+        if (name == NULL) {
+            Py_DECREF(names);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(names, i, name);
+    }
+    module = PyImport_ImportModule("ufuncgen._signature");
+    if (module == NULL) {
+        Py_DECREF(names);
+        return NULL;
+    }
+    result = PyObject_CallMethod(module, "call_signature", "Oi", names,
+                                 fn->signature != NULL);
+    Py_DECREF(module);
+    Py_DECREF(names);
+    return result;
+}
+
+/*
  * Names defined by the type win; everything else is the wrapped ufunc's
- * (nin, types, reduce, ...).  Function has no instance __dict__, so the
- * generic lookup can only succeed for names found on the type: asking the
- * type first is equivalent to "generic lookup, fall back on AttributeError"
- * without raising and discarding an exception on every delegated access.
+ * (nin, types, reduce, ...), but for __signature__ (above).  Function has
+ * no instance __dict__, so the generic lookup can only succeed for names
+ * found on the type: asking the type first is equivalent to "generic
+ * lookup, fall back on AttributeError" without raising and discarding an
+ * exception on every delegated access.
  */
 static PyObject *
 ufg_function_getattro(PyObject *op, PyObject *name)
 {
+    if (name == ufg_signature_name ||
+        (PyUnicode_Check(name) &&
+         PyUnicode_CompareWithASCIIString(name, "__signature__") == 0)) {
+        return ufg_function_signature((ufg_FunctionObject *)op);
+    }
     if (_PyType_Lookup(Py_TYPE(op), name) != NULL) {
         return PyObject_GenericGetAttr(op, name);
     }
@@ -795,6 +844,12 @@ ufg_function_intern_names(void)
     if (ufg_reduce_name == NULL) {
         ufg_reduce_name = PyUnicode_InternFromString("reduce");
         if (ufg_reduce_name == NULL) {
+            return -1;
+        }
+    }
+    if (ufg_signature_name == NULL) {
+        ufg_signature_name = PyUnicode_InternFromString("__signature__");
+        if (ufg_signature_name == NULL) {
             return -1;
         }
     }

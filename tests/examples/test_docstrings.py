@@ -84,3 +84,46 @@ def test_function_identifies_itself_by_name_module_and_argument_counts(name):
     assert (fn.nin, fn.nout) == (len(args), len(outs))
     assert (fn.signature is None) == (kind == "ufunc")
     assert name in repr(fn)
+
+
+def _stub_call_parameters(name):
+    """The parameters of `name`'s __call__ in the installed ufuncgen/examples.pyi, as
+    (name, kind) with inspect's kinds, `self` left out."""
+    import ast
+    import inspect
+    stub = pathlib.Path(ex.__file__).with_name("examples.pyi")
+    tree = ast.parse(stub.read_text())
+    annotated = {node.target.id: node.annotation.id for node in tree.body
+                 if isinstance(node, ast.AnnAssign)}
+    (cls,) = [node for node in tree.body
+              if isinstance(node, ast.ClassDef) and node.name == annotated[name]]
+    (call,) = [node for node in cls.body if isinstance(node, ast.FunctionDef)]
+    p = inspect.Parameter
+    params = ([(a.arg, p.POSITIONAL_ONLY) for a in call.args.posonlyargs]
+              + [(a.arg, p.POSITIONAL_OR_KEYWORD) for a in call.args.args]
+              + [(a.arg, p.KEYWORD_ONLY) for a in call.args.kwonlyargs])
+    return params[1:] + ([(call.args.kwarg.arg, p.VAR_KEYWORD)] if call.args.kwarg else [])
+
+
+@pytest.mark.parametrize("name", FUNCTION_NAMES)
+def test_inspect_signature_is_the_docstrings_call_with_the_declared_argument_names(name):
+    import inspect
+    kind, args, _, _ = DECLARATIONS[name]
+    fn = getattr(ex, name)
+    signature = inspect.signature(fn)
+    assert f"{name}{signature}" == fn.__doc__.splitlines()[0]
+    params = list(signature.parameters.values())
+    assert [q.name for q in params[:len(args)]] == args
+    assert all(q.kind == q.POSITIONAL_ONLY for q in params[:len(args)])
+    keywords = {q.name for q in params if q.kind == q.KEYWORD_ONLY}
+    assert ({"axes", "axis", "keepdims"} <= keywords) == (kind == "gufunc")
+    assert ("where" in keywords) == (kind == "ufunc")
+    # The stub: the same inputs, positional-only, then `out`; the keywords as **kwargs.
+    stub = _stub_call_parameters(name)
+    assert stub[:len(args) + 1] == [(q.name, q.kind) for q in params[:len(args) + 1]]
+
+
+def test_the_function_type_itself_still_has_a_signature():
+    import inspect
+    import ufuncgen
+    assert "ufunc" in str(inspect.signature(ufuncgen.Function))

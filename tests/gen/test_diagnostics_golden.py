@@ -132,6 +132,19 @@ def test_a_missing_file_is_an_error_message_not_a_traceback():
                                       "No such file or directory\n1 error generated.\n")
 
 
+def test_a_file_given_twice_is_an_error_saying_so_not_a_duplicate_of_each_function(tmp_path):
+    (tmp_path / "a.ufunc").write_text("ufunc f(x) -> y\n    types: float64(float64)\n{ y = x; }\n")
+    (tmp_path / "link.ufunc").symlink_to("a.ufunc")
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")
+    for files, also in ((["a.ufunc", "a.ufunc"], ""), (["a.ufunc", "./a.ufunc"], " (first as 'a.ufunc')"),
+                        (["link.ufunc", "a.ufunc"], " (first as 'link.ufunc')")):
+        result = subprocess.run([sys.executable, "-m", "ufuncgen", "check", *files], cwd=tmp_path,
+                                capture_output=True, text=True, env=env, timeout=60)
+        assert (result.returncode, result.stdout) == (1, "")
+        assert result.stderr == (f"a.ufunc:1:1: error: file is given twice{also}: give each "
+                                 "signature file once\n1 error generated.\n")
+
+
 def test_check_of_a_good_file_succeeds_quietly_on_stderr():
     examples = GOLDEN.parent.parent / "signatures" / "examples.ufunc"
     result = _check([str(examples)])
@@ -169,7 +182,12 @@ def test_check_prints_exactly_the_golden_warnings_and_succeeds(case, monkeypatch
             line, col = int(m["line"]), int(m["col"])
             assert lines[i + 1] == "    " + source[line - 1]
             assert lines[i + 2] == "    " + " " * (col - 1) + "^"
-            assert source[line - 1][col - 1] in "/%"
+            # At the division, or at the helper's name a warning quotes.
+            quoted = re.search(r"helper '(\w+)' is not called", m["message"])
+            if quoted:
+                assert source[line - 1][col - 1:].startswith(quoted[1] + "(")
+            else:
+                assert source[line - 1][col - 1] in "/%"
     assert count and lines[-2:] == [f"{count} warning{'s' if count != 1 else ''} generated.", ""]
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import keyword
+import re
 import textwrap
 from pathlib import Path
 
@@ -191,6 +192,26 @@ def test_a_helper_may_not_take_the_name_of_a_prelude_function(name):
                    + textwrap.dedent(ufunc("float64(float64, float64)")))
     assert errors(helper_text) == [f"1:10: helper name '{name}' is a function of ufuncgen's "
                                    f"prelude of body functions: a helper of that name would hide it"]
+
+
+def test_the_readme_says_which_name_rules_apply_to_function_names_and_which_to_the_others():
+    """README, "Declarations": the names a body sees may not be C keywords, header names or the
+    prelude's; a function's own name may, and the README's examples of it are accepted."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    paragraph = readme[readme.index("Every name (of a function"):readme.index("**Options**")]
+    body_names = paragraph[paragraph.index("The names a body sees"):paragraph.index("A helper")]
+    listed = [n for n in re.findall(r"`(\w+)`", body_names) if n in RESERVED_NAMES]
+    assert {"class", "int64_t", "NULL", "main", "T", "abs", "max", "clamp", "PI"} <= set(listed)
+    for name in listed:
+        assert errors(ufunc("float64(float64, float64)", header=f"f(x, {name}) -> r"))
+        if not keyword.iskeyword(name):
+            assert function(f"ufunc {name}(x) -> y\n    types: float64(float64)\n"
+                            "{\n    y = x;\n}\n").name == name
+    for example in re.findall(r"`ufunc (\w+)\(x\) -> y`", paragraph):
+        assert function(f"ufunc {example}(x) -> y\n    types: float64(float64)\n"
+                        "{\n    y = x;\n}\n").name == example
+    for prefix in ("ufg_", "UFG_", "npy_", "NPY_", "Py_", "__", "_X"):
+        assert errors(f"ufunc {prefix}f(x) -> y\n    types: float64(float64)\n{{\n    y = x;\n}}\n")
 
 
 def test_names_that_only_resemble_reserved_ones_are_accepted():

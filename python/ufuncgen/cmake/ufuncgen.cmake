@@ -15,6 +15,8 @@ include_guard(GLOBAL)
 # it; or python/ufuncgen/cmake in ufuncgen's source tree (building ufuncgen itself, or any
 # build from an editable install), where they are gen/, templates/ and src/include at the top.
 get_filename_component(_UFUNCGEN_PACKAGE_DIR "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+# This folder, for the functions below (inside a function CMAKE_CURRENT_LIST_DIR is the caller's).
+set(_UFUNCGEN_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
 if(EXISTS "${_UFUNCGEN_PACKAGE_DIR}/gen/__init__.py")
   set(_UFUNCGEN_GEN_DIR "${_UFUNCGEN_PACKAGE_DIR}/gen")
   set(_UFUNCGEN_TEMPLATE_DIR "${_UFUNCGEN_PACKAGE_DIR}/templates")
@@ -192,16 +194,35 @@ function(ufuncgen_add_module target)
   set(kernels_fastmath_sim_c "${gen_dir}/${short_name}_kernels_fastmath_sim.c")
   set(generated "${module_c}" "${stub}" "${bodies_h}" "${kernels_cu}" "${kernels_sim_c}"
                 "${kernels_fastmath_cu}" "${kernels_fastmath_sim_c}")
+  # Generation follows content, not dates.  make and Ninja rerun a command when an input is
+  # newer than its outputs, but an edited signature file can be older than the last build
+  # (restored from a backup, `cp -p`, `rsync -t`, untarred), and the old code would be kept.
+  # So every build first writes the SHA-256 of the signature files and the generator's files
+  # to `inputs_digest`, rewritten only when that text changed (ufuncgen_inputs.cmake), and the
+  # generator runs when the digest is newer than its stamp.  The generator rewrites only the
+  # files whose text changed; they are the command's byproducts, not its outputs, so that make
+  # and Ninja recompile only those (nvcc keeps the kernels of an unchanged kernels.cu).
+  set(inputs_digest "${gen_dir}/${short_name}_inputs.sha256")
+  set(generated_stamp "${gen_dir}/${short_name}_generated.stamp")
+  add_custom_target(${target}_ufuncgen_inputs
+    COMMAND "${CMAKE_COMMAND}" "-DOUTPUT=${inputs_digest}"
+            -P "${_UFUNCGEN_CMAKE_DIR}/ufuncgen_inputs.cmake"
+            -- "${ARG_MODULE}" "${ARG_SOURCE_ROOT}" ${signatures} ${_UFUNCGEN_GENERATOR_FILES}
+    BYPRODUCTS "${inputs_digest}"
+    VERBATIM)
   add_custom_command(
-    OUTPUT ${generated}
+    OUTPUT "${generated_stamp}"
+    BYPRODUCTS ${generated}
     COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${_UFUNCGEN_PYTHONPATH}"
             "${Python_EXECUTABLE}" -m ufuncgen.gen --module "${ARG_MODULE}" -o "${gen_dir}"
             --source-root "${ARG_SOURCE_ROOT}" ${signatures}
-    # The generator leaves unchanged files alone; touching them keeps make from rerunning it.
-    COMMAND "${CMAKE_COMMAND}" -E touch_nocreate ${generated}
-    DEPENDS ${signatures} ${_UFUNCGEN_GENERATOR_FILES}
+    COMMAND "${CMAKE_COMMAND}" -E touch "${generated_stamp}"
+    DEPENDS "${inputs_digest}" ${signatures} ${_UFUNCGEN_GENERATOR_FILES}
     COMMENT "ufuncgen: generating ${ARG_MODULE} from ${ARG_SIGNATURES}"
     VERBATIM)
+  add_custom_target(${target}_ufuncgen_sources DEPENDS "${generated_stamp}")
+  add_dependencies(${target}_ufuncgen_sources ${target}_ufuncgen_inputs)
+  set_source_files_properties(${generated} PROPERTIES GENERATED TRUE)
 
   Python_add_library(${target} MODULE WITH_SOABI "${module_c}" "${kernels_sim_c}"
                      "${kernels_fastmath_sim_c}")
@@ -228,6 +249,7 @@ function(ufuncgen_add_module target)
     target_compile_definitions(${target} PRIVATE UFG_HAVE_CUDA)
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-O3>)
   endif()
+  add_dependencies(${target} ${target}_ufuncgen_sources)
   ufuncgen_use_headers(${target})
   target_link_libraries(${target} PRIVATE Python::NumPy)
   if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
