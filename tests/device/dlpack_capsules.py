@@ -6,6 +6,8 @@ KDLCPU, KDLCUDA = 1, 2
 KDLFLOAT = 2
 
 
+# ctypes mirrors of the DLPack ABI's structs (dlpack.h), shared by the device tests that build
+# capsules a well-behaved producer would not.
 class DLDevice(ctypes.Structure):
     _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
 
@@ -20,13 +22,19 @@ class DLTensor(ctypes.Structure):
                 ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
 
 
+# The deleter gets the managed tensor's address; DELETER() is a NULL one.
+DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
 class DLManagedTensor(ctypes.Structure):
-    pass
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", DELETER)]
 
 
-DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))
-DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
-                            ("deleter", DELETER)]
+class DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32),
+                ("manager_ctx", ctypes.c_void_p), ("deleter", DELETER),
+                ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+
 
 _new_capsule = ctypes.pythonapi.PyCapsule_New
 _new_capsule.restype = ctypes.py_object
@@ -39,8 +47,8 @@ deleted = []
 
 
 @DELETER
-def _deleter(managed):
-    deleted.append(ctypes.addressof(managed.contents))
+def _deleter(address):
+    deleted.append(address)
 
 
 def capsule(ptr, shape, strides=None, *, ndim=None, shape_missing=False, code=KDLFLOAT,

@@ -19,6 +19,9 @@ import pytest
 
 import ufuncgen._device as dev
 
+from .dlpack_capsules import (DELETER, DLDataType, DLDevice, DLManagedTensor,
+                              DLManagedTensorVersioned, DLTensor)
+
 SUPPORTED = [np.dtype(t) for t in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float32", "float64")]
@@ -71,32 +74,6 @@ def host_view_of(host, offset_elements, shape, strides_elements):
         writeable=False)
 
 
-# ctypes mirrors of the DLPack structs, to build capsules a well-behaved producer would not.
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-
-class DLManagedTensor(ctypes.Structure):
-    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", ctypes.c_void_p)]
-
-
-class DLManagedTensorVersioned(ctypes.Structure):
-    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32),
-                ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p),
-                ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
-
-
 _capsule_new = ctypes.pythonapi.PyCapsule_New
 _capsule_new.restype = ctypes.py_object
 _capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
@@ -126,10 +103,10 @@ class HandMadeTensor:
         tensor = DLTensor(array.ptr, DLDevice(device_type, array.device), array.ndim,
                           DLDataType(code, bits, lanes), self.shape, self.strides, byte_offset)
         if versioned:
-            self.struct = DLManagedTensorVersioned(1, 0, None, None, flags, tensor)
+            self.struct = DLManagedTensorVersioned(1, 0, None, DELETER(), flags, tensor)
             name = b"dltensor_versioned"
         else:
-            self.struct = DLManagedTensor(tensor, None, None)
+            self.struct = DLManagedTensor(tensor, None, DELETER())
             name = b"dltensor"
         self.array = array     # keeps the memory alive as long as the tensor
         self.capsule = _capsule_new(ctypes.addressof(self.struct), _NAMES[name], None)

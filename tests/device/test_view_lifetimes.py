@@ -23,6 +23,8 @@ from ufuncgen import _device, device
 import ufuncgen.examples as ex
 
 from .conftest import ForeignArray, host
+from .dlpack_capsules import (DELETER, KDLCUDA, KDLFLOAT, DLDataType, DLDevice,
+                              DLManagedTensor, DLTensor)
 
 pytestmark = pytest.mark.skipif(
     device.backend() != "sim" or not _device.sim_is_async(),
@@ -34,33 +36,10 @@ LATE = 0.05     # seconds a stream is held: far longer than any unordered free t
 # ------------------------------------------------------------------ a DLPack-only library
 
 
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-
-_DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-
-
-class _DLManagedTensor(ctypes.Structure):
-    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", _DELETER)]
-
-
 _capsule_new = ctypes.pythonapi.PyCapsule_New
 _capsule_new.restype = ctypes.py_object
 _capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 
-KDLCUDA, KDLFLOAT = 2, 2
 
 
 class DLPackLibraryArray:
@@ -85,15 +64,15 @@ class DLPackLibraryArray:
         if stream != -1 and consumer != self._stream:
             _device.stream_wait(consumer, self._stream)
         shape = (ctypes.c_int64 * 1)(self._memory.size)
-        tensor = _DLManagedTensor(
-            _DLTensor(self._memory.ptr, _DLDevice(KDLCUDA, self._memory.device), 1,
-                      _DLDataType(KDLFLOAT, 64, 1), shape, None, 0),
+        tensor = DLManagedTensor(
+            DLTensor(self._memory.ptr, DLDevice(KDLCUDA, self._memory.device), 1,
+                      DLDataType(KDLFLOAT, 64, 1), shape, None, 0),
             None, _deleter)
         self.exports[ctypes.addressof(tensor)] = (tensor, shape, self._memory)
         return _capsule_new(ctypes.addressof(tensor), b"dltensor", None)
 
 
-@_DELETER
+@DELETER
 def _deleter(address):
     DLPackLibraryArray.deleted.append(address)
     del DLPackLibraryArray.exports[address]
