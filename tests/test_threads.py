@@ -68,6 +68,25 @@ def test_the_default_comes_from_the_environment_or_the_cpus_available(environmen
     assert int(result.stdout) == expected
 
 
+@pytest.mark.parametrize("value, expected, warning", [
+    ("abc", None, "UFUNCGEN_NUM_THREADS=abc is not a positive whole number of threads; ignored"),
+    ("0", None, "UFUNCGEN_NUM_THREADS=0 is not a positive whole number of threads; ignored"),
+    ("-3", None, "UFUNCGEN_NUM_THREADS=-3 is not a positive whole number of threads; ignored"),
+    ("99999999999", 1024,
+     "UFUNCGEN_NUM_THREADS=99999999999 is more threads than the 1024 ufuncgen runs; 1024 it is"),
+    ("2000", 1024, "UFUNCGEN_NUM_THREADS=2000 is more threads than the 1024 ufuncgen runs"),
+])
+def test_a_thread_count_in_the_environment_that_is_no_count_says_so(value, expected, warning):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_NUM_THREADS", "UFUNCGEN_NUM_THREADS")}
+    env["UFUNCGEN_NUM_THREADS"] = value
+    result = subprocess.run([sys.executable, "-c", "import ufuncgen; print(ufuncgen.get_num_threads())"],
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) == (len(os.sched_getaffinity(0)) if expected is None else expected)
+    assert "RuntimeWarning: ufuncgen: " + warning in result.stderr
+
+
 def test_one_setting_reaches_every_generated_module(probe_module_dir, always_parallel,
                                                     monkeypatch):
     monkeypatch.syspath_prepend(str(probe_module_dir))
@@ -144,3 +163,49 @@ def test_a_forked_child_uses_threads_after_the_parent_did(always_parallel):
     child.join(timeout=60)
     assert child.exitcode == 0
     assert queue.get(timeout=5) is True
+
+
+# add, with a vector-math call that cannot change the sum: libmvec's cos raises a false
+# overflow for |y| > 1e19 (scalar cos does not), so a reduction with such values is re-run in
+# NumPy's order, and only that run's flags reach np.errstate.
+ASSOCIATIVE_WITH_VECTOR_MATH = """\
+ufunc add_cos0(x, y) -> sum
+    types: float64(float64, float64)
+    identity: 0
+    associative: true
+{
+    sum = x + y + (T)0 * cos(y);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def add_cos0(tmp_path_factory, module_importer):
+    return module_importer(tmp_path_factory.mktemp("add_cos0"), "ufg_add_cos0",
+                           ASSOCIATIVE_WITH_VECTOR_MATH, "--cuda-arch", "none").add_cos0
+
+
+def _reduce_with_flags(fn, x):
+    raised = []
+    with np.errstate(all="call", call=lambda kind, flag: raised.append(kind)):
+        value = fn.reduce(x)
+    return value.tobytes(), sorted(set(raised))
+
+
+@pytest.mark.parametrize("where", [[-70_000], [-70_000, 5, 1_500_000]],
+                         ids=["in the last part", "in several parts"])
+def test_a_reduction_whose_helper_raised_overflow_is_rerun_as_on_one_thread(
+        add_cos0, always_parallel, where):
+    # A helper's overflow flag reached the caller through glibc's feraiseexcept, which sets it
+    # in the x87 unit, not in the SSE register the loops read: the re-run in order was
+    # skipped (another sum, and "overflow") or its flags kept the helper's false overflow.
+    x = np.random.default_rng(5).standard_normal(4_000_000)
+    for k in where:
+        x[k], x[k + 1] = 1e300, -1e300
+    ufuncgen.set_num_threads(1)
+    expected = _reduce_with_flags(add_cos0, x)
+    ufuncgen.set_num_threads(2)
+    before = parallel_calls()
+    for _ in range(8):
+        assert _reduce_with_flags(add_cos0, x) == expected
+    assert parallel_calls() > before
