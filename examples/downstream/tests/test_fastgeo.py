@@ -187,7 +187,7 @@ def test_the_wheel_ships_the_type_stub_and_documented_functions():
     package = importlib.resources.files("fastgeo")
     stub = package.joinpath("_ufuncs.pyi").read_text()
     for name in fastgeo.__all__:
-        assert f"\n{name}: _{name}\n" in stub
+        assert f"\n{name}: _Function_{name}\n" in stub
         assert "signatures/" in getattr(fastgeo, name).__doc__
     assert package.joinpath("py.typed").is_file()
 
