@@ -5,6 +5,7 @@ never spells a C type or a NumPy type number itself.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 
@@ -30,6 +31,12 @@ class ElementType:
     # (float16: F16C converts eight at once); None where loops convert element by element.
     load_block: str | None = None
     store_block: str | None = None
+    # The prelude's functions converting to and from double instead, for an output of a body
+    # that computes in double (held_in_double): float16 rounds a double once (through float it
+    # would round twice).  None where a double goes through float, as for bfloat16, whose
+    # ml_dtypes casts from float64 round to float32 first.
+    double_load: str | None = None
+    double_store: str | None = None
     # The Python module whose import registers the dtype with NumPy (np.dtype(name) works
     # after it), for the types NumPy has no number of its own for: "ml_dtypes".
     dtype_module: str | None = None
@@ -66,6 +73,21 @@ class ElementType:
     def converts(self) -> bool:
         """Whether loops convert elements on the way in and out of a body."""
         return self.storage is not None
+
+    @property
+    def is_double(self) -> bool:
+        """float64, or complex128 (two doubles): C computes in double wherever it meets one."""
+        return "double" in (self.c_type, self.component_type)
+
+    @property
+    def held_in_double(self) -> "ElementType":
+        """This type as an output of a body that computes in double (TypeSignature.body_types):
+        float16 is then held in a double and rounded to float16 once, when stored, with no block
+        conversions (the element-by-element one vectorizes); the other types as they are."""
+        if self.double_store is None:
+            return self
+        return dataclasses.replace(self, c_type="double", load=self.double_load,
+                                   store=self.double_store, load_block=None, store_block=None)
 
     @property
     def widened(self) -> "ElementType":
@@ -105,7 +127,8 @@ ELEMENT_TYPES: dict[str, ElementType] = {
         _int("uint64", "uint64_t", 64, False),
         ElementType("float16", "float", "NPY_FLOAT16", 2, "f", storage="ufg_half",
                     load="ufg_half_to_float", store="ufg_float_to_half",
-                    load_block="ufg_halves_to_floats", store_block="ufg_floats_to_halves"),
+                    load_block="ufg_halves_to_floats", store_block="ufg_floats_to_halves",
+                    double_load="ufg_half_to_double", double_store="ufg_double_to_half"),
         # ml_dtypes' bfloat16 (the top half of a float32), stored as its bits and computed on
         # as float, as ml_dtypes' own loops do.
         ElementType("bfloat16", "float", None, 2, "f", storage="ufg_bfloat16",

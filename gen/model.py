@@ -141,6 +141,22 @@ class TypeSignature:
         return self.all_types[0]
 
     @property
+    def computes_in_double(self) -> bool:
+        """The signature names float64 or complex128: a body's arithmetic with such an argument
+        (or for such an output) is double by C's usual conversions."""
+        return any(t.is_double for t in self.all_types)
+
+    @property
+    def body_types(self) -> tuple[ElementType, ...]:
+        """The type of each argument and output as the body holds it, inputs first: all_types,
+        but that in a signature computing in double a float16 output is a double, rounded to
+        float16 once when it is stored (ElementType.held_in_double), as NumPy's float64 to
+        float16 cast rounds; held in a float, the result would be rounded twice."""
+        if not self.computes_in_double:
+            return self.all_types
+        return self.inputs + tuple(t.held_in_double for t in self.outputs)
+
+    @property
     def is_numpy_builtin(self) -> bool:
         """Every type is one of NumPy's own: the loop is registered with the ufunc itself.
         Otherwise (bfloat16) it is added when the dtype's module can be imported.  Both have
@@ -261,11 +277,14 @@ class Function:
 
     def block_converted_args(self, sig: TypeSignature) -> tuple[Arg, ...]:
         """An elementwise loop's arguments whose type converts a block at a time
-        (ElementType.load_block: float16): its kernels convert them to and from float buffers
-        of UFG_BLOCK elements around the body's loop."""
+        (ElementType.load_block, store_block: float16): its kernels convert them to and from
+        float buffers of UFG_BLOCK elements around the body's loop.  A float16 output held in
+        a double (TypeSignature.body_types) converts element by element."""
         if self.is_gufunc:
             return ()
-        return tuple(a for a in self.args if sig.all_types[a.index].load_block)
+        types = sig.body_types
+        return tuple(a for a in self.args
+                     if (types[a.index].store_block if a.is_output else types[a.index].load_block))
 
     def widened_args(self, sig: TypeSignature) -> tuple[Arg, ...]:
         """A gufunc loop's core inputs stored as another type than the body computes in

@@ -87,6 +87,20 @@ def test_the_body_type_t_is_the_first_arguments_type():
     assert [t.c_type for t in fn.element_types] == ["int64_t", "float"]
 
 
+def test_a_float16_output_is_held_in_a_double_where_the_signature_names_float64_or_complex128():
+    fn = function(ufunc("float16(float64, float64), float16(float16, float64), "
+                        "float16(complex128, int8), float16(float32, float32), "
+                        "float16(float16, float16), bfloat16(float64, int8)"))
+    held = [sig.body_types[-1] for sig in fn.signatures]
+    assert [t.c_type for t in held] == ["double", "double", "double", "float", "float", "float"]
+    assert [t.store for t in held] == ["ufg_double_to_half"] * 3 + ["ufg_float_to_half"] * 2 + [
+        "ufg_float_to_bfloat16"]        # bfloat16 rounds through float, as ml_dtypes' casts do
+    assert all(sig.body_types[:2] == sig.inputs for sig in fn.signatures)
+    # a held double converts element by element, a float a block at a time
+    assert [[a.name for a in fn.block_converted_args(sig)] for sig in fn.signatures] == [
+        [], ["x"], [], ["r"], ["x", "y", "r"], []]
+
+
 def test_a_function_with_no_inputs_takes_its_body_type_from_its_first_output():
     fn = function(ufunc("float32()", header="zero() -> r"))
     assert fn.signatures[0].element_type.name == "float32"
