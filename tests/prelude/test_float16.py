@@ -52,6 +52,13 @@ gufunc half_dot(x, y) -> d
     d = acc;
 }
 
+ufunc same(x) -> y
+    doc: A copy in float32 or float64: casts into and out of float16 are the runtime's.
+    types: float32(float32), float64(float64)
+{
+    y = x;
+}
+
 ufunc from_double(x) -> y
     doc: The body computes in double: y is a double, rounded to float16 once when stored.
     types: float16(float64), float16(float32)
@@ -358,3 +365,42 @@ def test_a_signalling_double_nan_stays_signalling_in_float16_and_raises_nothing(
         got = half.from_double(nans)
     _assert_same_bits(got, nans.astype(np.float16))
     assert list(_bits(got)[:4]) == [0x7C01, 0x7C01, 0xFD00, 0x7E00]
+
+
+def _nans(dtype):
+    """NaNs of float32 or float64 with many payloads, in the bits float16 drops and in those it
+    keeps, signalling and quiet, with both signs."""
+    bits = 8 * np.dtype(dtype).itemsize
+    mantissa = {32: 23, 64: 52}[bits]
+    u = np.dtype(f"u{bits // 8}").type
+    low = np.arange(1, 1 << 10, 3, dtype=u)
+    payloads = np.concatenate([low, low << u(mantissa - 11)])
+    values = np.concatenate([payloads, payloads | u(1 << (mantissa - 1))])
+    values |= u(((1 << (bits - 1 - mantissa)) - 1) << mantissa)
+    return np.concatenate([values, values | u(1 << (bits - 1))]).view(dtype)
+
+
+def test_the_runtimes_casts_into_and_out_of_float16_keep_nan_payloads_as_numpys(half):
+    """An input cast to a loop's type and an out= of another dtype are the runtime's casts on
+    the device: float16's signalling NaN 0x7c01 came out of a float64 loop as the quiet
+    0x7ff8040000000000 (NumPy: 0x7ff0040000000000), the float32 NaN 0x7f800001 went into a
+    float16 out= as 0x7e00 (NumPy: 0x7c01).  The loops here copy floats, so the device's
+    results are the casts' alone, on the GPU too."""
+    cases = [
+        (ALL_HALVES, dict(dtype=np.float64)),
+        (ALL_HALVES, dict(dtype=np.float32)),
+        (_nans(np.float32), dict(out=np.float16)),
+        (_nans(np.float64), dict(out=np.float16)),
+    ]
+    for values, how in cases:
+        if "out" in how:
+            host_out = np.zeros(values.shape, how["out"])
+            device_out = device.to_device(host_out)
+            want = half.same(values, out=host_out)
+            got = half.same(device.to_device(values), out=device_out).copy_to_host()
+        else:
+            want = half.same(values, **how)
+            got = _on_device(half.same, values, **how)
+        with np.errstate(invalid="ignore"):
+            _assert_same_bits(want, values.astype(want.dtype))     # the host is NumPy's casts
+        _assert_same_bits(got, want)
