@@ -1110,11 +1110,23 @@ def _count(n: int, noun: str) -> str:
 
 
 def _identity_problem(value_kind: str, literal: str, out: ElementType) -> str | None:
-    if value_kind == "float":
-        return None if out.is_inexact else f"is not an integer ({out.name} output)"
+    if value_kind == "float" and not out.is_inexact:
+        return f"is not an integer ({out.name} output)"
     if value_kind == "bool":
         return None if out.kind == "b" else f"is a boolean ({out.name} output)"
     if out.is_inexact:
+        # NumPy converts the identity into the loop's type when it reduces: a value that
+        # rounds (0.1) is rounded as any literal is, but one that overflows would be an
+        # infinity with an overflow warning, at import and in every device reduction.
+        try:
+            value = float(literal) if value_kind == "float" else float(int(literal))
+        except OverflowError:       # an integer beyond every double
+            value = None
+        if value is None or (value == value and abs(value) != float("inf")
+                             and out.rounds_to_infinity(value)):
+            sign = "-" if literal.startswith("-") else ""
+            return (f"is beyond the largest {out.name} ({out.largest:.8g}) and would round to "
+                    f"{sign}inf")
         return None
     value = int(literal)
     if not out.min_value <= value <= out.max_value:

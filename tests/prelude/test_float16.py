@@ -34,6 +34,14 @@ ufunc half_sum(x, y) -> s
     s = x + y;
 }
 
+ufunc min_from_a_tenth(x, y) -> z
+    doc: An identity that float16 holds only rounded, as NumPy rounds it.
+    types: float32(float32, float32), float16(float16, float16)
+    identity: 0.1
+{
+    z = min(x, y);
+}
+
 ufunc half_fma(x, y, z) -> r
     doc: x*y + z with float32's roundings, then one rounding to float16.
     types: float16(float16, float16, float16)
@@ -231,6 +239,19 @@ def test_core_inputs_are_read_as_float_and_the_result_rounded_once(half):
     _assert_same_bits(half.half_dot(x, y), want)
     _assert_same_bits(half.half_dot(x[:, ::-1].copy()[:, ::-1], y), want)
     _assert_same_bits(_on_device(half.half_dot, x, y), want)
+
+
+def test_an_identity_float16_holds_only_rounded_is_rounded_as_numpy_rounds_it_quietly(half):
+    """0.1 is 0.0999755859375 in float16, on the host and the device, and nothing warns; an
+    identity beyond 65504 is refused by the generator (tests/golden/identity_beyond_float16)."""
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        for dtype in (np.float16, np.float32):
+            empty = np.zeros((3, 0), dtype)
+            want = np.full(3, 0.1, dtype)
+            _assert_same_bits(half.min_from_a_tenth.reduce(empty, axis=1), want)
+            got = half.min_from_a_tenth.reduce(device.to_device(empty), axis=1)
+            _assert_same_bits(got.copy_to_host(), want)
 
 
 @pytest.mark.parametrize("axis", [0, 1, None])
