@@ -5,6 +5,8 @@ never spells a C type or a NumPy type number itself.
 """
 from __future__ import annotations
 
+import dataclasses
+import struct
 from dataclasses import dataclass
 
 
@@ -30,9 +32,22 @@ class ElementType:
     # (float16: F16C converts eight at once); None where loops convert element by element.
     load_block: str | None = None
     store_block: str | None = None
+    # The prelude's functions converting to and from double instead, for an output of a body
+    # that computes in double (held_in_double): float16 rounds a double once (through float it
+    # would round twice).  None where a double goes through float, as for bfloat16, whose
+    # ml_dtypes casts from float64 round to float32 first.
+    double_load: str | None = None
+    double_store: str | None = None
     # The Python module whose import registers the dtype with NumPy (np.dtype(name) works
     # after it), for the types NumPy has no number of its own for: "ml_dtypes".
     dtype_module: str | None = None
+    # A floating or complex type's largest finite value (a complex type's parts'), and how a
+    # Python float (an identity) becomes an element, as NumPy converts it: rounded to nearest
+    # even into struct's format `round_format` ("e" IEEE half, "f" float, "d" double), then for
+    # bfloat16 to the top `kept_bits` of that float, as ml_dtypes converts.  None for the others.
+    largest: float | None = None
+    round_format: str | None = None
+    kept_bits: int | None = None
 
     @property
     def is_numpy_builtin(self) -> bool:
@@ -66,6 +81,36 @@ class ElementType:
     def converts(self) -> bool:
         """Whether loops convert elements on the way in and out of a body."""
         return self.storage is not None
+
+    def rounds_to_infinity(self, value: float) -> bool:
+        """Whether the finite `value` becomes an infinity as an element of this floating or
+        complex type (NumPy's own overflow, "overflow encountered in cast")."""
+        try:
+            packed = struct.pack("<" + self.round_format, value)
+        except OverflowError:       # struct refuses what would round to an infinity
+            return True
+        if self.kept_bits is None:
+            return False
+        bits = int.from_bytes(packed, "little")
+        dropped = 8 * len(packed) - self.kept_bits
+        kept = (bits + (1 << (dropped - 1)) - 1 + ((bits >> dropped) & 1)) >> dropped
+        exponent = 0x7F80 >> (16 - self.kept_bits)          # bfloat16's, all ones: Inf
+        return (kept & exponent) == exponent
+
+    @property
+    def is_double(self) -> bool:
+        """float64, or complex128 (two doubles): C computes in double wherever it meets one."""
+        return "double" in (self.c_type, self.component_type)
+
+    @property
+    def held_in_double(self) -> "ElementType":
+        """This type as an output of a body that computes in double (TypeSignature.body_types):
+        float16 is then held in a double and rounded to float16 once, when stored, with no block
+        conversions (the element-by-element one vectorizes); the other types as they are."""
+        if self.double_store is None:
+            return self
+        return dataclasses.replace(self, c_type="double", load=self.double_load,
+                                   store=self.double_store, load_block=None, store_block=None)
 
     @property
     def widened(self) -> "ElementType":
@@ -105,18 +150,25 @@ ELEMENT_TYPES: dict[str, ElementType] = {
         _int("uint64", "uint64_t", 64, False),
         ElementType("float16", "float", "NPY_FLOAT16", 2, "f", storage="ufg_half",
                     load="ufg_half_to_float", store="ufg_float_to_half",
-                    load_block="ufg_halves_to_floats", store_block="ufg_floats_to_halves"),
+                    load_block="ufg_halves_to_floats", store_block="ufg_floats_to_halves",
+                    double_load="ufg_half_to_double", double_store="ufg_double_to_half",
+                    largest=65504.0, round_format="e"),
         # ml_dtypes' bfloat16 (the top half of a float32), stored as its bits and computed on
         # as float, as ml_dtypes' own loops do.
         ElementType("bfloat16", "float", None, 2, "f", storage="ufg_bfloat16",
                     load="ufg_bfloat16_to_float", store="ufg_float_to_bfloat16",
-                    dtype_module="ml_dtypes"),
-        ElementType("float32", "float", "NPY_FLOAT32", 4, "f"),
-        ElementType("float64", "double", "NPY_FLOAT64", 8, "f"),
+                    dtype_module="ml_dtypes",
+                    largest=3.3895313892515355e38, round_format="f", kept_bits=16),
+        ElementType("float32", "float", "NPY_FLOAT32", 4, "f",
+                    largest=3.4028234663852886e38, round_format="f"),
+        ElementType("float64", "double", "NPY_FLOAT64", 8, "f",
+                    largest=1.7976931348623157e308, round_format="d"),
         # Two floats, real then imaginary, as NumPy stores them: C99's float _Complex in C,
         # the prelude's ufg_complex<float> in CUDA C++ (ufuncgen/complex.h).
-        ElementType("complex64", "ufg_complex64", "NPY_COMPLEX64", 8, "c"),
-        ElementType("complex128", "ufg_complex128", "NPY_COMPLEX128", 16, "c"),
+        ElementType("complex64", "ufg_complex64", "NPY_COMPLEX64", 8, "c",
+                    largest=3.4028234663852886e38, round_format="f"),
+        ElementType("complex128", "ufg_complex128", "NPY_COMPLEX128", 16, "c",
+                    largest=1.7976931348623157e308, round_format="d"),
     )
 }
 

@@ -141,6 +141,22 @@ class TypeSignature:
         return self.all_types[0]
 
     @property
+    def computes_in_double(self) -> bool:
+        """The signature names float64 or complex128: a body's arithmetic with such an argument
+        (or for such an output) is double by C's usual conversions."""
+        return any(t.is_double for t in self.all_types)
+
+    @property
+    def body_types(self) -> tuple[ElementType, ...]:
+        """The type of each argument and output as the body holds it, inputs first: all_types,
+        but that in a signature computing in double a float16 output is a double, rounded to
+        float16 once when it is stored (ElementType.held_in_double), as NumPy's float64 to
+        float16 cast rounds; held in a float, the result would be rounded twice."""
+        if not self.computes_in_double:
+            return self.all_types
+        return self.inputs + tuple(t.held_in_double for t in self.outputs)
+
+    @property
     def is_numpy_builtin(self) -> bool:
         """Every type is one of NumPy's own: the loop is registered with the ufunc itself.
         Otherwise (bfloat16) it is added when the dtype's module can be imported.  Both have
@@ -261,11 +277,14 @@ class Function:
 
     def block_converted_args(self, sig: TypeSignature) -> tuple[Arg, ...]:
         """An elementwise loop's arguments whose type converts a block at a time
-        (ElementType.load_block: float16): its kernels convert them to and from float buffers
-        of UFG_BLOCK elements around the body's loop."""
+        (ElementType.load_block, store_block: float16): its kernels convert them to and from
+        float buffers of UFG_BLOCK elements around the body's loop.  A float16 output held in
+        a double (TypeSignature.body_types) converts element by element."""
         if self.is_gufunc:
             return ()
-        return tuple(a for a in self.args if sig.all_types[a.index].load_block)
+        types = sig.body_types
+        return tuple(a for a in self.args
+                     if (types[a.index].store_block if a.is_output else types[a.index].load_block))
 
     def widened_args(self, sig: TypeSignature) -> tuple[Arg, ...]:
         """A gufunc loop's core inputs stored as another type than the body computes in
@@ -1091,11 +1110,23 @@ def _count(n: int, noun: str) -> str:
 
 
 def _identity_problem(value_kind: str, literal: str, out: ElementType) -> str | None:
-    if value_kind == "float":
-        return None if out.is_inexact else f"is not an integer ({out.name} output)"
+    if value_kind == "float" and not out.is_inexact:
+        return f"is not an integer ({out.name} output)"
     if value_kind == "bool":
         return None if out.kind == "b" else f"is a boolean ({out.name} output)"
     if out.is_inexact:
+        # NumPy converts the identity into the loop's type when it reduces: a value that
+        # rounds (0.1) is rounded as any literal is, but one that overflows would be an
+        # infinity with an overflow warning, at import and in every device reduction.
+        try:
+            value = float(literal) if value_kind == "float" else float(int(literal))
+        except OverflowError:       # an integer beyond every double
+            value = None
+        if value is None or (value == value and abs(value) != float("inf")
+                             and out.rounds_to_infinity(value)):
+            sign = "-" if literal.startswith("-") else ""
+            return (f"is beyond the largest {out.name} ({out.largest:.8g}) and would round to "
+                    f"{sign}inf")
         return None
     value = int(literal)
     if not out.min_value <= value <= out.max_value:

@@ -589,6 +589,69 @@ def test_launch_cast_matches_numpy_astype_for_every_dtype_pair(src_dtype, dst_dt
                                       strict=True)
 
 
+def _floating_types():
+    types = [np.dtype(t) for t in ("float16", "float32", "float64", "complex64", "complex128")]
+    try:
+        import ml_dtypes
+    except ImportError:         # no bfloat16 arrays without it
+        return types
+    return types + [np.dtype(ml_dtypes.bfloat16)]
+
+
+def _hard_floating_values(dtype):
+    """Every bit pattern of a 16-bit type; for the others their zeros, infinities, largest and
+    smallest values, random bit patterns, and NaNs of many payloads (signalling ones, with
+    payloads only in the bits a narrower type drops, and quiet ones), with both signs; a
+    complex type has them as real parts and, reversed, as imaginary parts."""
+    if dtype.kind == "c":
+        parts = _hard_floating_values(np.dtype(f"f{dtype.itemsize // 2}"))
+        values = np.empty(parts.size, dtype)
+        values.real, values.imag = parts, parts[::-1]
+        return values
+    if dtype.itemsize == 2:
+        return np.arange(1 << 16, dtype=np.uint16).view(dtype)
+    rng = np.random.default_rng(dtype.itemsize)
+    u = np.dtype(f"u{dtype.itemsize}").type
+    mantissa = {4: 23, 8: 52}[dtype.itemsize]
+    infinity = u(((1 << (8 * dtype.itemsize - 1 - mantissa)) - 1) << mantissa)
+    quiet = u(1 << (mantissa - 1))
+    payloads = np.concatenate([
+        np.array([1, 2, quiet - 1, quiet >> 10, quiet >> 13, quiet >> 29 if mantissa > 29 else 1,
+                  (1 << mantissa) - 1], dtype=u),
+        rng.integers(1, 1 << mantissa, 5000, dtype=u)])
+    nans = np.concatenate([payloads, payloads | quiet]) | infinity
+    numbers = rng.integers(0, np.iinfo(u).max, 20_000, dtype=u, endpoint=True)
+    edges = np.array([0, 1, infinity - 1, infinity, 1 << mantissa], dtype=u)
+    bits = np.concatenate([nans, numbers, edges])
+    sign = u(1 << (8 * dtype.itemsize - 1))
+    return np.concatenate([bits, bits | sign]).view(dtype)
+
+
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
+@pytest.mark.parametrize("dst_dtype", _floating_types(), ids=str)
+@pytest.mark.parametrize("src_dtype", _floating_types(), ids=str)
+def test_launch_cast_between_floating_types_gives_numpys_bits_nan_payloads_included(
+        src_dtype, dst_dtype):
+    """float16 to float64 kept a signalling NaN signalling only on the host (the device went
+    through float, whose conversion to double quiets it), float32 to float16 kept the payload
+    only on the host (the device went through double); every pair now gives the bits of
+    NumPy's astype (ml_dtypes' for bfloat16)."""
+    values = _hard_floating_values(src_dtype)
+    with np.errstate(all="ignore"):
+        want = values.astype(dst_dtype)
+    src = to_device(values)
+    dst = dev.empty(values.shape, dst_dtype)
+    dev.launch_cast(0, 0, values.shape, src.ptr, values.strides, src_dtype, dst.ptr,
+                    dst.strides, dst_dtype)
+    got = dst.copy_to_host()
+    unsigned = f"u{min(dst_dtype.itemsize, 8)}"
+    got_bits, want_bits = (a.view(unsigned).reshape(values.size, -1) for a in (got, want))
+    bad = np.nonzero((got_bits != want_bits).any(axis=1))[0]
+    assert bad.size == 0, (f"{bad.size} of {values.size} differ, first from "
+                           f"{values[bad[:3]]!r}: {[hex(b) for b in got_bits[bad[0]]]}, "
+                           f"expected {[hex(b) for b in want_bits[bad[0]]]}")
+
+
 def test_simulated_launches_from_several_threads_at_once_keep_their_grids_apart():
     # Launches release the GIL and the simulator's grid coordinates are per thread: each
     # thread's strided cast must come out right while the others run.

@@ -87,6 +87,20 @@ def test_the_body_type_t_is_the_first_arguments_type():
     assert [t.c_type for t in fn.element_types] == ["int64_t", "float"]
 
 
+def test_a_float16_output_is_held_in_a_double_where_the_signature_names_float64_or_complex128():
+    fn = function(ufunc("float16(float64, float64), float16(float16, float64), "
+                        "float16(complex128, int8), float16(float32, float32), "
+                        "float16(float16, float16), bfloat16(float64, int8)"))
+    held = [sig.body_types[-1] for sig in fn.signatures]
+    assert [t.c_type for t in held] == ["double", "double", "double", "float", "float", "float"]
+    assert [t.store for t in held] == ["ufg_double_to_half"] * 3 + ["ufg_float_to_half"] * 2 + [
+        "ufg_float_to_bfloat16"]        # bfloat16 rounds through float, as ml_dtypes' casts do
+    assert all(sig.body_types[:2] == sig.inputs for sig in fn.signatures)
+    # a held double converts element by element, a float a block at a time
+    assert [[a.name for a in fn.block_converted_args(sig)] for sig in fn.signatures] == [
+        [], ["x"], [], ["r"], ["x", "y", "r"], []]
+
+
 def test_a_function_with_no_inputs_takes_its_body_type_from_its_first_output():
     fn = function(ufunc("float32()", header="zero() -> r"))
     assert fn.signatures[0].element_type.name == "float32"
@@ -298,6 +312,12 @@ def test_a_dimension_may_not_share_a_name_with_an_argument():
     ("0", "float64(float64, float64)", Identity("value", "0", "int")),
     ("1.5", "float32(float32, float32)", Identity("value", "1.5", "float")),
     ("-inf", "float64(float64, float64)", Identity("value", "-inf", "float")),
+    ("-inf", "float16(float16, float16)", Identity("value", "-inf", "float")),
+    ("nan", "float16(float16, float16)", Identity("value", "nan", "float")),
+    ("65519", "float16(float16, float16)", Identity("value", "65519", "int")),   # rounds to 65504
+    ("0.1", "float16(float16, float16)", Identity("value", "0.1", "float")),     # rounds, as NumPy's
+    ("3.3961773e38", "bfloat16(bfloat16, bfloat16)", Identity("value", "3.3961773e+38", "float")),
+    ("3.4028235e38", "float32(float32, float32)", Identity("value", "3.4028235e+38", "float")),
     ("true", "bool(bool, bool)", Identity("value", "True", "bool")),
     ("none", "int64(int64, int64)", Identity("reorderable", "None", "none")),
 ])
@@ -315,6 +335,24 @@ def test_an_identity_becomes_the_python_value_numpy_is_given(text, types, expect
     ("true", "int32(int32, int32)", "identity true is a boolean (int32 output), but 'f' has the type "
                                     "signature int32(int32, int32)"),
     ("zero", "int32(int32, int32)", "identity must be a number, inf, -inf, true, false or none, not 'zero'"),
+    ("65520", "float32(float32, float32), float16(float16, float16)",
+     "identity 65520 is beyond the largest float16 (65504) and would round to inf, but 'f' has "
+     "the type signature float16(float16, float16)"),
+    ("-1e5", "float16(float16, float16)",
+     "identity -1e5 is beyond the largest float16 (65504) and would round to -inf, but 'f' has "
+     "the type signature float16(float16, float16)"),
+    ("3.3961775e38", "bfloat16(bfloat16, bfloat16)",   # through float32, as ml_dtypes rounds
+     "identity 3.3961775e38 is beyond the largest bfloat16 (3.3895314e+38) and would round to "
+     "inf, but 'f' has the type signature bfloat16(bfloat16, bfloat16)"),
+    ("3.5e38", "float64(float64, float64), float32(float32, float32)",
+     "identity 3.5e38 is beyond the largest float32 (3.4028235e+38) and would round to inf, but "
+     "'f' has the type signature float32(float32, float32)"),
+    ("-1e39", "complex64(complex64, complex64)",
+     "identity -1e39 is beyond the largest complex64 (3.4028235e+38) and would round to -inf, "
+     "but 'f' has the type signature complex64(complex64, complex64)"),
+    ("1" + "0" * 400, "float64(float64, float64)",
+     "identity 1" + "0" * 400 + " is beyond the largest float64 (1.7976931e+308) and would "
+     "round to inf, but 'f' has the type signature float64(float64, float64)"),
 ])
 def test_an_identity_that_does_not_fit_every_output_type_is_an_error(text, types, problem):
     assert errors(ufunc(types, extra=f"identity: {text}")) == [f"3:15: {problem}"]

@@ -5,7 +5,9 @@
  * the launcher to define.
  *
  * Conversions are C's: to bool means != 0, from bool gives 0 or 1, float to integer
- * truncates (undefined out of range, as in C), integer to float rounds to nearest.
+ * truncates (undefined out of range, as in C), integer to float rounds to nearest.  Between
+ * floating types they are NumPy's (ml_dtypes' for bfloat16), NaN payloads included: see
+ * ufuncgen/cast_element.h.
  *
  * One kernel covers every (source, destination) pair (UFG_ELEMENT_TYPE_PAIRS, 196 of them)
  * with a switch per element.  The switch takes the same branch in every thread, so it costs

@@ -7,8 +7,13 @@
  * overflows to a signed Inf (raising the overflow flag, so NumPy warns "overflow encountered"
  * as its own float16 loops do) and keeps a NaN a NaN with the top bits of its payload.  They
  * are written without branches so that the host compiler vectorizes the loops around them.
- * Under nvcc the device uses the hardware conversions (cvt.f32.f16, cvt.rn.f16.f32): the same
- * bits for every number, a NaN's payload aside, and no flags (the GPU has none).
+ * Under nvcc the device's body loops use the hardware conversions (cvt.f32.f16, cvt.rn.f16.f32):
+ * the same bits for every number, a NaN's payload aside, and no flags (the GPU has none).  The
+ * _portable conversions are the integer code everywhere, the device included: the runtime's
+ * casts use them, so that a NaN's payload comes out as NumPy's there too.
+ *
+ * float64 converts to and from float16 directly (ufg_half_to_double, ufg_double_to_half), in
+ * integer code on every compiler: a double rounded to float first would be rounded twice.
  *
  * Included by the body prelude (ufuncgen/prelude.h) and by the runtime's cast kernel.
  */
@@ -63,12 +68,40 @@ ufg_half_mask(int condition)
     return (uint32_t)0 - (uint32_t)(condition != 0);
 }
 
-UFG_HALF_FN float
-ufg_half_to_float(ufg_half h)
+/* The same four for double's 64 bits. */
+UFG_HALF_FN uint64_t
+ufg_half_double_bits(double value)
 {
-#if defined(__CUDA_ARCH__)
-    return __half2float(__ushort_as_half(h));
-#else
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    return bits;
+}
+
+UFG_HALF_FN double
+ufg_half_bits_double(uint64_t bits)
+{
+    double value;
+    memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
+UFG_HALF_FN uint64_t
+ufg_half_choose64(uint64_t when, uint64_t a, uint64_t b)
+{
+    return (a & when) | (b & ~when);
+}
+
+UFG_HALF_FN uint64_t
+ufg_half_mask64(int condition)
+{
+    return (uint64_t)0 - (uint64_t)(condition != 0);
+}
+
+/* NumPy's npy_half_to_float, in integer code on every compiler: a NaN keeps its payload and
+ * stays signalling if it was. */
+UFG_HALF_FN float
+ufg_half_to_float_portable(ufg_half h)
+{
     const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     const uint32_t magnitude = h & 0x7fffu;
     /* A normal number moves its exponent from bias 15 to bias 127; Inf and NaN keep an
@@ -80,15 +113,23 @@ ufg_half_to_float(ufg_half h)
                                           ufg_half_choose(ufg_half_mask(magnitude < 0x7c00u),
                                                           normal, special));
     return ufg_half_bits_float(bits | sign);
+}
+
+/* A body's float16 argument as the float it computes on: the GPU's instruction under nvcc. */
+UFG_HALF_FN float
+ufg_half_to_float(ufg_half h)
+{
+#if defined(__CUDA_ARCH__)
+    return __half2float(__ushort_as_half(h));
+#else
+    return ufg_half_to_float_portable(h);
 #endif
 }
 
+/* NumPy's npy_float_to_half, in integer code on every compiler. */
 UFG_HALF_FN ufg_half
-ufg_float_to_half(float value)
+ufg_float_to_half_portable(float value)
 {
-#if defined(__CUDA_ARCH__)
-    return __half_as_ushort(__float2half_rn(value));
-#else
     const uint32_t bits = ufg_half_float_bits(value);
     const uint32_t sign = (bits >> 16) & 0x8000u;
     uint32_t magnitude = bits & 0x7fffffffu;
@@ -122,49 +163,78 @@ ufg_float_to_half(float value)
             ufg_half_choose(ufg_half_mask(magnitude >= 0x47800000u), 0x7c00u, finite));
         return (ufg_half)(h | sign);
     }
+}
+
+/* A body's float result stored as float16: the GPU's instruction under nvcc. */
+UFG_HALF_FN ufg_half
+ufg_float_to_half(float value)
+{
+#if defined(__CUDA_ARCH__)
+    return __half_as_ushort(__float2half_rn(value));
+#else
+    return ufg_float_to_half_portable(value);
 #endif
 }
 
-/* float64 to float16 in one rounding (through float it would round twice), as NumPy's
- * npy_double_to_half: for the runtime's casts, where a float64 array becomes a float16 one. */
+/* float16 to float64, exactly, as NumPy's npy_half_to_double: a NaN keeps its payload and stays
+ * signalling if it was (widening through float would quiet it: the CPU's float-to-double
+ * conversion does).  For the runtime's casts. */
+UFG_HALF_FN double
+ufg_half_to_double(ufg_half h)
+{
+    const uint64_t sign = (uint64_t)(h & 0x8000u) << 48;
+    const uint64_t magnitude = h & 0x7fffu;
+    /* As ufg_half_to_float_portable: exponent bias 15 to 1023, Inf and NaN keep their bits. */
+    const uint64_t normal = (magnitude << 42) + (1008ull << 52);
+    const uint64_t special = (magnitude << 42) | 0x7ff0000000000000ull;
+    const uint64_t subnormal = ufg_half_double_bits((double)magnitude * 0x1p-24);
+    const uint64_t bits = ufg_half_choose64(ufg_half_mask64(magnitude < 0x0400u), subnormal,
+                                            ufg_half_choose64(ufg_half_mask64(magnitude < 0x7c00u),
+                                                              normal, special));
+    return ufg_half_bits_double(bits | sign);
+}
+
+/* float64 to float16 in one rounding, as NumPy's npy_double_to_half (through float it would
+ * round twice: 1 + 2**-11 + 2**-40 would become 1.0, 65519.999 Inf).  For the runtime's casts,
+ * and for a body computing in double whose output is float16.  ufg_float_to_half_portable's
+ * method on 64 bits, without branches so that the loops around it vectorize, with the same
+ * flags: overflow where a finite value becomes Inf, no invalid for a signalling NaN. */
 UFG_HALF_FN ufg_half
 ufg_double_to_half(double value)
 {
-    uint64_t bits, magnitude, mantissa;
-    uint32_t sign, h;
-    int shift;
-
-    memcpy(&bits, &value, sizeof bits);
-    sign = (uint32_t)(bits >> 48) & 0x8000u;
-    magnitude = bits & 0x7fffffffffffffffull;
-    if (magnitude > 0x7ff0000000000000ull) {
+    const uint64_t bits = ufg_half_double_bits(value);
+    const uint32_t sign = (uint32_t)(bits >> 48) & 0x8000u;
+    uint64_t magnitude = bits & 0x7fffffffffffffffull;
+    /* From 65520 up (finite), Inf through a multiplication by 2**1023 that overflows, so that
+     * the flag is raised; 1 for every other element, whose product is then exact. */
+    const uint64_t overflows = ufg_half_mask64(magnitude >= 0x40effe0000000000ull &&
+                                               magnitude < 0x7ff0000000000000ull);
+    const double factor = ufg_half_bits_double(0x3ff0000000000000ull + (overflows & (1023ull << 52)));
+    /* A NaN is 0 to the arithmetic (a signalling one would raise invalid). */
+    const uint64_t not_nan = ~ufg_half_mask64(magnitude > 0x7ff0000000000000ull);
+    magnitude = ufg_half_choose64(overflows,
+                                  ufg_half_double_bits(ufg_half_bits_double(magnitude & not_nan) * factor),
+                                  magnitude);
+    {
+        /* Normal: rebias (1023 to 15), then round the 42 dropped bits to nearest even. */
+        const uint64_t normal = (magnitude - (1008ull << 52) + 0x1ffffffffffull +
+                                 ((magnitude >> 42) & 1u)) >> 42;
+        /* Subnormal or zero: |value| + 2**28 is rounded to a multiple of 2**-24 (the sum's
+         * unit in the last place), to nearest even, in one rounding, and the half's bits are
+         * the sum's lowest (up to 0x400, the smallest normal half, where it rounds up). */
+        const uint64_t subnormal =
+            ufg_half_double_bits(ufg_half_bits_double(magnitude & not_nan) + 268435456.0) -
+            0x41b0000000000000ull;
+        /* NaN keeps its payload's top bits, and stays a NaN when those are all zero. */
         const uint32_t payload = (uint32_t)((magnitude & 0x000fffffffffffffull) >> 42);
-        h = 0x7c00u | payload | (payload == 0);
+        const uint32_t nan = 0x7c00u | payload | (payload == 0);
+        const uint32_t finite = ufg_half_choose(ufg_half_mask(magnitude >= 0x3f10000000000000ull),
+                                                (uint32_t)normal, (uint32_t)subnormal);
+        const uint32_t h = ufg_half_choose(
+            ufg_half_mask(magnitude > 0x7ff0000000000000ull), nan,
+            ufg_half_choose(ufg_half_mask(magnitude >= 0x40f0000000000000ull), 0x7c00u, finite));
+        return (ufg_half)(h | sign);
     }
-    else if (magnitude >= 0x40f0000000000000ull) {
-        h = 0x7c00u;                        /* from 2**16 up, Inf included */
-    }
-    else if (magnitude >= 0x3f10000000000000ull) {
-        /* Normal: rebias (1023 to 15), round the 42 dropped bits to nearest even (from 65520
-         * up the carry reaches Inf). */
-        h = (uint32_t)((magnitude - (1008ull << 52) + 0x1ffffffffffull +
-                        ((magnitude >> 42) & 1u)) >> 42);
-    }
-    else {
-        /* Subnormal: round(|value| * 2**24), from the 53-bit significand. */
-        mantissa = (magnitude & 0x000fffffffffffffull) | 0x0010000000000000ull;
-        shift = 1051 - (int)(magnitude >> 52);
-        if (shift >= 54) {
-            h = 0;
-        }
-        else {
-            const uint64_t rest = mantissa & ((1ull << shift) - 1);
-            const uint64_t half = 1ull << (shift - 1);
-            h = (uint32_t)(mantissa >> shift);
-            h += rest > half || (rest == half && (h & 1u));
-        }
-    }
-    return (ufg_half)(h | sign);
 }
 
 #endif /* UFUNCGEN_HALF_H */
