@@ -110,6 +110,13 @@ def numpy_abi() -> str:
     return ".".join(numpy.__version__.split(".")[:2])
 
 
+def sanitize_requested() -> bool:
+    """ASan + UBSan: asked for by UFUNCGEN_SANITIZE=1, or always from a sanitized install
+    (its cmake/sanitize.cmake, beside ufuncgen.cmake)."""
+    return (os.environ.get("UFUNCGEN_SANITIZE", "") not in ("", "0")
+            or os.path.exists(os.path.join(PACKAGE_DIR, "cmake", "sanitize.cmake")))
+
+
 def build_inputs(*, threads: bool, cuda_arch: str | None) -> dict:
     """Everything besides the signature text and the module name that decides what a build
     produces: the toolkit, the compilers, the options, NumPy's ABI and Python's."""
@@ -122,7 +129,7 @@ def build_inputs(*, threads: bool, cuda_arch: str | None) -> dict:
         "gpus": _native_gpus() if cuda_arch == "native" else None,
         "threads": bool(threads),
         "cuda_arch": cuda_arch,
-        "sanitize": os.environ.get("UFUNCGEN_SANITIZE", "") not in ("", "0"),
+        "sanitize": sanitize_requested(),
         "numpy": numpy_abi(),
         "python": [sys.executable, EXT_SUFFIX],
     }

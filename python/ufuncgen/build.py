@@ -192,7 +192,7 @@ def _build(files, module, short, output_dir, build_dir, verbose, threads, cuda_a
     binary_dir = os.path.join(build_dir, "cmake")
     _forget_configuration_if_tools_changed(binary_dir)
     _run([cmake, "-S", project_dir, "-B", binary_dir,
-          *cache_options(threads, cuda_arch, sanitize_requested())], verbose)
+          *cache_options(threads, cuda_arch, _fingerprint.sanitize_requested())], verbose)
     _run([cmake, "--build", binary_dir, "--parallel"], verbose, sources, checked)
     if not os.path.exists(path):
         raise BuildError(f"the build finished but {path} is missing")
@@ -208,13 +208,6 @@ def _build_key(files, sources, module, output_dir, project, threads, cuda_arch) 
         "sources": sources, "module": module, "output_dir": output_dir, "project": project,
         "cwd": os.getcwd(), "configuration": _first_configure_inputs(),
         **_fingerprint.build_inputs(threads=threads, cuda_arch=cuda_arch)})
-
-
-def sanitize_requested() -> bool:
-    """ASan + UBSan: asked for by UFUNCGEN_SANITIZE=1, or always from a sanitized install
-    (its sanitize.cmake, beside ufuncgen.cmake)."""
-    return (os.environ.get("UFUNCGEN_SANITIZE", "") not in ("", "0")
-            or os.path.exists(os.path.join(CMAKE_DIR, "sanitize.cmake")))
 
 
 def cache_options(threads: bool, cuda_arch: str | None, sanitize: bool) -> list[str]:
