@@ -161,7 +161,7 @@ def _edg_caret_column(quoted: str, caret: str, source: str) -> int | None:
     shown, line = quoted[2:].encode(), source.encode()
     if len(shown) > len(line) or any(a != b and a != 0x20 for a, b in zip(shown, line)):
         return None
-    return len(line[:caret.index("^") - 2].decode("utf-8", "ignore")) + 1
+    return _character_column([source], 1, caret.index("^") - 1)
 
 
 def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module | None = None) -> list[str]:
