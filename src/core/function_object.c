@@ -563,42 +563,36 @@ ufg_is_scalar_operand(PyObject *array)
 }
 
 /* ufunc.accumulate(...) as called, less its out= (by position or keyword): NumPy then checks
- * everything else (axis=, dtype=, the operand's type) with its own errors, in its order. */
+ * everything else (axis=, dtype=, the operand's type) with its own errors, in its order.  An
+ * error path only, so made with a tuple and a dict. */
 static PyObject *
 ufg_accumulate_without_out(PyObject *ufunc, PyObject *const *args, Py_ssize_t nargs,
                            PyObject *kwnames)
 {
     const Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-    const Py_ssize_t npos = nargs > 3 ? 3 : nargs;
-    PyObject *small[8], **vector = small, *names = NULL, *result = NULL;
-    Py_ssize_t nnames = 0;
+    PyObject *method = PyObject_GetAttr(ufunc, ufg_overrides_method_name(UFG_METHOD_ACCUMULATE));
+    PyObject *positional = method == NULL ? NULL : PyTuple_New(nargs > 3 ? 3 : nargs);
+    PyObject *keywords = positional == NULL ? NULL : PyDict_New();
+    PyObject *result = NULL;
 
-    if (npos + nkw + 1 > (Py_ssize_t)(sizeof(small) / sizeof(small[0])) &&
-        (vector = PyMem_Malloc((size_t)(npos + nkw + 1) * sizeof(PyObject *))) == NULL) {
-        return PyErr_NoMemory();
-    }
-    if (nkw > 0 && (names = PyTuple_New(nkw)) == NULL) {
+    if (keywords == NULL) {
         goto done;
     }
-    vector[0] = ufunc;
-    memcpy(vector + 1, args, (size_t)npos * sizeof(PyObject *));
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(positional); k++) {
+        PyTuple_SET_ITEM(positional, k, Py_NewRef(args[k]));
+    }
     for (Py_ssize_t k = 0; k < nkw; k++) {
         PyObject *name = PyTuple_GET_ITEM(kwnames, k);
-        if (PyUnicode_CompareWithASCIIString(name, "out") != 0) {
-            vector[1 + npos + nnames] = args[nargs + k];
-            PyTuple_SET_ITEM(names, nnames++, Py_NewRef(name));
+        if (PyUnicode_CompareWithASCIIString(name, "out") != 0 &&
+            PyDict_SetItem(keywords, name, args[nargs + k]) < 0) {
+            goto done;
         }
     }
-    if (names != NULL && _PyTuple_Resize(&names, nnames) < 0) {
-        goto done;
-    }
-    result = PyObject_VectorcallMethod(ufg_overrides_method_name(UFG_METHOD_ACCUMULATE), vector,
-                                       (size_t)(npos + 1), nnames > 0 ? names : NULL);
+    result = PyObject_Call(method, positional, keywords);
 done:
-    Py_XDECREF(names);
-    if (vector != small) {
-        PyMem_Free(vector);
-    }
+    Py_XDECREF(keywords);
+    Py_XDECREF(positional);
+    Py_XDECREF(method);
     return result;
 }
 
