@@ -210,7 +210,7 @@ ufg_stream_destroy(PyObject *Py_UNUSED(module), PyObject *handle_obj)
         (backend = ufg_runtime_backend()) == NULL) {
         return NULL;
     }
-    if (handle <= 2) {
+    if (handle <= UFG_LAST_DEFAULT_STREAM) {
         PyErr_Format(PyExc_ValueError,
                      "handle: %llu is a default stream (0, 1 legacy, 2 per-thread), which "
                      "cannot be destroyed", (unsigned long long)handle);

@@ -18,9 +18,6 @@ typedef struct ufg_OwnedStreamObject {
 
 static ufg_OwnedStreamObject *ufg_owned_streams = NULL;
 
-/* CUDA's special handles: 0 (ours for the legacy default stream), 1 legacy, 2 per-thread. */
-#define UFG_LAST_DEFAULT_STREAM 2
-
 PyObject *
 ufg_owned_stream_find(uintptr_t handle)
 {

@@ -6,9 +6,6 @@
 
 #include "owned_stream.h"
 
-/* CUDA's special handles: 0 (ours for the legacy default stream), 1 legacy, 2 per-thread. */
-#define UFG_LAST_DEFAULT_STREAM 2
-
 int
 ufg_stream_device(const ufg_backend *backend, uintptr_t stream)
 {

@@ -7,15 +7,12 @@
 
 #include "dtypes.h"
 
-/* CAI v3 forbids stream 0 (ambiguous between legacy and per-thread default); our handle 0 is
- * the legacy default stream, which the interface spells 1. */
-#define UFG_CAI_LEGACY_DEFAULT_STREAM 1
-
 PyObject *
 ufg_device_array_cai(ufg_DeviceArrayObject *self, void *Py_UNUSED(closure))
 {
     char typestr[UFG_TYPESTR_SIZE];
-    const uintptr_t stream = self->stream != 0 ? self->stream : UFG_CAI_LEGACY_DEFAULT_STREAM;
+    /* CAI v3 forbids stream 0 (legacy or per-thread default?); our 0 is the legacy stream. */
+    const uintptr_t stream = self->stream != 0 ? self->stream : UFG_STREAM_LEGACY;
     PyObject *shape = NULL, *strides = NULL, *result = NULL;
 
     ufg_dtype_typestr(self->code, typestr);

@@ -406,7 +406,7 @@ ufg_cai_device(const char *what, PyObject *obj, ufg_operand *op)
 static int
 ufg_operand_from_cai(PyObject *obj, const char *what, ufg_operand *op)
 {
-    PyObject *cai, *type_name;
+    PyObject *cai;
     char where[320];
     int status;
 
@@ -422,7 +422,6 @@ ufg_operand_from_cai(PyObject *obj, const char *what, ufg_operand *op)
         Py_XDECREF(traceback);
         return -1;
     }
-    (void)type_name;
     ufg_describe(obj, what, where, sizeof where);
     PyOS_snprintf(where + strlen(where), sizeof where - strlen(where),
                   ": __cuda_array_interface__");

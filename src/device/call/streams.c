@@ -7,9 +7,6 @@
 
 #include "runtime.h"
 
-/* CAI v3 spells the legacy default stream 1 (0 is disallowed); our handle for it is 0. */
-#define UFG_CAI_LEGACY_DEFAULT_STREAM 1
-
 static int
 ufg_stream_from_int(PyObject *value, uintptr_t *stream)
 {
@@ -120,7 +117,8 @@ ufg_wait_for_producer(const ufg_backend *backend, const ufg_operand *op, uintptr
     if (op->kind != UFG_OPERAND_BUFFER || !op->has_producer) {
         return 0;
     }
-    producer = op->producer == UFG_CAI_LEGACY_DEFAULT_STREAM ? 0 : op->producer;
+    /* CAI v3 spells the legacy default stream 1 (0 is disallowed); our handle for it is 0. */
+    producer = op->producer == UFG_STREAM_LEGACY ? 0 : op->producer;
     if (producer == consumer) {
         return 0;       /* a stream is ordered with itself */
     }

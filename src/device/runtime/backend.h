@@ -21,6 +21,10 @@
 
 #include "ufuncgen/device_kernel.h"
 
+/* The default streams' handles, which every device has: CUDA's legacy one (which is also our
+ * 0) and, the last of them, its per-thread one. */
+enum { UFG_STREAM_LEGACY = 1, UFG_LAST_DEFAULT_STREAM = 2 };
+
 typedef enum {
     UFG_MEMCPY_HOST_TO_DEVICE,
     UFG_MEMCPY_DEVICE_TO_HOST,      /* waits for the copy: the host buffer is readable after */
