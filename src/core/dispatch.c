@@ -28,6 +28,7 @@ enum {
  * produced by the compiler (which are interned) match by pointer. */
 static PyObject *ufg_cuda_array_interface_name = NULL;
 static PyObject *ufg_dlpack_device_name = NULL;
+static PyObject *ufg_dlpack_name = NULL;
 static PyObject *ufg_array_method_name = NULL;       /* __array__ */
 static PyObject *ufg_array_interface_name = NULL;
 static PyObject *ufg_array_struct_name = NULL;
@@ -52,6 +53,7 @@ ufg_dispatch_init(void)
     if (ufg_intern_once(&ufg_cuda_array_interface_name,
                         "__cuda_array_interface__") < 0 ||
         ufg_intern_once(&ufg_dlpack_device_name, "__dlpack_device__") < 0 ||
+        ufg_intern_once(&ufg_dlpack_name, "__dlpack__") < 0 ||
         ufg_intern_once(&ufg_array_method_name, "__array__") < 0 ||
         ufg_intern_once(&ufg_array_interface_name, "__array_interface__") < 0 ||
         ufg_intern_once(&ufg_array_struct_name, "__array_struct__") < 0 ||
@@ -171,6 +173,32 @@ ufg_cuda_array_interface_is_present(PyObject *obj)
     return 0;
 }
 
+/* Whether the instance's own __dict__ holds the interface: a wrapper that sets
+ * self.__cuda_array_interface__ in __init__, or a types.SimpleNamespace.  CuPy and Numba
+ * read it with getattr, so it counts as it does for them.  Only the dict is read, not
+ * __getattr__, which answers any name on proxies and mocks.  -1 with an error set. */
+static int
+ufg_instance_has_cuda_array_interface(PyObject *obj)
+{
+    PyObject *dict;
+    int found;
+
+    if (Py_TYPE(obj)->tp_dictoffset == 0) {
+        return 0;
+    }
+    dict = PyObject_GenericGetDict(obj, NULL);
+    if (dict == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            return -1;
+        }
+        PyErr_Clear();
+        return 0;
+    }
+    found = PyDict_Check(dict) ? PyDict_Contains(dict, ufg_cuda_array_interface_name) : 0;
+    Py_DECREF(dict);
+    return found;
+}
+
 /*
  * Slow path for objects not recognised by type identity.  It asks only what can change the
  * answer, cheapest first; the interface, usually a property that builds a dict (and may
@@ -183,7 +211,8 @@ ufg_cuda_array_interface_is_present(PyObject *obj)
  *   - else the interface itself, where the type has one: an instance that raises
  *     AttributeError for it is host memory, as np.add takes it (through __array__).  A
  *     device array whose type has __array__ but no __dlpack_device__ (Numba's) is read
- *     here, and again by the device path: one more read per call.
+ *     here, and again by the device path: one more read per call;
+ *   - else, on a type NumPy cannot read as an array, the instance's own __dict__.
  *
  * _PyType_Lookup uses the type attribute cache and neither raises nor allocates.  Out of
  * line (like ufg_scan_keywords) so the scan over plain ndarrays and scalars compiles to a
@@ -206,8 +235,11 @@ ufg_probe_device_buffer(PyObject *obj)
     if (device_type == UFG_DLPACK_CUDA || device_type == UFG_DLPACK_CUDA_MANAGED) {
         return 1;
     }
-    if (device_type == UFG_DLPACK_CPU || !has_interface) {
+    if (device_type == UFG_DLPACK_CPU) {
         return 0;
+    }
+    if (!has_interface) {
+        return ufg_numpy_reads_as_array(obj) ? 0 : ufg_instance_has_cuda_array_interface(obj);
     }
     return ufg_cuda_array_interface_is_present(obj);
 }
@@ -228,9 +260,24 @@ ufg_dispatch_is_device_buffer(PyObject *obj)
     return ufg_is_device_buffer(obj);
 }
 
+static int
+ufg_dispatch_reads_cuda_array_interface(PyObject *obj)
+{
+    PyTypeObject *type = Py_TYPE(obj);
+
+    if (_PyType_Lookup(type, ufg_cuda_array_interface_name) != NULL) {
+        return 1;
+    }
+    if (_PyType_Lookup(type, ufg_dlpack_name) != NULL) {
+        return 0;
+    }
+    return ufg_instance_has_cuda_array_interface(obj);
+}
+
 /* The same probe for ufuncgen._device, which reads every argument of a device call with it. */
 static const ufg_device_probe_api ufg_device_probe = {
     UFG_DEVICE_PROBE_VERSION, ufg_dispatch_is_device_buffer,
+    ufg_dispatch_reads_cuda_array_interface,
 };
 
 int

@@ -365,6 +365,14 @@ ufg_from_pointer(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
     if (ufg_dtype_convert(dtype_obj, "dtype", &descr) < 0) {
         return NULL;
     }
+    if (strides_obj == Py_None) {
+        ufg_c_strides(ndim, shape, descr->elsize, strides);
+    }
+    if (ufg_strides_span_fits(ndim, shape, strides, PyExc_ValueError,
+                              strides_obj != Py_None ? "strides" : "shape") < 0) {
+        Py_DECREF(descr);
+        return NULL;
+    }
     result = (PyObject *)ufg_device_array_new(
         (char *)ptr, ndim, shape, strides_obj != Py_None ? strides : NULL, descr, device,
         readonly, stream, owner != Py_None ? owner : NULL);

@@ -116,3 +116,48 @@ def test_a_host_dlpack_producer_is_refused_naming_its_device_before_it_is_asked_
 def test_an_object_with_no_cuda_interface_at_all_is_a_type_error_naming_it():
     with pytest.raises(TypeError, match=r"as_device_array\(obj\) \(list\) is not a CUDA array"):
         device.as_device_array([1.0, 2.0])
+
+
+# --------------------------------------------------------------------------- the interface on an instance
+
+class _InterfaceSetInInit:
+    """A wrapper that sets the interface on itself, as simple adapters do; CuPy and Numba read
+    it with getattr."""
+
+    def __init__(self, d):
+        self.__cuda_array_interface__ = dict(d.__cuda_array_interface__)
+
+
+class _AnswersThroughGetattr:
+    """A proxy whose __getattr__ makes up the interface, as mocks make up any name: neither its
+    type nor its own dict has one."""
+
+    def __getattr__(self, name):
+        if name == "__cuda_array_interface__":
+            return {}
+        raise AttributeError(name)
+
+
+@pytest.mark.parametrize("wrap", [
+    lambda d: _InterfaceSetInInit(d),
+    lambda d: __import__("types").SimpleNamespace(
+        __cuda_array_interface__=dict(d.__cuda_array_interface__)),
+], ids=["set in __init__", "SimpleNamespace"])
+def test_an_object_carrying_the_interface_in_its_own_dict_is_a_device_array(wrap):
+    values = np.linspace(-2.0, 2.0, 7)
+    d = to_dev(values)
+    np.testing.assert_array_equal(host(ex.add(wrap(d), 1.5)), values + 1.5)
+    np.testing.assert_array_equal(host(ex.add(d, wrap(d))), values + values)
+    np.testing.assert_array_equal(device.as_device_array(wrap(d)).copy_to_host(), values)
+    out = to_dev(np.zeros(7))
+    ex.add(wrap(d), 0.5, out=wrap(out))
+    np.testing.assert_array_equal(host(out), values + 0.5)
+
+
+def test_an_interface_made_up_by_getattr_leaves_the_object_to_numpy_as_any_other_object():
+    with pytest.raises(TypeError) as plain_object:
+        ex.add(object(), 1.0)
+    with pytest.raises(TypeError) as proxy:
+        ex.add(_AnswersThroughGetattr(), 1.0)
+    assert str(proxy.value) == str(plain_object.value)
+    assert "ufunc 'add' not supported for the input types" in str(proxy.value)

@@ -290,6 +290,25 @@ def test_from_pointer_checks_strides_against_the_shape():
         dev.from_pointer(base.ptr, (2, 2), np.int32, (4,), 0)
 
 
+@pytest.mark.parametrize("shape, strides, named", [
+    ((3,), (2**62,), r"strides: the elements span more than 2\*\*63 bytes \(stride "
+                     r"4611686018427387904 bytes in dimension 0, of extent 3\)"),
+    ((2, 3), (-2**62, 2**62), r"strides: the elements span more than 2\*\*63 bytes"),
+    ((2**62,), None, r"shape: the elements span more than 2\*\*63 bytes \(stride 4 bytes"),
+], ids=["one huge stride", "two that add up past it", "C strides of a huge shape"])
+def test_from_pointer_refuses_a_view_whose_byte_offsets_would_not_fit_in_64_bits(shape, strides,
+                                                                                 named):
+    base = dev.empty(8, np.int32)
+    with pytest.raises(ValueError, match=named):
+        dev.from_pointer(base.ptr, shape, np.int32, strides, 0)
+
+
+def test_from_pointer_takes_any_strides_for_an_empty_view():
+    base = dev.empty(8, np.int32)
+    view = dev.from_pointer(base.ptr, (0, 3), np.int32, (2**62, 2**62), 0)
+    assert view.copy_to_host().shape == (0, 3)
+
+
 def test_from_pointer_needs_a_device_for_a_null_pointer():
     with pytest.raises(ValueError, match="ptr: 0x0 is not device memory"):
         dev.from_pointer(0, (0,), np.int32)

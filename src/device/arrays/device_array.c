@@ -42,6 +42,36 @@ ufg_shape_size(int ndim, const int64_t *shape, const char *argname)
     return size;
 }
 
+int
+ufg_strides_span_fits(int ndim, const int64_t *shape, const int64_t *strides,
+                      PyObject *error_type, const char *context)
+{
+    int64_t span = 0;
+
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 0) {
+            return 0;
+        }
+    }
+    for (int d = 0; d < ndim; d++) {
+        /* INT64_MIN has no magnitude in int64: no extent of 2 or more fits with it. */
+        const int64_t step = strides[d] == INT64_MIN ? INT64_MAX
+                             : strides[d] < 0 ? -strides[d] : strides[d];
+
+        if (shape[d] > 1 && step != 0 &&
+            (strides[d] == INT64_MIN || shape[d] - 1 > (INT64_MAX - span) / step)) {
+            PyErr_Format(error_type, "%s: the elements span more than 2**63 bytes (stride "
+                         "%lld bytes in dimension %d, of extent %lld)", context,
+                         (long long)strides[d], d, (long long)shape[d]);
+            return -1;
+        }
+        if (shape[d] > 1) {
+            span += (shape[d] - 1) * step;
+        }
+    }
+    return 0;
+}
+
 void
 ufg_c_strides(int ndim, const int64_t *shape, int64_t itemsize, int64_t *strides)
 {

@@ -106,6 +106,12 @@ int ufg_strided_is_aligned(const char *ptr, int ndim, const int64_t *shape,
 /* Element count of a shape, or -1 with ValueError set (negative or overflowing). */
 int64_t ufg_shape_size(int ndim, const int64_t *shape, const char *argname);
 
+/* 0 when every element's byte offset (the sum of index * stride) fits in 64 bits, as the
+ * kernels and copies that add them up need; else -1 with `error_type` set, naming the first
+ * dimension past 2**63 bytes.  An empty view addresses nothing, so any strides pass. */
+int ufg_strides_span_fits(int ndim, const int64_t *shape, const int64_t *strides,
+                          PyObject *error_type, const char *context);
+
 /* Fills C-contiguous byte strides for shape. */
 void ufg_c_strides(int ndim, const int64_t *shape, int64_t itemsize, int64_t *strides);
 

@@ -445,15 +445,12 @@ static int
 ufg_dlpack_read_strides(const DLTensor *tensor, const char *context, int64_t itemsize,
                         const int64_t *shape, int64_t size, int64_t *strides)
 {
-    int64_t span = 0;
-
     if (tensor->strides == NULL || size == 0) {
         ufg_c_strides(tensor->ndim, shape, itemsize, strides);
         return 0;
     }
     for (int d = 0; d < tensor->ndim; d++) {
         const int64_t stride = tensor->strides[d];
-        /* |stride| * itemsize in int64, and once per dimension within the span below. */
         if (stride < -(INT64_MAX / itemsize) || stride > INT64_MAX / itemsize) {
             PyErr_Format(PyExc_BufferError, "%s: stride %lld of dimension %d, times the item "
                          "size %lld, does not fit in 64 bits", context, (long long)stride, d,
@@ -461,18 +458,8 @@ ufg_dlpack_read_strides(const DLTensor *tensor, const char *context, int64_t ite
             return -1;
         }
         strides[d] = stride * itemsize;
-        if (shape[d] > 1) {
-            const int64_t step = strides[d] < 0 ? -strides[d] : strides[d];
-            if (step != 0 && shape[d] - 1 > (INT64_MAX - span) / step) {
-                PyErr_Format(PyExc_BufferError, "%s: the tensor's elements span more than "
-                             "2**63 bytes (stride %lld of dimension %d, size %lld)", context,
-                             (long long)stride, d, (long long)shape[d]);
-                return -1;
-            }
-            span += (shape[d] - 1) * step;
-        }
     }
-    return 0;
+    return ufg_strides_span_fits(tensor->ndim, shape, strides, PyExc_BufferError, context);
 }
 
 /* The first element's address: data + byte_offset, not wrapping, and device memory unless

@@ -340,7 +340,8 @@ ufg_cai_checked_fields(PyObject *cai, const char *where, const char *what, ufg_o
             return -1;
         }
     }
-    if (ufg_cai_dtype(PyDict_GetItemString(cai, "typestr"), where, what, &op->code) < 0 ||
+    if (ufg_shape_size(op->ndim, op->shape, where) < 0 ||
+        ufg_cai_dtype(PyDict_GetItemString(cai, "typestr"), where, what, &op->code) < 0 ||
         ufg_cai_data(PyDict_GetItemString(cai, "data"), where, op) < 0) {
         return -1;
     }
@@ -357,6 +358,9 @@ ufg_cai_checked_fields(PyObject *cai, const char *where, const char *what, ufg_o
                          where, nstrides, op->ndim);
             return -1;
         }
+    }
+    if (ufg_strides_span_fits(op->ndim, op->shape, op->strides, PyExc_ValueError, where) < 0) {
+        return -1;
     }
     mask = PyDict_GetItemString(cai, "mask");
     if (mask != NULL && mask != Py_None) {
@@ -506,6 +510,9 @@ ufg_operand_from_dlpack(PyObject *obj, const char *what, uintptr_t consumer, ufg
 int
 ufg_operand_from_buffer(PyObject *obj, const char *what, ufg_operand *op, uintptr_t consumer)
 {
+    const ufg_device_probe_api *probe;
+    int reads_cai;
+
     if (ufg_DeviceArray_Check(obj)) {
         ufg_operand_from_array((ufg_DeviceArrayObject *)obj, op);
         return 0;
@@ -513,10 +520,13 @@ ufg_operand_from_buffer(PyObject *obj, const char *what, ufg_operand *op, uintpt
     if (ufg_operands_intern() < 0) {
         return -1;
     }
-    if (_PyType_Lookup(Py_TYPE(obj), ufg_cai_name) != NULL) {
-        return ufg_operand_from_cai(obj, what, op);
+    probe = ufg_device_probe();
+    reads_cai = probe == NULL ? -1 : probe->reads_cuda_array_interface(obj);
+    if (reads_cai < 0) {
+        return -1;
     }
-    return ufg_operand_from_dlpack(obj, what, consumer, op);
+    return reads_cai ? ufg_operand_from_cai(obj, what, op)
+                     : ufg_operand_from_dlpack(obj, what, consumer, op);
 }
 
 int

@@ -17,9 +17,13 @@ typedef struct {
      * __dlpack_device__ raised, or reading its __cuda_array_interface__ raised something
      * other than AttributeError). */
     int (*is_device_buffer)(PyObject *obj);
+    /* For a device buffer: 1 where its data is read through __cuda_array_interface__, its
+     * type's or, on a type with neither that nor __dlpack__, its instance's own (set in
+     * __init__, or a types.SimpleNamespace); 0 where through DLPack; -1 with an error. */
+    int (*reads_cuda_array_interface)(PyObject *obj);
 } ufg_device_probe_api;
 
-#define UFG_DEVICE_PROBE_VERSION 1
+#define UFG_DEVICE_PROBE_VERSION 2
 #define UFG_DEVICE_PROBE_CAPSULE "ufuncgen._core._device_probe"
 
 #endif /* UFUNCGEN_DEVICE_PROBE_H */
