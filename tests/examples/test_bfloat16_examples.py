@@ -90,3 +90,18 @@ def test_l2_norm_of_bfloat16_vectors_sums_in_float32_and_rounds_the_result(n, rn
     assert np.array_equal(got.view(np.uint16), np.ascontiguousarray(strided).view(np.uint16))
     on_device = ex.l2_norm(device.to_device(x)).copy_to_host()
     assert np.array_equal(got.view(np.uint16), on_device.view(np.uint16))
+
+
+def test_a_bfloat16_output_asked_of_float32_input_is_found_as_numpy_finds_its_own():
+    """NumPy looks for a user dtype's loop only when an input has that dtype: dtype= alone is
+    refused as np.exp refuses it, and signature= (or casting the input) runs the loop."""
+    x = np.linspace(-3.0, 3.0, 13, dtype=np.float32)
+    with pytest.raises(TypeError) as numpy_refusal:
+        np.exp(x, dtype=BF16)
+    with pytest.raises(TypeError) as ours:
+        ex.gelu(x, dtype=BF16)
+    assert str(ours.value) == str(numpy_refusal.value).replace("ufunc exp", "ufunc gelu")
+    by_signature = ex.gelu(x, signature=(BF16, BF16))
+    assert by_signature.dtype == BF16
+    np.testing.assert_array_equal(by_signature.view(np.uint16),
+                                  ex.gelu(x.astype(BF16)).view(np.uint16))
