@@ -8,11 +8,25 @@ reads it without loading the generator.
 """
 from __future__ import annotations
 
-# (name, default) of the keywords after `out=None, *`, in the order of NumPy's documentation.
+
+class _NoValue:
+    """axes= and axis= have no default: NumPy refuses None for them, and its own gufuncs show
+    `<no value>` (numpy._NoValue, which ufuncgen/_signature.py puts in its place)."""
+
+    def __repr__(self) -> str:
+        return "<no value>"
+
+
+NO_VALUE = _NoValue()
+
+# (name, default) of the keywords after `out=None, *`, in the order inspect.signature shows
+# NumPy's own ufuncs' (np.add, np.matmul).  signature= is NumPy's too; the device-only
+# stream= is not (the host call refuses it).
 UFUNC_KEYWORDS = (("where", True), ("casting", "same_kind"), ("order", "K"), ("dtype", None),
-                  ("subok", True))
-GUFUNC_KEYWORDS = (("axes", None), ("axis", None), ("keepdims", False),
-                   ("casting", "same_kind"), ("order", "K"), ("dtype", None), ("subok", True))
+                  ("subok", True), ("signature", None))
+GUFUNC_KEYWORDS = (("axes", NO_VALUE), ("axis", NO_VALUE), ("keepdims", False),
+                   ("casting", "same_kind"), ("order", "K"), ("dtype", None), ("subok", True),
+                   ("signature", None))
 
 
 def keywords(is_gufunc: bool) -> tuple[tuple[str, object], ...]:

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import inspect
 
-from .gen.call import keywords
+import numpy as np
+
+from .gen.call import NO_VALUE, keywords
 
 
 def call_signature(inputs: tuple[str, ...], is_gufunc: bool) -> inspect.Signature:
@@ -13,4 +15,5 @@ def call_signature(inputs: tuple[str, ...], is_gufunc: bool) -> inspect.Signatur
     return inspect.Signature(
         [p(name, p.POSITIONAL_ONLY) for name in inputs]
         + [p("out", p.POSITIONAL_OR_KEYWORD, default=None)]
-        + [p(name, p.KEYWORD_ONLY, default=value) for name, value in keywords(is_gufunc)])
+        + [p(name, p.KEYWORD_ONLY, default=np._NoValue if value is NO_VALUE else value)
+           for name, value in keywords(is_gufunc)])

@@ -62,6 +62,40 @@ def test_input_dtypes_are_cast_to_the_loop_numpy_would_pick(dtype, other):
     np.testing.assert_array_equal(host(result), expected)
 
 
+@pytest.mark.parametrize("name, inputs, signature", [
+    ("add", (np.arange(-5, 5, dtype=np.float32), 0.1), (None, None, "f8")),
+    ("add", (np.arange(-5, 5, dtype=np.float32), 0.1), "dd->d"),
+    ("add", (np.arange(-5, 5, dtype=np.int32), 3), ("f4", "f4", None)),
+    ("add", (np.arange(-5, 5, dtype=np.float64), 0.1), "ff->f"),
+    ("hypot", (np.linspace(-3, 3, 9, dtype=np.float32), 4.0), (np.float64, None, None)),
+    ("inner1d", (np.ones((3, 4), np.float32), np.arange(4, dtype=np.float32)), "dd->d"),
+    ("matmul", (np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)), (None, None, "f8")),
+], ids=["output float64", "string dd->d", "inputs float32 of int32",
+        "ff->f of float64 (same_kind)", "first input float64", "gufunc string", "gufunc output"])
+def test_signature_picks_the_loop_numpy_picks_for_it(name, inputs, signature):
+    fn = getattr(ex, name)
+    expected = fn(*inputs, signature=signature)
+    result = fn(*[to_dev(a) if isinstance(a, np.ndarray) else a for a in inputs],
+                signature=signature)
+    assert result.dtype == expected.dtype
+    np.testing.assert_array_equal(host(result), expected)
+
+
+@pytest.mark.parametrize("keywords", [
+    dict(signature="d"), dict(signature=(np.float64,)), dict(signature=np.float64),
+    dict(signature="bogus"), dict(signature="dd->d", dtype="f8"), dict(signature=("i1", "i1", "i1")),
+    dict(signature="ff->f", casting="safe"),
+], ids=["one letter", "one-tuple", "a type", "not a type string", "with dtype=",
+        "no such loop", "not safe"])
+def test_a_signature_numpy_refuses_is_refused_with_its_exception_and_text(keywords):
+    x = np.arange(4, dtype=np.float64)
+    with pytest.raises(Exception) as on_host:
+        ex.add(x, x, **keywords)
+    with pytest.raises(type(on_host.value)) as on_device:
+        ex.add(to_dev(x), to_dev(x), **keywords)
+    assert str(on_host.value) in str(on_device.value)
+
+
 def test_a_python_int_too_large_for_the_loop_raises_like_numpy():
     x = np.arange(4, dtype=np.int64)
     with pytest.raises(OverflowError, match="add: argument 'y'"):

@@ -3,6 +3,7 @@ every type signature listed; names read independently from signatures/examples.u
 import pathlib
 import re
 
+import numpy as np
 import pytest
 
 import ufuncgen.examples as ex
@@ -56,7 +57,7 @@ def test_docstring_starts_with_the_call_signature_using_the_real_argument_names(
     assert doc.startswith(f"{name}({', '.join(args)}, /, "), doc.splitlines()[0]
     first = doc.splitlines()[0]
     assert "out=None" in first
-    assert ("axes=None" in first) == (kind == "gufunc")
+    assert ("axes=<no value>" in first) == (kind == "gufunc")
     assert ("where=True" in first) == (kind == "ufunc")
 
 
@@ -121,6 +122,17 @@ def test_inspect_signature_is_the_docstrings_call_with_the_declared_argument_nam
     # The stub: the same inputs, positional-only, then `out`; the keywords as **kwargs.
     stub = _stub_call_parameters(name)
     assert stub[:len(args) + 1] == [(q.name, q.kind) for q in params[:len(args) + 1]]
+
+
+@pytest.mark.parametrize("name", FUNCTION_NAMES)
+def test_inspect_signature_has_the_keywords_numpy_gives_its_own_ufunc_of_that_kind(name):
+    import inspect
+    kind, _, _, _ = DECLARATIONS[name]
+    numpy_peer = np.matmul if kind == "gufunc" else np.add
+    ours = inspect.signature(getattr(ex, name)).parameters.values()
+    numpy = inspect.signature(numpy_peer).parameters.values()
+    assert ([(q.name, q.default) for q in ours if q.kind == q.KEYWORD_ONLY]
+            == [(q.name, q.default) for q in numpy if q.kind == q.KEYWORD_ONLY])
 
 
 def test_the_function_type_itself_still_has_a_signature():

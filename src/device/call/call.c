@@ -73,6 +73,7 @@ ufg_call_init(ufg_call *c, const ufg_function_descriptor *fn, PyObject *ufunc)
     c->nout = fn->nout;
     c->nargs = fn->nin + fn->nout;
     c->dtype = NULL;
+    c->signature = NULL;
     c->axes = c->axis = c->where = NULL;
     c->keepdims_given = c->keepdims_set = 0;
     c->casting = NPY_SAME_KIND_CASTING;

@@ -76,6 +76,7 @@ typedef struct {
     /* keywords.c: borrowed values, NULL where the keyword was not given; dtype= converted
      * (a new reference, native byte order: ufg_dtype_keyword). */
     PyArray_Descr *dtype;
+    PyObject *signature;            /* signature=, borrowed; NULL when absent or None */
     PyObject *axes, *axis;          /* Py_None when given as None (NumPy refuses that) */
     int keepdims_given;             /* keepdims= given at all, even False */
     int keepdims_set;               /* keepdims given and true */

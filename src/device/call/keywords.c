@@ -10,17 +10,19 @@
 
 typedef enum {
     UFG_KW_OUT, UFG_KW_DTYPE, UFG_KW_CASTING, UFG_KW_ORDER, UFG_KW_SUBOK, UFG_KW_STREAM,
-    UFG_KW_WHERE, UFG_KW_AXES, UFG_KW_AXIS, UFG_KW_KEEPDIMS, UFG_KW_COUNT
+    UFG_KW_WHERE, UFG_KW_AXES, UFG_KW_AXIS, UFG_KW_KEEPDIMS, UFG_KW_SIGNATURE, UFG_KW_COUNT
 } ufg_keyword;
 
 static const char *const ufg_keyword_names[UFG_KW_COUNT] = {
     "out", "dtype", "casting", "order", "subok", "stream", "where", "axes", "axis", "keepdims",
+    "signature",
 };
 
 /* Which keywords each kind of function takes, in the order messages list them. */
-static const char ufg_ufunc_supported[] = "casting, dtype, order, out, stream, subok, where";
+static const char ufg_ufunc_supported[] =
+    "casting, dtype, order, out, signature, stream, subok, where";
 static const char ufg_gufunc_supported[] =
-    "axes, axis, casting, dtype, keepdims, order, out, stream, subok";
+    "axes, axis, casting, dtype, keepdims, order, out, signature, stream, subok";
 
 static int
 ufg_keyword_allowed(ufg_keyword kw, int is_gufunc)
@@ -253,6 +255,7 @@ ufg_parse_one_keyword(ufg_call *c, ufg_keyword kw, PyObject *value, int *where_g
 
     switch (kw) {
     case UFG_KW_DTYPE:          /* read first, by ufg_call_parse_keywords */
+    case UFG_KW_SIGNATURE:      /* likewise */
         return 0;
     case UFG_KW_CASTING:
         return PyArray_CastingConverter(value, &c->casting) ? 0 : -1;
@@ -288,7 +291,7 @@ ufg_call_parse_keywords(ufg_call *c, PyObject *const *args, Py_ssize_t nargs,
     const int is_gufunc = c->fn->signature != NULL;
     const Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
     int where_given = 0, out_keyword = 0;
-    PyObject *dtype_value = NULL;
+    PyObject *dtype_value = NULL, *signature_value = NULL;
 
     if (ufg_parse_positional(c, nargs, args, outs) < 0) {
         return -1;
@@ -309,6 +312,9 @@ ufg_call_parse_keywords(ufg_call *c, PyObject *const *args, Py_ssize_t nargs,
         if (kw == UFG_KW_DTYPE) {
             dtype_value = args[nargs + i];
         }
+        if (kw == UFG_KW_SIGNATURE) {
+            signature_value = args[nargs + i];
+        }
         if (kw == UFG_KW_OUT) {
             out_keyword = 1;
             if (ufg_parse_out(c, args[nargs + i], nargs > c->nin, outs) < 0) {
@@ -319,6 +325,13 @@ ufg_call_parse_keywords(ufg_call *c, PyObject *const *args, Py_ssize_t nargs,
     if (ufg_check_out_entries(c, outs) < 0) {
         return -1;
     }
+    /* NumPy's refusal of both comes before either value is read; signature= itself is read
+     * by ufunc.resolve_dtypes, which raises NumPy's errors for it (resolve.c). */
+    if (dtype_value != NULL && signature_value != NULL && signature_value != Py_None) {
+        PyErr_SetString(PyExc_TypeError, "cannot specify both 'signature' and 'dtype'");
+        return -1;
+    }
+    c->signature = signature_value == Py_None ? NULL : signature_value;
     if (dtype_value != NULL && ufg_dtype_keyword(c->fn->name, dtype_value, &c->dtype) < 0) {
         return -1;             /* dtype= next, as NumPy */
     }

@@ -50,7 +50,8 @@ ufg_dtype_key(const ufg_call *c, unsigned char *byte, int *other)
     const int code = c->dtype != NULL ? ufg_dtype_code_of_supported(c->dtype) : -1;
 
     *byte = code >= 0 ? (unsigned char)code : UFG_KEY_ABSENT;
-    *other = c->dtype != NULL && code < 0;
+    /* signature= fixes types in too many spellings to key: asked of NumPy each time. */
+    *other = (c->dtype != NULL && code < 0) || c->signature != NULL;
 }
 
 static unsigned
@@ -130,7 +131,8 @@ ufg_casting_name(NPY_CASTING casting)
     }
 }
 
-/* ufunc.resolve_dtypes(dtypes, casting=..., signature=(None,)*nin + (dtype,)*nout). */
+/* ufunc.resolve_dtypes(dtypes, casting=..., signature=(None,)*nin + (dtype,)*nout), or the
+ * caller's signature= as given. */
 static PyObject *
 ufg_ask_numpy(ufg_call *c, NPY_CASTING casting)
 {
@@ -139,6 +141,10 @@ ufg_ask_numpy(ufg_call *c, NPY_CASTING casting)
 
     if (dtypes == NULL || (kwargs = Py_BuildValue("{s:s}", "casting",
                                                   ufg_casting_name(casting))) == NULL) {
+        goto done;
+    }
+    if (c->signature != NULL &&
+        PyDict_SetItemString(kwargs, "signature", c->signature) < 0) {
         goto done;
     }
     if (c->dtype != NULL) {
