@@ -356,6 +356,22 @@ promo.ufunc:10:9: warning: conversion from 'double' to 'float' may change value 
 """
 
 
+def test_a_generator_warning_is_shown_once_by_a_build_as_check_shows_it(tmp_path):
+    # The build runs the generator again inside CMake, which printed the warning into the
+    # build's output; it came back a second time, counted as "1 compiler warning".
+    text = """\
+        ufunc quotient(a, b) -> y
+            types: int64(int64, int64)
+        { y = a / b; }
+    """
+    result = _build(tmp_path, text, "unguarded")
+    assert result.returncode == 0, result.stderr
+    check = subprocess.run([sys.executable, "-m", "ufuncgen", "check", "unguarded.ufunc"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert "warning: function 'quotient' divides integers" in check.stderr
+    assert result.stderr == check.stderr
+
+
 def test_a_compiler_error_after_accented_letters_and_tabs_is_at_the_users_character(tmp_path):
     result = _build(tmp_path, "ufunc f(x) -> y\n    types: float64(float64)\n{\n"
                               "\t/* \u00e9t\u00e9 */\ty = xx;\n}\n", "accented")

@@ -332,7 +332,9 @@ def _run(command: list[str], verbose: bool, sources: dict[str, list[str]] | None
     result = subprocess.run(command, stdout=None if verbose else subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, errors="replace",
                             env=tool_environment())
-    located = user_diagnostics(result.stdout or "", sources, module) if sources else []
+    located = (user_diagnostics(result.stdout or "", sources, module,
+                                module.warnings if module is not None else ())
+               if sources else [])
     if result.returncode != 0:
         if located:
             raise BuildError("compiling the generated code failed at the lines above "

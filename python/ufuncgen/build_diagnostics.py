@@ -14,7 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .gen.diagnostics import Location
+from collections.abc import Iterable
+
+from .gen.diagnostics import Diagnostic, Location
 from .gen.model import Arg, Module
 
 # gcc and clang: `path:line:col: severity: message`, the column sometimes absent.
@@ -164,12 +166,17 @@ def _edg_caret_column(quoted: str, caret: str, source: str) -> int | None:
     return _character_column([source], 1, caret.index("^") - 1)
 
 
-def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module | None = None) -> list[str]:
+def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module | None = None,
+                     shown: Iterable[Diagnostic] = ()) -> list[str]:
     """The diagnostics of `output` (a build's combined output) located in the signature files
     `sources` (display path → lines), each formatted with its source line and caret; an error
     in generated code whose macro-expansion note points at a signature file is reported there.
-    Duplicates (a body is compiled several times) are dropped; order is kept."""
+    Duplicates (a body is compiled several times) are dropped; order is kept.  So are the
+    generator's own warnings (`shown`, printed already by the check before the build): the
+    generator that the build runs prints them into its output again, and they are not the
+    compilers'."""
     names = generated_names(module) if module is not None else {}
+    already = {(str(d.location), d.severity, d.message) for d in shown}
     core = core_arguments(module) if module is not None else {}
     lines = output.splitlines()
     found: list[CompilerDiagnostic] = []
@@ -179,6 +186,8 @@ def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module 
         text = lines[i]
         i += 1
         m = _GCC.fullmatch(text)
+        if m and (f"{m['path']}:{m['line']}:{m['col']}", m["severity"], m["message"]) in already:
+            continue
         if m:
             path, line = m["path"], int(m["line"])
             col = _character_column(sources.get(path), line, int(m["col"])) if m["col"] else 1
