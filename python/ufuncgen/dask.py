@@ -36,17 +36,26 @@ def _is_python_scalar(a) -> bool:
     return isinstance(a, (bool, int, float, complex)) and not isinstance(a, np.generic)
 
 
+def _operand_dtype(a):
+    """What NumPy's type resolution sees for operand `a`: the type of a Python int, float or
+    complex (a weak scalar), np.bool_ for a Python bool (NumPy takes it as one, and
+    `resolve_dtypes` refuses `bool`), else the array's dtype."""
+    if isinstance(a, bool):
+        return np.dtype(np.bool_)
+    return type(a) if _is_python_scalar(a) else a.dtype
+
+
 def _resolve(ufunc: np.ufunc, arrays: tuple, dtype: Any) -> tuple[list, list[np.dtype]]:
     """The inputs, Python scalars made NumPy scalars of the loop's type (as a NumPy call
-    treats them: dask would make them float64 or int64 arrays), and the output dtypes that
-    NumPy's type resolution picks.
+    treats them: dask would make them float64 or int64 arrays) and sequences NumPy arrays
+    (dask takes only arrays), and the output dtypes that NumPy's type resolution picks.
     `dtype=` fixes every output's dtype, as it does in a NumPy call (signature=)."""
+    arrays = [a if _is_python_scalar(a) or hasattr(a, "dtype") else np.asarray(a)
+              for a in arrays]
     fixed = {} if dtype is None else {
         "signature": (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout}
-    inputs = [type(a) if _is_python_scalar(a) else np.dtype(getattr(a, "dtype", None)
-                                                             or np.asarray(a).dtype)
-              for a in arrays]
-    resolved = ufunc.resolve_dtypes((*inputs, *[None] * ufunc.nout), **fixed)
+    resolved = ufunc.resolve_dtypes((*map(_operand_dtype, arrays), *[None] * ufunc.nout),
+                                    **fixed)
     arrays = [resolved[i].type(a) if _is_python_scalar(a) else a for i, a in enumerate(arrays)]
     return arrays, list(resolved[ufunc.nin:])
 
