@@ -172,3 +172,40 @@ def test_a_worker_that_cannot_import_the_module_of_a_mapped_function_names_it(
     assert_same(y.compute(scheduler="threads"), 3 * X + 1)
     with pytest.raises(ImportError, match="cannot import module 'ufg_probe'"):
         client.compute(y, sync=True)
+
+
+
+def numpy_with_dtype(name, *operands, dtype):
+    """NumPy's own function for each example, called with dtype=: the reference."""
+    if name == "sincos":
+        return np.sin(*operands, dtype=dtype), np.cos(*operands, dtype=dtype)
+    return {"hypot": np.hypot, "inner1d": np.vecdot}[name](*operands, dtype=dtype)
+
+
+@pytest.mark.parametrize("name, operands", [
+    ("hypot", (X, 1.5)),                 # one output: the chunks must compute the dtype too
+    ("inner1d", (V, V)),
+    ("sincos", (X,)),                    # several outputs: dtype= fixes each of them
+])
+def test_apply_with_dtype_computes_the_dtype_numpy_gives_and_the_graph_announces(name, operands):
+    lazy = [da.from_array(o, chunks=100) if isinstance(o, np.ndarray) else o for o in operands]
+    got = ufuncgen.dask.apply(getattr(ex, name), *lazy, dtype=np.float32)
+    want = numpy_with_dtype(name, *operands, dtype=np.float32)
+    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    assert [g.dtype for g in got] == [w.dtype for w in want] == [np.float32] * len(want)
+    assert_same(dask.compute(*got), want)
+
+
+@pytest.mark.parametrize("name, operands", [
+    ("add", (np.arange(10), True)),              # a Python bool is NumPy's bool_
+    ("add", (X, False)),
+    ("hypot", ([3.0, 5.0, 8.0], 4.0)),           # a list is an array, as NumPy takes it
+    ("inner1d", (np.abs(V), [1.0, 2.0, 3.0])),   # no cancellation: np.vecdot sums otherwise
+    ("add", ((1, 2, 3), np.arange(3))),
+])
+def test_apply_takes_python_bools_and_sequences_as_numpy_does(name, operands):
+    lazy = [da.from_array(o, chunks=4) if isinstance(o, np.ndarray) else o for o in operands]
+    got = ufuncgen.dask.apply(getattr(ex, name), *lazy)
+    want = {"add": np.add, "hypot": np.hypot, "inner1d": np.vecdot}[name](*operands)
+    assert got.dtype == want.dtype
+    assert_same(got.compute(), want)

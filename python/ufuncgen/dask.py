@@ -24,6 +24,7 @@ Tokens are deterministic.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -31,19 +32,31 @@ import numpy as np
 __all__ = ["apply"]
 
 
+def _is_python_scalar(a) -> bool:
+    return isinstance(a, (bool, int, float, complex)) and not isinstance(a, np.generic)
+
+
+def _operand_dtype(a):
+    """What NumPy's type resolution sees for operand `a`: the type of a Python int, float or
+    complex (a weak scalar), np.bool_ for a Python bool (NumPy takes it as one, and
+    `resolve_dtypes` refuses `bool`), else the array's dtype."""
+    if isinstance(a, bool):
+        return np.dtype(np.bool_)
+    return type(a) if _is_python_scalar(a) else a.dtype
+
+
 def _resolve(ufunc: np.ufunc, arrays: tuple, dtype: Any) -> tuple[list, list[np.dtype]]:
     """The inputs, Python scalars made NumPy scalars of the loop's type (as a NumPy call
-    treats them: dask would make them float64 or int64 arrays), and the output dtypes that
-    NumPy's type resolution picks."""
-    def is_python_scalar(a):
-        return isinstance(a, (bool, int, float, complex)) and not isinstance(a, np.generic)
-
-    inputs = [type(a) if is_python_scalar(a) else np.dtype(getattr(a, "dtype", None)
-                                                            or np.asarray(a).dtype)
+    treats them: dask would make them float64 or int64 arrays) and sequences NumPy arrays
+    (dask takes only arrays), and the output dtypes that NumPy's type resolution picks.
+    `dtype=` fixes every output's dtype, as it does in a NumPy call (signature=)."""
+    arrays = [a if _is_python_scalar(a) or hasattr(a, "dtype") else np.asarray(a)
               for a in arrays]
-    outputs = [None if dtype is None else np.dtype(dtype)] * ufunc.nout
-    resolved = ufunc.resolve_dtypes((*inputs, *outputs))
-    arrays = [resolved[i].type(a) if is_python_scalar(a) else a for i, a in enumerate(arrays)]
+    fixed = {} if dtype is None else {
+        "signature": (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout}
+    resolved = ufunc.resolve_dtypes((*map(_operand_dtype, arrays), *[None] * ufunc.nout),
+                                    **fixed)
+    arrays = [resolved[i].type(a) if _is_python_scalar(a) else a for i, a in enumerate(arrays)]
     return arrays, list(resolved[ufunc.nin:])
 
 
@@ -72,9 +85,11 @@ def apply(function, *arrays, allow_rechunk: bool = False, dtype: Any = None, **k
     if signature is None:
         signature = ",".join(["()"] * ufunc.nin) + "->" + ",".join(["()"] * ufunc.nout)
     arrays, output_dtypes = _resolve(ufunc, arrays, dtype)
-    if dtype is not None:
-        kwargs["dtype"] = dtype
     # The function, not its bare ufunc, in the graph: a CuPy chunk then takes the device path.
+    # dtype= is bound to it here: given to apply_gufunc, it would be blockwise's own dtype=
+    # parameter and never reach the chunks, which would compute the default dtype.
+    if dtype is not None:
+        function = functools.partial(function, dtype=dtype)
     return da.apply_gufunc(
         function, signature, *arrays,
         output_dtypes=output_dtypes if ufunc.nout > 1 else output_dtypes[0],

@@ -744,10 +744,14 @@ ufg_function_at_method(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
 }
 
 static PyMethodDef ufg_function_methods[] = {
+    /* The text signature is NumPy's own for ufunc.reduce: `initial` has no default that
+     * Python can spell (numpy._NoValue), and one that is not valid Python leaves
+     * inspect.signature() and help() without any. */
     {"reduce", (PyCFunction)(void (*)(void))ufg_function_reduce_method,
      METH_FASTCALL | METH_KEYWORDS,
+     "reduce($self, array, /, axis=0, dtype=None, out=None, **kwargs)\n--\n\n"
      "reduce(array, axis=0, dtype=None, out=None, keepdims=False, "
-     "initial=<no value>, where=True)\n--\n\n"
+     "initial=<no value>, where=True)\n\n"
      "numpy.ufunc.reduce of the wrapped ufunc; device arrays are reduced "
      "on the device."},
     {"accumulate", (PyCFunction)(void (*)(void))ufg_function_accumulate_method,

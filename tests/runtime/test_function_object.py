@@ -221,6 +221,16 @@ def test_ufunc_attribute_is_the_wrapped_ufunc(add):
     assert add.ufunc is np.add
 
 
+@pytest.mark.parametrize("method", ["reduce", "accumulate", "reduceat", "outer", "at"])
+def test_each_method_has_a_signature_with_the_parameters_of_numpys_own(add, method):
+    import inspect
+    ours = inspect.signature(getattr(add, method))
+    numpys = inspect.signature(getattr(np.add, method))
+    assert list(ours.parameters) == list(numpys.parameters)
+    assert [p.default for p in ours.parameters.values()] == [
+        p.default for p in numpys.parameters.values()]
+
+
 def test_name_qualname_module_and_doc_are_the_stored_values():
     function = Function(np.hypot, "length", "pkg.geometry", "Length of (x, y).")
     assert function.__name__ == "length"
