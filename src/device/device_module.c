@@ -550,6 +550,23 @@ ufg_sim_stream_waits(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
     return list;
 }
 
+/* _sim_contexts(): the devices whose context the simulated process has created, sorted. */
+static PyObject *
+ufg_sim_contexts(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
+{
+    const uint64_t devices = ufg_sim_context_devices();
+    PyObject *list = PyList_New(0);
+
+    for (int d = 0; list != NULL && d < 64; d++) {
+        PyObject *ordinal = (devices >> d & 1u) ? PyLong_FromLong(d) : NULL;
+        if ((devices >> d & 1u) && (ordinal == NULL || PyList_Append(list, ordinal) < 0)) {
+            Py_CLEAR(list);
+        }
+        Py_XDECREF(ordinal);
+    }
+    return list;
+}
+
 static PyMethodDef ufg_device_methods[] = {
     {"backend_name", ufg_backend_name, METH_NOARGS,
      "backend_name()\n--\n\n'cuda' or 'sim', as chosen by UFUNCGEN_DEVICE at first use."},
@@ -617,6 +634,10 @@ static PyMethodDef ufg_device_methods[] = {
     {"_sim_stream_waits", ufg_sim_stream_waits, METH_NOARGS,
      "_sim_stream_waits()\n--\n\n"
      "Test hook (simulator): the (consumer, producer) stream waits since the last call."},
+    {"_sim_contexts", ufg_sim_contexts, METH_NOARGS,
+     "_sim_contexts()\n--\n\n"
+     "Test hook (simulator): the devices whose primary context the process has created, "
+     "which making a device current does (as CUDA 12's cudaSetDevice)."},
     {"launch_count", ufg_launch_count_function, METH_NOARGS,
      "launch_count()\n--\n\n"
      "Kernel launches made by the calling thread so far (skipped ones included)."},

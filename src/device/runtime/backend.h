@@ -42,6 +42,13 @@ enum {
     UFG_ERROR_MISALIGNED_ADDRESS = 716,     /* cudaErrorMisalignedAddress */
 };
 
+/* What device_enter found current on the calling thread: the device (-1: none) and, under
+ * CUDA, the context itself (a CUcontext; NULL: none), which may be a driver API user's own. */
+typedef struct {
+    int device;
+    void *context;
+} ufg_device_scope;
+
 typedef struct ufg_backend {
     const char *name;                       /* "cuda" or "sim" */
     int id;                     /* UFG_BACKEND_CUDA / _SIM: the index into launcher tables */
@@ -52,9 +59,12 @@ typedef struct ufg_backend {
     int (*current_device)(int *device);
     int (*multiprocessor_count)(int device, int *count);
 
-    /* Make `device` current for a launch (*previous receives the one to restore), and back. */
-    int (*device_enter)(int device, int *previous);
-    void (*device_leave)(int previous);
+    /* Make `device` current for a launch (*saved receives what to restore), and back.  Leaving
+     * puts back exactly what the caller had current, none included: a thread that had no
+     * device current gets none, not device 0 (CUDA 12's cudaSetDevice would create device
+     * 0's context for it). */
+    int (*device_enter)(int device, ufg_device_scope *saved);
+    void (*device_leave)(const ufg_device_scope *saved);
 
     /* Stream-ordered allocation: usable by work queued on `stream` after the call. */
     int (*malloc_async)(void **ptr, size_t nbytes, int device, void *stream);
@@ -125,6 +135,10 @@ int ufg_sim_set_skip_kernels(int skip);
 /* Simulator test hook: nothing queued on `stream` after this starts before `seconds` from
  * now (a GPU's long-running kernel, to make a producer late).  0 or a CUDA error code. */
 int ufg_sim_stall(void *stream, int device, double seconds);
+
+/* Simulator test hook: the devices whose primary context the process has created so far
+ * (bit d: device d), which making a device current does, as CUDA 12's cudaSetDevice. */
+uint64_t ufg_sim_context_devices(void);
 
 /* 1 when the simulator runs streams asynchronously (the default), 0 under UFUNCGEN_SIM_SYNC. */
 int ufg_sim_is_async(void);

@@ -12,10 +12,14 @@
 
 #ifdef UFG_HAVE_CUDA
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 
+/* cuda.h for the driver's types only: its two context functions are asked of the runtime
+ * (cudaGetDriverEntryPointByVersion), so the module still links against no libcuda. */
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 /* Devices this process has worked on (bit d: device d; devices from 64 on share bit 63), so
@@ -41,6 +45,10 @@ ufg_cuda_result(cudaError_t error)
     }
     return (int)error;
 }
+
+/* The caller's current context, kept across calls (defined below, "the caller's context"). */
+static int ufg_cuda_context_save(CUcontext *context);
+static void ufg_cuda_context_restore(CUcontext saved);
 
 static const char *
 ufg_cuda_error_name(int code)
@@ -94,17 +102,86 @@ ufg_cuda_current_device(int *device)
 static int
 ufg_cuda_multiprocessor_count(int device, int *count)
 {
-    return ufg_cuda_result(
-        cudaDeviceGetAttribute(count, cudaDevAttrMultiProcessorCount, device));
+    CUcontext saved;
+    int error;
+
+    (void)ufg_cuda_context_save(&saved);
+    error = ufg_cuda_result(cudaDeviceGetAttribute(count, cudaDevAttrMultiProcessorCount, device));
+    ufg_cuda_context_restore(saved);
+    return error;
+}
+
+/* ------------------------------------------------------------------ the caller's context */
+
+/*
+ * Every operation leaves the calling thread's current context as it found it, none included.
+ * cudaGetDevice answers 0 on a thread that has no context current, and since CUDA 12
+ * cudaSetDevice(0) creates device 0's primary context (hundreds of MiB, and an error on a GPU
+ * in exclusive-process mode that another process holds): putting the "previous device" back
+ * by number made a context on device 0 for every process and thread that used only device 1.
+ * It also replaced a driver API user's own context (PyCUDA's) by a primary one.  So the
+ * context itself is saved and restored, through the driver's cuCtxGetCurrent and
+ * cuCtxSetCurrent (NULL: none current).
+ */
+typedef CUresult (*ufg_cu_ctx_get_current)(CUcontext *);
+typedef CUresult (*ufg_cu_ctx_set_current)(CUcontext);
+
+static ufg_cu_ctx_get_current ufg_cuda_ctx_get_current;
+static ufg_cu_ctx_set_current ufg_cuda_ctx_set_current;
+static pthread_once_t ufg_cuda_ctx_once = PTHREAD_ONCE_INIT;
+
+static void
+ufg_cuda_find_context_functions(void)
+{
+    void *get = NULL, *set = NULL;
+
+    /* 4000: the versions of these symbols since CUDA 4.0, unchanged since. */
+    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &get, 4000, cudaEnableDefault,
+                                         NULL) != cudaSuccess ||
+        cudaGetDriverEntryPointByVersion("cuCtxSetCurrent", &set, 4000, cudaEnableDefault,
+                                         NULL) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;     /* no driver: no context to keep either */
+    }
+    ufg_cuda_ctx_get_current = (ufg_cu_ctx_get_current)get;
+    ufg_cuda_ctx_set_current = (ufg_cu_ctx_set_current)set;
+}
+
+/* 1 with the caller's current context (NULL: none) in *context; 0 when the driver cannot say. */
+static int
+ufg_cuda_context_save(CUcontext *context)
+{
+    pthread_once(&ufg_cuda_ctx_once, ufg_cuda_find_context_functions);
+    *context = NULL;
+    return ufg_cuda_ctx_get_current != NULL && ufg_cuda_ctx_get_current(context) == CUDA_SUCCESS;
+}
+
+static void
+ufg_cuda_context_restore(CUcontext saved)
+{
+    CUcontext current;
+
+    if (ufg_cuda_context_save(&current) && current != saved) {
+        (void)ufg_cuda_ctx_set_current(saved);
+    }
 }
 
 /* Setting the device that is already current is cheap, and skipped. */
 static int
-ufg_cuda_device_enter(int device, int *previous)
+ufg_cuda_device_enter(int device, ufg_device_scope *saved)
 {
-    int error = ufg_cuda_result(cudaGetDevice(previous));
+    CUcontext context = NULL;
+    const int known = ufg_cuda_context_save(&context);
+    int error = 0;
 
-    if (error == 0 && *previous != device) {
+    saved->context = context;
+    saved->device = -1;
+    /* Only a thread with a context current has a device to compare with (or, where the
+     * driver cannot say, whatever cudaGetDevice answers, restored by number as before). */
+    if (!known || context != NULL) {
+        error = ufg_cuda_result(cudaGetDevice(&saved->device));
+    }
+    if (error == 0 && saved->device != device) {
         error = ufg_cuda_result(cudaSetDevice(device));
     }
     if (error == 0) {
@@ -115,12 +192,17 @@ ufg_cuda_device_enter(int device, int *previous)
 }
 
 static void
-ufg_cuda_device_leave(int previous)
+ufg_cuda_device_leave(const ufg_device_scope *saved)
 {
+    CUcontext unused;
     int current;
 
-    if (cudaGetDevice(&current) == cudaSuccess && current != previous) {
-        (void)ufg_cuda_result(cudaSetDevice(previous));
+    if (ufg_cuda_context_save(&unused)) {
+        ufg_cuda_context_restore((CUcontext)saved->context);
+    }
+    else if (saved->device >= 0 && cudaGetDevice(&current) == cudaSuccess &&
+             current != saved->device) {
+        (void)ufg_cuda_result(cudaSetDevice(saved->device));
     }
 }
 
@@ -150,8 +232,8 @@ ufg_cuda_keep_pool(int device)
 static int
 ufg_cuda_malloc_async(void **ptr, size_t nbytes, int device, void *stream)
 {
-    int previous;
-    int error = ufg_cuda_device_enter(device, &previous);
+    ufg_device_scope saved;
+    int error = ufg_cuda_device_enter(device, &saved);
 
     if (error) {
         return error;
@@ -159,19 +241,19 @@ ufg_cuda_malloc_async(void **ptr, size_t nbytes, int device, void *stream)
     ufg_cuda_keep_pool(device);
     /* A zero-byte request still gets an address: consumers expect non-null data pointers. */
     error = ufg_cuda_result(cudaMallocAsync(ptr, nbytes ? nbytes : 1, (cudaStream_t)stream));
-    ufg_cuda_device_leave(previous);
+    ufg_cuda_device_leave(&saved);
     return error;
 }
 
 static int
 ufg_cuda_free_async(void *ptr, int device, void *stream)
 {
-    int previous;
-    int error = ufg_cuda_device_enter(device, &previous);
+    ufg_device_scope saved;
+    int error = ufg_cuda_device_enter(device, &saved);
 
     if (error == 0) {
         error = ufg_cuda_result(cudaFreeAsync(ptr, (cudaStream_t)stream));
-        ufg_cuda_device_leave(previous);
+        ufg_cuda_device_leave(&saved);
     }
     /* Arrays dropped at interpreter exit, after the runtime tore down its contexts: the
      * memory went with the context. */
@@ -200,8 +282,8 @@ ufg_cuda_memcpy(void *dst, const void *src, size_t nbytes, ufg_memcpy_kind kind,
         [UFG_MEMCPY_DEVICE_TO_HOST] = cudaMemcpyDeviceToHost,
         [UFG_MEMCPY_DEVICE_TO_DEVICE] = cudaMemcpyDeviceToDevice,
     };
-    int previous;
-    int error = ufg_cuda_device_enter(device, &previous);
+    ufg_device_scope saved;
+    int error = ufg_cuda_device_enter(device, &saved);
 
     if (error) {
         return error;
@@ -216,15 +298,15 @@ ufg_cuda_memcpy(void *dst, const void *src, size_t nbytes, ufg_memcpy_kind kind,
             error = ufg_cuda_result(cudaStreamSynchronize((cudaStream_t)stream));
         }
     }
-    ufg_cuda_device_leave(previous);
+    ufg_cuda_device_leave(&saved);
     return error;
 }
 
 static int
 ufg_cuda_stream_create(int device, int non_blocking, void **stream)
 {
-    int previous;
-    int error = ufg_cuda_device_enter(device, &previous);
+    ufg_device_scope saved;
+    int error = ufg_cuda_device_enter(device, &saved);
 
     if (error) {
         return error;
@@ -233,22 +315,30 @@ ufg_cuda_stream_create(int device, int non_blocking, void **stream)
      * what CAI and DLPack consumers that name stream 1 expect. */
     error = ufg_cuda_result(cudaStreamCreateWithFlags(
         (cudaStream_t *)stream, non_blocking ? cudaStreamNonBlocking : cudaStreamDefault));
-    ufg_cuda_device_leave(previous);
+    ufg_cuda_device_leave(&saved);
     return error;
 }
 
+/* The calls below name no device: the runtime binds a context to a thread that has none
+ * (its last device's primary one), which is put back to none afterwards. */
 static int
 ufg_cuda_stream_destroy(void *stream)
 {
-    return ufg_cuda_result(cudaStreamDestroy((cudaStream_t)stream));
+    CUcontext saved;
+    int error;
+
+    (void)ufg_cuda_context_save(&saved);
+    error = ufg_cuda_result(cudaStreamDestroy((cudaStream_t)stream));
+    ufg_cuda_context_restore(saved);
+    return error;
 }
 
 static int
 ufg_cuda_stream_wait(void *consumer, void *producer, int device)
 {
     cudaEvent_t event;
-    int previous;
-    int error = ufg_cuda_device_enter(device, &previous);
+    ufg_device_scope saved;
+    int error = ufg_cuda_device_enter(device, &saved);
 
     if (error) {
         return error;
@@ -262,19 +352,19 @@ ufg_cuda_stream_wait(void *consumer, void *producer, int device)
         /* Safe at once: CUDA releases the event after the wait it was recorded for. */
         (void)cudaEventDestroy(event);
     }
-    ufg_cuda_device_leave(previous);
+    ufg_cuda_device_leave(&saved);
     return error;
 }
 
 static int
 ufg_cuda_synchronize_stream(void *stream, int device)
 {
-    int previous;
-    int error = ufg_cuda_device_enter(device, &previous);
+    ufg_device_scope saved;
+    int error = ufg_cuda_device_enter(device, &saved);
 
     if (error == 0) {
         error = ufg_cuda_result(cudaStreamSynchronize((cudaStream_t)stream));
-        ufg_cuda_device_leave(previous);
+        ufg_cuda_device_leave(&saved);
     }
     return error;
 }
@@ -282,8 +372,8 @@ ufg_cuda_synchronize_stream(void *stream, int device)
 static int
 ufg_cuda_event_record(void *stream, int device, void **event)
 {
-    int previous;
-    int error = ufg_cuda_device_enter(device, &previous);
+    ufg_device_scope saved;
+    int error = ufg_cuda_device_enter(device, &saved);
 
     if (error) {
         return error;
@@ -296,15 +386,19 @@ ufg_cuda_event_record(void *stream, int device, void **event)
             (void)cudaEventDestroy((cudaEvent_t)*event);
         }
     }
-    ufg_cuda_device_leave(previous);
+    ufg_cuda_device_leave(&saved);
     return error;
 }
 
 static int
 ufg_cuda_event_done(void *event)
 {
-    const cudaError_t status = cudaEventQuery((cudaEvent_t)event);
+    CUcontext saved;
+    cudaError_t status;
 
+    (void)ufg_cuda_context_save(&saved);
+    status = cudaEventQuery((cudaEvent_t)event);
+    ufg_cuda_context_restore(saved);
     if (status == cudaErrorNotReady) {
         (void)cudaGetLastError();
         return 0;
@@ -315,23 +409,28 @@ ufg_cuda_event_done(void *event)
 static void
 ufg_cuda_event_destroy(void *event)
 {
+    CUcontext saved;
+
+    (void)ufg_cuda_context_save(&saved);
     (void)ufg_cuda_result(cudaEventDestroy((cudaEvent_t)event));
+    ufg_cuda_context_restore(saved);
 }
 
 static int
 ufg_cuda_synchronize_device(int device)
 {
-    int previous, error;
+    ufg_device_scope saved;
+    int error;
 
     /* Nothing was queued on a device this process never made current. */
     if (!(atomic_load(&ufg_cuda_devices_used) & ufg_cuda_device_bit(device))) {
         return 0;
     }
-    error = ufg_cuda_device_enter(device, &previous);
+    error = ufg_cuda_device_enter(device, &saved);
 
     if (error == 0) {
         error = ufg_cuda_result(cudaDeviceSynchronize());
-        ufg_cuda_device_leave(previous);
+        ufg_cuda_device_leave(&saved);
     }
     return error;
 }
@@ -340,8 +439,16 @@ static int
 ufg_cuda_pointer_device(const void *ptr)
 {
     struct cudaPointerAttributes attributes;
+    CUcontext saved;
+    int error;
 
-    if (ptr == NULL || ufg_cuda_result(cudaPointerGetAttributes(&attributes, ptr)) != 0) {
+    if (ptr == NULL) {
+        return -1;
+    }
+    (void)ufg_cuda_context_save(&saved);
+    error = ufg_cuda_result(cudaPointerGetAttributes(&attributes, ptr));
+    ufg_cuda_context_restore(saved);
+    if (error != 0) {
         return -1;
     }
     if (attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged) {
@@ -355,10 +462,13 @@ static int
 ufg_cuda_stream_device(void *stream)
 {
 #if CUDART_VERSION >= 12080
-    int device;
+    CUcontext saved;
+    int device, error;
 
-    return ufg_cuda_result(cudaStreamGetDevice((cudaStream_t)stream, &device)) == 0 ? device
-                                                                                   : -1;
+    (void)ufg_cuda_context_save(&saved);
+    error = ufg_cuda_result(cudaStreamGetDevice((cudaStream_t)stream, &device));
+    ufg_cuda_context_restore(saved);
+    return error == 0 ? device : -1;
 #else
     (void)stream;
     return -1;
@@ -427,7 +537,13 @@ ufg_nocuda_device_int(int device, int *out)
     (void)device; (void)out;
     return ufg_nocuda_fail();
 }
-static void ufg_nocuda_leave(int previous) { (void)previous; }
+static int
+ufg_nocuda_enter(int device, ufg_device_scope *saved)
+{
+    (void)device; (void)saved;
+    return ufg_nocuda_fail();
+}
+static void ufg_nocuda_leave(const ufg_device_scope *saved) { (void)saved; }
 static int
 ufg_nocuda_malloc(void **ptr, size_t nbytes, int device, void *stream)
 {
@@ -497,7 +613,7 @@ static const ufg_backend ufg_cuda_backend = {
     .device_count = ufg_nocuda_int,
     .current_device = ufg_nocuda_int,
     .multiprocessor_count = ufg_nocuda_device_int,
-    .device_enter = ufg_nocuda_device_int,
+    .device_enter = ufg_nocuda_enter,
     .device_leave = ufg_nocuda_leave,
     .malloc_async = ufg_nocuda_malloc,
     .free_async = ufg_nocuda_free,

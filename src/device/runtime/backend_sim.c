@@ -105,8 +105,13 @@ static int ufg_sim_ndevices = UFG_SIM_DEFAULT_DEVICES;
 /* Launch grids and the chunking of reductions follow it: UFUNCGEN_SIM_MULTIPROCESSORS=132
  * gives an H100's launch configurations and summation orders. */
 static int ufg_sim_multiprocessors = UFG_SIM_MULTIPROCESSORS;
-/* The device made current by device_enter, per host thread, as in CUDA. */
-static _Thread_local int ufg_sim_current = 0;
+/* The device made current by device_enter, per host thread, as in CUDA; -1 while none is
+ * (a new thread), where CUDA's cudaGetDevice answers 0. */
+static _Thread_local int ufg_sim_current = -1;
+/* Devices whose primary context exists (bit d: device d): CUDA 12's cudaSetDevice creates
+ * the context of the device it makes current, so making a device current, even to put the
+ * caller's back, costs that device a context (hundreds of MiB of its memory). */
+static atomic_uint_fast64_t ufg_sim_contexts = 0;
 /* The error the next launch reports (0: none); set from tests, read by launching threads. */
 static atomic_int ufg_sim_pending_error = 0;
 /* 1: launches skip the kernel (UFUNCGEN_SIM_SKIP_KERNELS); flipped from any thread. */
@@ -183,8 +188,32 @@ ufg_sim_device_count(int *count)
 static int
 ufg_sim_current_device(int *device)
 {
-    *device = ufg_sim_current;
+    *device = ufg_sim_current >= 0 ? ufg_sim_current : 0;
     return 0;
+}
+
+/* What CUDA's backend does on `device` (it makes the device current for the operation)
+ * gives the device its context. */
+static void
+ufg_sim_note_context(int device)
+{
+    atomic_fetch_or(&ufg_sim_contexts, (uint64_t)1 << device);
+}
+
+/* The calling thread's current device becomes `device` (-1: none), with its context. */
+static void
+ufg_sim_make_current(int device)
+{
+    if (device >= 0) {
+        ufg_sim_note_context(device);
+    }
+    ufg_sim_current = device;
+}
+
+uint64_t
+ufg_sim_context_devices(void)
+{
+    return atomic_load(&ufg_sim_contexts);
 }
 
 static int
@@ -195,22 +224,27 @@ ufg_sim_multiprocessor_count(int device, int *count)
 }
 
 static int
-ufg_sim_device_enter(int device, int *previous)
+ufg_sim_device_enter(int device, ufg_device_scope *saved)
 {
     const int error = ufg_sim_check_device(device);
 
     if (error) {
         return error;
     }
-    *previous = ufg_sim_current;
-    ufg_sim_current = device;
+    saved->device = ufg_sim_current;
+    saved->context = NULL;
+    if (ufg_sim_current != device) {
+        ufg_sim_make_current(device);
+    }
     return 0;
 }
 
 static void
-ufg_sim_device_leave(int previous)
+ufg_sim_device_leave(const ufg_device_scope *saved)
 {
-    ufg_sim_current = previous;
+    if (ufg_sim_current != saved->device) {
+        ufg_sim_make_current(saved->device);
+    }
 }
 
 static int
@@ -223,6 +257,7 @@ ufg_sim_malloc_async(void **ptr, size_t nbytes, int device, void *stream)
     if (error) {
         return error;
     }
+    ufg_sim_note_context(device);
     pthread_mutex_lock(&ufg_sim_mutex);
     /* cudaMallocAsync takes the memory from the pool of the stream's device. */
     if ((stream_device = ufg_sim_stream_device(stream)) >= 0) {
@@ -268,8 +303,12 @@ ufg_sim_memcpy(void *dst, const void *src, size_t nbytes, ufg_memcpy_kind kind, 
 {
     int error = ufg_sim_check_device(device);
 
-    if (error || nbytes == 0) {
+    if (error) {
         return error;
+    }
+    ufg_sim_note_context(device);
+    if (nbytes == 0) {
+        return 0;
     }
     error = ufg_sim_queue_copy(dst, src, nbytes, kind == UFG_MEMCPY_HOST_TO_DEVICE, device,
                                stream);
@@ -285,7 +324,11 @@ ufg_sim_stream_create(int device, int non_blocking, void **stream)
 {
     const int error = ufg_sim_check_device(device);
 
-    return error ? error : ufg_sim_stream_new(device, non_blocking, stream);
+    if (error) {
+        return error;
+    }
+    ufg_sim_note_context(device);
+    return ufg_sim_stream_new(device, non_blocking, stream);
 }
 
 /* The last waits asked for, so tests can see that a consumer waits for its producer. */
@@ -356,7 +399,7 @@ ufg_sim_pointer_device(const void *ptr)
     }
     pthread_mutex_lock(&ufg_sim_mutex);
     block = ufg_sim_block_find((uintptr_t)ptr);
-    device = block != NULL ? block->device : ufg_sim_current;
+    device = block != NULL ? block->device : ufg_sim_current >= 0 ? ufg_sim_current : 0;
     pthread_mutex_unlock(&ufg_sim_mutex);
     return device;
 }

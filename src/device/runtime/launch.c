@@ -95,10 +95,11 @@ int
 ufg_launch_run(const ufg_backend *backend, const ufg_launch *launch, int device,
                uintptr_t stream, const char *what)
 {
-    int previous = 0, error, result = 0;
+    ufg_device_scope saved;
+    int error, result = 0;
 
     Py_BEGIN_ALLOW_THREADS
-    error = backend->device_enter(device, &previous);
+    error = backend->device_enter(device, &saved);
     if (error == 0) {
         /* Skipping leaves out only the launcher: the device switch, the record and the
          * backend's post-launch check (and its injected errors) still happen. */
@@ -108,7 +109,7 @@ ufg_launch_run(const ufg_backend *backend, const ufg_launch *launch, int device,
             result = ufg_launch_call(backend, launch, (void *)stream);
         }
         error = backend->after_launch(result, (void *)stream);
-        backend->device_leave(previous);
+        backend->device_leave(&saved);
     }
     Py_END_ALLOW_THREADS
     if (error) {
