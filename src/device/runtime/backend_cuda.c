@@ -130,16 +130,25 @@ static ufg_cu_ctx_get_current ufg_cuda_ctx_get_current;
 static ufg_cu_ctx_set_current ufg_cuda_ctx_set_current;
 static pthread_once_t ufg_cuda_ctx_once = PTHREAD_ONCE_INIT;
 
+/* A driver function by name.  ByVersion came with CUDA 12.5 (13 has only it); 4000: these
+ * symbols' version since CUDA 4.0, unchanged since. */
+#if CUDART_VERSION >= 12050
+#define UFG_CUDA_DRIVER_ENTRY(name, fn) \
+    cudaGetDriverEntryPointByVersion((name), (fn), 4000, cudaEnableDefault, NULL)
+#elif CUDART_VERSION >= 12000
+#define UFG_CUDA_DRIVER_ENTRY(name, fn) \
+    cudaGetDriverEntryPoint((name), (fn), cudaEnableDefault, NULL)
+#else
+#define UFG_CUDA_DRIVER_ENTRY(name, fn) cudaGetDriverEntryPoint((name), (fn), cudaEnableDefault)
+#endif
+
 static void
 ufg_cuda_find_context_functions(void)
 {
     void *get = NULL, *set = NULL;
 
-    /* 4000: the versions of these symbols since CUDA 4.0, unchanged since. */
-    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &get, 4000, cudaEnableDefault,
-                                         NULL) != cudaSuccess ||
-        cudaGetDriverEntryPointByVersion("cuCtxSetCurrent", &set, 4000, cudaEnableDefault,
-                                         NULL) != cudaSuccess) {
+    if (UFG_CUDA_DRIVER_ENTRY("cuCtxGetCurrent", &get) != cudaSuccess ||
+        UFG_CUDA_DRIVER_ENTRY("cuCtxSetCurrent", &set) != cudaSuccess) {
         (void)cudaGetLastError();
         return;     /* no driver: no context to keep either */
     }
