@@ -5,6 +5,7 @@ during host loops and simulated launches (a Python thread keeps running meanwhil
 tests/test_threads.py already runs gaussian_pdf and sq_norm3 from 8 threads on the host
 with the thread pool; here: every seed function, out= and where=, the device simulator
 through the generated functions (streams, casts, reduce), and the GIL."""
+import ctypes
 import sys
 import threading
 import time
@@ -120,24 +121,22 @@ def test_every_seed_function_from_eight_threads_on_the_simulator_gives_one_threa
 # same spinner makes in the same run while the caller merely sleeps for as long: nothing is
 # compared with a fixed number of seconds, so the verdict holds on a fast or a slow machine.
 #
-# That a call holds the GIL is judged by the spinner's longest silence inside the call against
-# the CPU time the calling thread spent in it: while a thread runs C code holding the GIL no
-# other Python thread can note anything, however the OS schedules the two threads, so the
-# silence lasts at least that CPU time, less the few bytecodes at the call's ends.  (The share
-# of notes was no test of it on a loaded machine: the caller descheduled between taking the
-# time and entering the call let the spinner take the GIL for a switch interval or more.)
+# The control shows that the spinner is a probe that can see the GIL held: during a C call that
+# holds the GIL, no note can be taken, so the spinner's longest silence spans the whole hold.
+# The hold is a sleep (ctypes.PyDLL keeps the GIL in the call), so its length is what the test
+# asks for on any machine.  (An object-dtype sum was the control before: its CPU time, and so
+# the verdict, depended on the machine and on NumPy.)
 
 RELEASED = 1 / 5     # a call that releases the GIL lets the spinner make this share, or more
-SILENCED = 0.8       # a call that holds it silences the spinner for this much of its CPU time
 LONG_ENOUGH = 0.15   # seconds: calls are grown until one is this long (ten switch intervals+)
 
 
 class _Run:
-    """What the spinner saw during one call: its duration, the caller's CPU time in it, the
-    notes made strictly inside it away from its ends, and the longest time with no note."""
+    """What the spinner saw during one call: its duration, the notes made strictly inside it
+    away from its ends, and the longest time with no note."""
 
-    def __init__(self, begin, end, cpu, stamps):
-        self.duration, self.cpu = end - begin, cpu
+    def __init__(self, begin, end, stamps):
+        self.duration = end - begin
         # The GIL may change hands once a switch interval after `begin` and before `end`
         # (the caller waiting to get it back): margins of three intervals on each side
         # exclude it.
@@ -163,13 +162,13 @@ def _spinner_during(call):
     spinner.start()
     try:
         time.sleep(0.01)
-        begin, cpu_begin = time.perf_counter(), time.thread_time()
+        begin = time.perf_counter()
         call()
-        cpu, end = time.thread_time() - cpu_begin, time.perf_counter()
+        end = time.perf_counter()
     finally:
         stop.set()
         spinner.join()
-    return _Run(begin, end, cpu, stamps)
+    return _Run(begin, end, stamps)
 
 
 def _long_run(call_at_scale):
@@ -234,14 +233,15 @@ def test_the_gil_is_released_during_a_long_simulated_launch_and_synchronize(name
 
 
 def test_the_probe_sees_a_call_that_holds_the_gil():
-    """The control: NumPy's object-dtype sum holds the GIL, and the spinner stops meanwhile."""
-    def call_at_scale(scale):
-        values = np.ones(1_000_000 * scale, dtype=object)
-        return values.sum
-
-    run = _long_run(call_at_scale)
-    assert run.cpu > 0, "the sum took no CPU time: the probe would see nothing"
-    assert run.longest_silence >= SILENCED * run.cpu, (
+    """The control: libc's usleep called through ctypes.PyDLL, which never releases the GIL,
+    silences the spinner for the whole sleep."""
+    hold = 2 * LONG_ENOUGH
+    libc = ctypes.PyDLL(None)
+    run = _spinner_during(lambda: libc.usleep(int(hold * 1e6)))
+    free = _spinner_during(lambda: time.sleep(run.duration)).inside
+    assert free >= 10, (f"the spinner made only {free} notes while the caller slept "
+                        f"{run.duration:.2f} s: it would be silent whatever the GIL did")
+    # No note can fall inside the hold: the spinner needs the GIL to take one.
+    assert run.longest_silence >= hold, (
         f"the spinner's longest silence was {run.longest_silence:.3f} s during a "
-        f"{run.duration:.2f} s object-dtype sum that took {run.cpu:.3f} s of CPU, yet the sum "
-        f"holds the GIL")
+        f"{run.duration:.3f} s call through ctypes.PyDLL, which holds the GIL, of usleep({hold} s)")
