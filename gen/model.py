@@ -224,6 +224,9 @@ _VECTOR_MATH = ("exp log pow sin cos acos acosh asin asinh atan atanh cbrt cosh 
 _VECTOR_MATH_CALL = re.compile(r"\b(?:%s)f?\s*\(" % "|".join(_VECTOR_MATH))
 
 
+_DEFINE_LINE = re.compile(r"\s*#\s*define\b")
+
+
 def _code_lines(body: Body) -> list[str]:
     """A body's lines without its C comments (a comment may mention exp( or a star)."""
     text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), "\n".join(body.lines),
@@ -535,7 +538,8 @@ class _Validator:
         text = blank_c_noise("\n".join(raw.body.lines))
         for n, line in enumerate(text.split("\n")):
             m = re.search(r"\breturn\b", line)
-            if m and not line.lstrip().startswith("#"):
+            # A directive's `return` is no statement, except in a macro the body expands.
+            if m and (not line.lstrip().startswith("#") or _DEFINE_LINE.match(line)):
                 self.error(self.sink.at(raw.body.first_line + n, m.start() + 1),
                            f"a function body cannot 'return': "
                            f"{_count(len(stored), 'output')[2:]} "

@@ -53,12 +53,16 @@ def c_body(body: Body, scope_macros: bool = True) -> str:
 
 
 def c_param(arg: Arg, t: ElementType) -> str:
-    """How a body's argument arrives in the body function."""
+    """How a body's argument arrives in the body function.  Every name the generated code
+    gives an argument is `ufg_<role>_<argument's name>`, one role word per kind of variable
+    (`out`, `core`, `stride0`, ...; in the loops `arg`, `block`, `value`, ...), and no other
+    generated name starts with a role word and `_`: so no two can be spelled alike, whatever
+    the user names the arguments (`block_a` beside `a`, `out_y` beside `y`, `i0`)."""
     if arg.is_scalar and not arg.is_output:
         return f"const {t.c_type} {arg.name}"
     if arg.is_scalar:
         return f"{t.c_type} *ufg_out_{arg.name}"
-    return f"char *ufg_{arg.name}"
+    return f"char *ufg_core_{arg.name}"
 
 
 def output_store(arg: Arg) -> str:
@@ -84,11 +88,12 @@ def store(expression: str, t: ElementType) -> str:
 def core_accessor(arg: Arg, t: ElementType) -> str:
     """`x(i, j)`: one element of a core array, whatever its strides: an lvalue, or for an
     input stored as another type (float16) its value (the model refuses such outputs)."""
-    index = ", ".join(f"ufg_i{k}" for k in range(len(arg.core_dims)))
-    offset = " + ".join(f"(ufg_i{k}) * ufg_{arg.name}_s{k}" for k in range(len(arg.core_dims)))
+    index = ", ".join(f"ufg_index{k}" for k in range(len(arg.core_dims)))
+    offset = " + ".join(f"(ufg_index{k}) * ufg_stride{k}_{arg.name}"
+                        for k in range(len(arg.core_dims)))
     # An input is const: a body writing into it would change the caller's array.
     const = "" if arg.is_output else "const "
-    element = f"*({const}{t.storage_type} *)(ufg_{arg.name} + {offset})"
+    element = f"*({const}{t.storage_type} *)(ufg_core_{arg.name} + {offset})"
     return f"#define {arg.name}({index}) ({load(element, t)})"
 
 

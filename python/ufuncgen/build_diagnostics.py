@@ -36,10 +36,10 @@ _UNDECLARED = re.compile(
     r"(?: \[-W(?:error=|error,-W)?implicit-function-declaration\])?")
 _DID_YOU_MEAN = re.compile(r"; did you mean [^;]*\?")
 # A write to a gufunc's core input: gcc quotes the accessor's expansion,
-# `assignment of read-only location '*(const double *)(ufg_a + ...)'`, clang says
+# `assignment of read-only location '*(const double *)(ufg_core_a + ...)'`, clang says
 # `read-only variable is not assignable`.
 _READ_ONLY_INPUT = re.compile(r"(?P<what>assignment of|increment of|decrement of) read-only "
-                              r"location ['\u2018]\*\(const [^)]*\)\(ufg_(?P<name>\w+) \+ .*")
+                              r"location ['\u2018]\*\(const [^)]*\)\(ufg_core_(?P<name>\w+) \+ .*")
 # A name nothing declares: gcc's `'c' undeclared (first use in this function)`, clang's
 # `use of undeclared identifier 'c'`, nvcc's `identifier "c" is undefined`.  In a gufunc body
 # a core argument is an accessor, `c(i)`, and its bare name is declared nowhere.

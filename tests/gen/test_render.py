@@ -542,3 +542,55 @@ def test_a_macro_a_function_body_defines_ends_with_that_body_but_a_helpers_does_
     assert bodies.count("#undef N") == 1 and "#undef FACTOR" not in bodies
     undef = bodies.index("#undef N")
     assert bodies[undef - 2:undef] == ["}", f"#line {undef + 1} \"m_bodies.h\""]
+
+
+# Arguments named like the generated code's own variables: the loops' block buffers and
+# counters (block_a beside a float16 a, m, start, value_y beside a float16 output y), the body
+# functions' pointers, strides and index parameters (i0, out_y, core_strides, a_s0), the
+# widened copies' steps (steps), the computed dimension's function (sizes, ufunc).
+NAMES_LIKE_GENERATED_ONES = """\
+ufunc blocked(a, block_a, m, start, value_y) -> y
+    types: float16(float16, float32, float32, float32, float32)
+{
+    y = a + block_a + (T)2 * m + (T)3 * start + (T)4 * value_y;
+}
+
+gufunc weighted(i0, out_y, core_strides, a, a_s0, steps) -> y
+    layout: (n),(n),(n),(n),(n),(n)->()
+    types: float32(float32, float32, float32, float32, float32, float16)
+{
+    T acc = 0;
+    for (int64_t k = 0; k < n; k++)
+        acc += i0(k) * out_y(k) + core_strides(k) - a(k) * a_s0(k) + steps(k);
+    y = acc;
+}
+
+gufunc differences(x) -> d
+    layout: (sizes)->(ufunc)
+    dim: ufunc = sizes - 1
+    types: float64(float64)
+{
+    for (int64_t k = 0; k < ufunc; k++)
+        d(k) = x(k + 1) - x(k);
+}
+"""
+
+
+def test_arguments_named_like_the_generated_variables_compute_what_their_bodies_say(
+        tmp_path, module_importer):
+    import numpy as np
+    m = module_importer(tmp_path, "named_alike", NAMES_LIKE_GENERATED_ONES)
+    rng = np.random.default_rng(5)
+    # 600 elements: the float16 arguments go through the block conversion (ufg_block_*).
+    a = rng.uniform(-2, 2, 600).astype(np.float16)
+    rest = [rng.uniform(-2, 2, 600).astype(np.float32) for _ in range(4)]
+    want = (a.astype(np.float32) + rest[0] + 2 * rest[1] + 3 * rest[2] + 4 * rest[3])
+    np.testing.assert_array_equal(m.blocked(a, *rest), want.astype(np.float16))
+    # A C-contiguous stack of rows: the widened copies of the float16 `steps` (ufg_wide_*).
+    core = [rng.uniform(-2, 2, (50, 7)).astype(np.float32) for _ in range(5)]
+    steps = rng.uniform(-2, 2, (50, 7)).astype(np.float16)
+    terms = core[0] * core[1] + core[2] - core[3] * core[4] + steps.astype(np.float32)
+    want = np.array([sum(row[1:], row[0]) for row in terms], dtype=np.float32)
+    np.testing.assert_array_equal(m.weighted(*core, steps), want)
+    x = rng.uniform(-5, 5, (4, 9))
+    np.testing.assert_array_equal(m.differences(x), np.diff(x, axis=-1))
