@@ -594,3 +594,11 @@ def test_arguments_named_like_the_generated_variables_compute_what_their_bodies_
     np.testing.assert_array_equal(m.weighted(*core, steps), want)
     x = rng.uniform(-5, 5, (4, 9))
     np.testing.assert_array_equal(m.differences(x), np.diff(x, axis=-1))
+    # The bodies' own names (out, core, stride) on the device path too.
+    from ufuncgen import device
+    on = device.to_device
+    np.testing.assert_array_equal(m.blocked(on(a), *map(on, rest)).copy_to_host(),
+                                  m.blocked(a, *rest))
+    np.testing.assert_array_equal(m.weighted(*map(on, core), on(steps)).copy_to_host(),
+                                  m.weighted(*core, steps))
+    np.testing.assert_array_equal(m.differences(on(x)).copy_to_host(), np.diff(x, axis=-1))
