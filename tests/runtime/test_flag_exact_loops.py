@@ -300,3 +300,32 @@ def test_re_run_gufunc_blocks_give_the_same_bits_for_any_thread_count(m, dtype, 
             results.append(m.exp_rows(x))
     for r in results[1:]:
         np.testing.assert_array_equal(r.view(np.uint8), results[0].view(np.uint8))
+
+
+# ---------------------------------------------------------------- bits and memory layouts
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 16])
+def test_a_body_without_vector_math_gives_the_same_bits_for_every_layout_and_size(m, n):
+    x = np.random.default_rng(5).uniform(-4, 4, (300, n))
+    c = m.scaled_rows(x)                 # n = 4: the specialized loop; else the contiguous one
+    for name, a in layouts(x).items():
+        np.testing.assert_array_equal(m.scaled_rows(a), c, err_msg=name)
+    rows = np.stack([m.scaled_rows(row) for row in x])
+    np.testing.assert_array_equal(rows, c)
+    want = x / np.sqrt((x * x).sum(axis=1))[:, None] + x / 3
+    np.testing.assert_allclose(c, want, rtol=1e-13)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [4, 5, 16, 17])
+def test_a_body_calling_vector_math_agrees_across_layouts_within_the_libraries_ulps(m, dtype, n):
+    # libmvec (within 4 ULP) where the compiler vectorized a loop, scalar libm where it did
+    # not: the bits may differ between layouts, each within 4 ULP of np.exp.
+    x = np.random.default_rng(3).uniform(-5, 5, (200, n)).astype(dtype)
+    want = np.exp(x)
+    results = {name: m.exp_rows(a) for name, a in layouts(x).items()}
+    results["row by row"] = np.stack([m.exp_rows(row) for row in x])
+    for name, y in results.items():
+        ulps = np.abs(y.astype(np.float64) - want) / np.spacing(want)
+        assert ulps.max() <= 4, name
