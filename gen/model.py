@@ -223,6 +223,11 @@ _VECTOR_MATH = ("exp log pow sin cos acos acosh asin asinh atan atanh cbrt cosh 
                 "exp2 expm1 log10 log1p log2 sinh tan tanh atan2").split()
 _VECTOR_MATH_CALL = re.compile(r"\b(?:%s)f?\s*\(" % "|".join(_VECTOR_MATH))
 
+# C that decides whether an operation runs (`x < 0 ? -1 : sqrt(x)`, `if`, an early exit).  GCC's
+# vectorizer may if-convert it into the operation computed on every lane, the guarded-off
+# ones too, raising their flags (sqrt(-1) invalid, log(0) divide-by-zero, x * x overflow).
+_CONDITIONAL = re.compile(r"\?|&&|\|\||\b(?:if|while|switch|goto|break|continue|return)\b")
+
 
 _DEFINE_LINE = re.compile(r"\s*#\s*define\b")
 
@@ -422,11 +427,13 @@ class Module:
 
     @property
     def flag_exact_functions(self) -> frozenset[str]:
-        """Elementwise functions whose body, or a helper it calls, calls a function that the
-        host loops may vectorize through libmvec (vecmath.h): their loops get a scalar kernel
-        that re-runs any block raising a floating-point error (host_loops.h, ufg_run_block)."""
-        calling = self._functions_whose_code(_VECTOR_MATH_CALL.search)
-        return frozenset(f.name for f in self.functions if f.name in calling and not f.is_gufunc)
+        """Functions (elementwise and gufuncs) whose vectorized loops may raise a floating-point
+        flag that NumPy's scalar math would not: their body, or a helper it calls, calls a
+        function the host loops may vectorize through libmvec (vecmath.h), or has a
+        conditional.  Their loops get a scalar copy that re-runs any block raising an error
+        (host_loops.h, ufg_run_block; host_threads.h, ufg_gufunc_run)."""
+        return self._functions_whose_code(
+            lambda line: _VECTOR_MATH_CALL.search(line) or _CONDITIONAL.search(line))
 
     @property
     def complex_product_functions(self) -> frozenset[str]:

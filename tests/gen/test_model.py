@@ -583,3 +583,50 @@ def test_a_cast_to_a_floating_type_on_either_side_makes_the_division_floating():
                 y = {expression};
             }}
         """) != [], expression
+
+
+FLAG_EXACT = """\
+ufunc guarded(x) -> y
+    types: float64(float64)
+{
+    if (x < 0) { y = -1; goto done; }
+    y = sqrt(x);
+done:;
+}
+
+ufunc plain(x) -> y
+    types: float64(float64)
+{
+    y = sqrt(x) * 2;   /* if this were x ? ... : ..., it would count; a comment does not */
+}
+
+gufunc rows_exp(x) -> y
+    layout: (n)->(n)
+    types: float64(float64)
+{
+    for (int64_t i = 0; i < n; i++)
+        y(i) = exp(x(i));
+}
+
+gufunc rows_sum(x) -> s
+    layout: (n)->()
+    types: float64(float64)
+{
+    T acc = 0;
+    for (int64_t i = 0; i < n; i++)
+        acc += x(i);
+    s = acc;
+}
+
+gufunc rows_guarded(x) -> y
+    layout: (n)->(n)
+    types: float64(float64)
+{
+    for (int64_t i = 0; i < n; i++)
+        y(i) = x(i) > 0 ? sqrt(x(i)) : (T)0;
+}
+"""
+
+
+def test_functions_with_a_conditional_or_vector_math_are_flag_exact_gufuncs_included():
+    assert model(FLAG_EXACT).flag_exact_functions == {"guarded", "rows_exp", "rows_guarded"}

@@ -11,13 +11,9 @@
 
 #include <Python.h>   /* first, as Python requires */
 
-#include <fenv.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-#if defined(__x86_64__) && defined(__SSE2__)
-#include <xmmintrin.h>
-#endif
 
 #include "ufuncgen/vecmath.h"
 #include <tgmath.h>
@@ -30,6 +26,7 @@
 
 #include <numpy/ndarraytypes.h>
 
+#include "ufuncgen/fp_errors.h"
 #include "ufuncgen/host_threads.h"
 #include "ufuncgen/half_blocks.h"   /* float16 converted a block at a time */
 
@@ -76,68 +73,6 @@ typedef npy_intp ufg_stride_t;
 
 typedef void (*ufg_contiguous_kernel)(npy_intp n, char **args);
 
-/*
- * Flag-exact floating-point errors.  A vectorized libmvec call may raise a flag that the
- * scalar libm call NumPy makes would not (vector exp(-inf) raises FE_INVALID, vector sin/cos
- * of |x| > ~1e19 FE_OVERFLOW).  A loop whose body calls vector math therefore runs each block
- * with the flags cleared; when the block raised invalid, divide-by-zero or overflow, the
- * flags are cleared again and the block re-runs through the loop's scalar kernel (the same
- * body, not vectorized, calling scalar libm), whose flags are those NumPy would give.  The
- * flags set before the block are put back afterwards.  A flag-free block costs two reads and
- * two writes of the SSE control/status register.
- */
-#define UFG_FP_ERRORS_MXCSR 0x0du   /* invalid | divide-by-zero | overflow */
-#define UFG_FP_FLAGS_MXCSR 0x3fu
-
-static inline unsigned
-ufg_fp_save_clear(void)
-{
-#if defined(__x86_64__) && defined(__SSE2__)
-    /* float and double math runs on SSE only: its flags live in MXCSR, x87 ones stay put. */
-    const unsigned csr = _mm_getcsr();
-    _mm_setcsr(csr & ~UFG_FP_FLAGS_MXCSR);
-    return csr & UFG_FP_FLAGS_MXCSR;
-#else
-    const unsigned saved = (unsigned)fetestexcept(FE_ALL_EXCEPT);
-    feclearexcept(FE_ALL_EXCEPT);
-    return saved;
-#endif
-}
-
-static inline bool
-ufg_fp_errors_raised(void)
-{
-#if defined(__x86_64__) && defined(__SSE2__)
-    return (_mm_getcsr() & UFG_FP_ERRORS_MXCSR) != 0;
-#else
-    return fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW) != 0;
-#endif
-}
-
-static inline void
-ufg_fp_clear(void)
-{
-#if defined(__x86_64__) && defined(__SSE2__)
-    _mm_setcsr(_mm_getcsr() & ~UFG_FP_FLAGS_MXCSR);
-#else
-    feclearexcept(FE_ALL_EXCEPT);
-#endif
-}
-
-static inline void
-ufg_fp_restore(unsigned saved)
-{
-#if defined(__x86_64__) && defined(__SSE2__)
-    if (saved) {
-        _mm_setcsr(_mm_getcsr() | saved);   /* sticky flags: setting them traps nothing */
-    }
-#else
-    if (saved) {
-        feraiseexcept((int)saved);
-    }
-#endif
-}
-
 /* Before a kernel's loop: its arguments are the same array or disjoint (ufg_run_elementwise
  * sends a partial overlap, NumPy's reductions, one element at a time), so no element depends
  * on another's store and the compiler need not test at run time whether they overlap.  GCC's
@@ -158,6 +93,16 @@ ufg_fp_restore(unsigned saved)
 #define UFG_NO_VECTORIZE_BARRIER() __asm__ volatile("" ::: "memory")
 #else
 #define UFG_NO_VECTORIZE_BARRIER() ((void)0)
+#endif
+
+/* On a loop's scalar copy (the flag-exact re-run): the loops inside a body (a gufunc's over its
+ * core dimensions, a short one of an elementwise body) are not vectorized either, so that no
+ * guarded operation is computed on a lane its guard turned off and every math call is scalar
+ * libm's.  The other options are the command line's. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define UFG_SCALAR_COPY __attribute__((optimize("no-tree-vectorize", "no-tree-slp-vectorize")))
+#else
+#define UFG_SCALAR_COPY
 #endif
 
 /*

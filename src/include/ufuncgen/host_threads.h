@@ -22,6 +22,7 @@
 
 #include <numpy/ndarraytypes.h>
 
+#include "ufuncgen/fp_errors.h"
 #include "ufuncgen/threads_api.h"
 
 /* Part boundaries of elementwise loops: a multiple of every SIMD width and of UFG_BLOCK. */
@@ -138,13 +139,74 @@ ufg_same_steps(npy_intp const *steps, const npy_intp *contiguous, int count)
 typedef void (*ufg_gufunc_range)(char **args, npy_intp const *dimensions, npy_intp const *steps,
                                  npy_intp begin, npy_intp end);
 
+/* Core work (the product of the core sizes) that a flag-exact gufunc loop runs between two
+ * checks of the flags, at least: as an elementwise loop's UFG_CHECK_CHUNK elements. */
+#define UFG_GUFUNC_CHECK_WORK 4096
+
 typedef struct {
     char **args;
     npy_intp const *dimensions;
     npy_intp const *steps;
     npy_intp offset, part;
     ufg_gufunc_range range;
+    ufg_gufunc_range exact;     /* the scalar copy of `range` (flag-exact loops), else NULL */
+    npy_intp chunk;             /* outer iterations between two checks of the flags */
 } ufg_gufunc_job;
+
+/* Outer iterations [begin, end) through `range`, and through `exact` again if they raised
+ * invalid, divide-by-zero or overflow: only the scalar copy's flags remain (fp_errors.h). */
+static void
+ufg_gufunc_run_block(const ufg_gufunc_job *job, npy_intp begin, npy_intp end)
+{
+    const unsigned saved = ufg_fp_save_clear();
+    job->range(job->args, job->dimensions, job->steps, begin, end);
+    if (ufg_fp_errors_raised()) {
+        ufg_fp_clear();
+        job->exact(job->args, job->dimensions, job->steps, begin, end);
+    }
+    ufg_fp_restore(saved);
+}
+
+/*
+ * Outer iterations [begin, end) of a call (`begin` a multiple of UFG_PARALLEL_GUFUNC_ALIGN).
+ * A flag-exact loop checks the flags every job->chunk iterations; a chunk that raised an error
+ * runs again UFG_PARALLEL_GUFUNC_ALIGN iterations at a time, each re-run through the scalar
+ * copy if it raised one: so the same blocks of iterations, whatever the thread count, are
+ * re-run.  NumPy and ufuncgen (src/core/overlap.c) hand a gufunc loop outputs that overlap no
+ * input, so running a block again reads what its first run read.
+ */
+static void
+ufg_gufunc_run(const ufg_gufunc_job *job, npy_intp begin, npy_intp end)
+{
+    if (job->exact == NULL) {
+        job->range(job->args, job->dimensions, job->steps, begin, end);
+        return;
+    }
+    for (npy_intp start = begin; start < end; start += job->chunk) {
+        const npy_intp stop = end - start < job->chunk ? end : start + job->chunk;
+        const unsigned saved = ufg_fp_save_clear();
+        job->range(job->args, job->dimensions, job->steps, start, stop);
+        if (!ufg_fp_errors_raised()) {
+            ufg_fp_restore(saved);      /* with the chunk's inexact or underflow flags */
+            continue;
+        }
+        ufg_fp_clear();                 /* the chunk's flags are dropped: its blocks raise theirs */
+        ufg_fp_restore(saved);
+        for (npy_intp b = start; b < stop; b += UFG_PARALLEL_GUFUNC_ALIGN) {
+            ufg_gufunc_run_block(job, b, stop - b < UFG_PARALLEL_GUFUNC_ALIGN
+                                             ? stop : b + UFG_PARALLEL_GUFUNC_ALIGN);
+        }
+    }
+}
+
+/* Outer iterations worth `work` at `unit` each, rounded up to UFG_PARALLEL_GUFUNC_ALIGN. */
+static inline npy_intp
+ufg_gufunc_iterations(int64_t work, int64_t unit)
+{
+    const npy_intp iterations = (npy_intp)(unit >= work ? 1 : (work + unit - 1) / unit);
+    return (iterations + UFG_PARALLEL_GUFUNC_ALIGN - 1) / UFG_PARALLEL_GUFUNC_ALIGN
+           * UFG_PARALLEL_GUFUNC_ALIGN;
+}
 
 static void
 ufg_gufunc_task(void *context, int64_t index)
@@ -153,47 +215,49 @@ ufg_gufunc_task(void *context, int64_t index)
     const npy_intp n = job->dimensions[0];
     const npy_intp begin = job->offset + (npy_intp)index * job->part;
     const npy_intp end = n - begin < job->part ? n : begin + job->part;
-    job->range(job->args, job->dimensions, job->steps, begin, end);
+    ufg_gufunc_run(job, begin, end);
 }
 
 /*
  * A gufunc loop: the outer dimension, split across threads when the call's work (outer
  * iterations x the product of its `ncore` distinct core dimensions) is large and a timed
- * sample of it says the rest is worth the pool.
+ * sample of it says the rest is worth the pool.  `exact` is the scalar copy of `range` when
+ * the function is flag-exact (see ufg_gufunc_run), else NULL.
  */
 static inline void
 ufg_run_gufunc(char **args, npy_intp const *dimensions, npy_intp const *steps, int ncore,
-               bool threads_allowed, ufg_gufunc_range range)
+               bool threads_allowed, ufg_gufunc_range range, ufg_gufunc_range exact)
 {
     const npy_intp n = dimensions[0];
-    int threads = 1;
     int64_t unit = 1;
-    if (threads_allowed && n > 1) {
-        for (int d = 1; d <= ncore; d++) {
-            if (dimensions[d] > 1) {
-                unit = unit > INT64_MAX / dimensions[d] ? INT64_MAX : unit * dimensions[d];
-            }
+    for (int d = 1; d <= ncore; d++) {
+        if (dimensions[d] > 1) {
+            unit = unit > INT64_MAX / dimensions[d] ? INT64_MAX : unit * dimensions[d];
         }
+    }
+    ufg_gufunc_job job = {args, dimensions, steps, 0, n, range, exact,
+                          ufg_gufunc_iterations(UFG_GUFUNC_CHECK_WORK, unit)};
+    int threads = 1;
+    if (threads_allowed && n > 1) {
         const int64_t work = unit > INT64_MAX / n ? INT64_MAX : unit * n;
         threads = ufg_parallel_threads(true, work, &ufg_threads->min_work);
     }
-    npy_intp sample = (npy_intp)((UFG_PARALLEL_SAMPLE + unit - 1) / unit);
-    sample = (sample + UFG_PARALLEL_GUFUNC_ALIGN - 1) / UFG_PARALLEL_GUFUNC_ALIGN
-             * UFG_PARALLEL_GUFUNC_ALIGN;
+    const npy_intp sample = ufg_gufunc_iterations(UFG_PARALLEL_SAMPLE, unit);
     if (threads <= 1 || sample >= n) {
-        range(args, dimensions, steps, 0, n);
+        ufg_gufunc_run(&job, 0, n);
         return;
     }
     const int64_t start = ufg_now_ns();
-    range(args, dimensions, steps, 0, sample);
+    ufg_gufunc_run(&job, 0, sample);
     const int64_t elapsed = ufg_now_ns() - start;
     const npy_intp rest = n - sample;
     const npy_intp part = ufg_parallel_part(rest, unit, threads, UFG_PARALLEL_GUFUNC_ALIGN);
     if (part >= rest || !ufg_parallel_worth(elapsed, sample, rest)) {
-        range(args, dimensions, steps, sample, n);
+        ufg_gufunc_run(&job, sample, n);
         return;
     }
-    ufg_gufunc_job job = {args, dimensions, steps, sample, part, range};
+    job.offset = sample;
+    job.part = part;
     ufg_threads->parallel_for(ufg_gufunc_task, &job, (rest + part - 1) / part);
 }
 

@@ -1,0 +1,80 @@
+/*
+ * Floating-point error flags around a generated loop's vectorized code, for the host loops
+ * (host_loops.h: elementwise blocks) and the gufunc outer loops (host_threads.h).
+ */
+#ifndef UFUNCGEN_FP_ERRORS_H
+#define UFUNCGEN_FP_ERRORS_H
+
+#include <fenv.h>
+#include <stdbool.h>
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
+
+/*
+ * Flag-exact floating-point errors.  A vectorized loop may raise a flag that NumPy's scalar
+ * math would not: a libmvec call (vector exp(-inf) raises FE_INVALID, vector sin/cos of
+ * |x| > ~1e19 FE_OVERFLOW), and an operation the body guards (`x < 0 ? -1 : sqrt(x)`,
+ * `x > 0 ? log(x) : 0`), which GCC's vectorizer if-converts into one computed on every lane,
+ * the guarded-off ones too (its RTL if-conversion of scalar code never speculates one that
+ * may trap).  A loop whose body calls vector math or has a conditional (gen/model.py,
+ * flag_exact_functions) therefore runs each block with the flags cleared; when the block
+ * raised invalid, divide-by-zero or overflow, the flags are cleared again and the block
+ * re-runs through the loop's scalar copy (the same body, not vectorized: UFG_SCALAR_COPY,
+ * calling scalar libm), whose flags are those NumPy would give.  The flags set before the
+ * block are put back afterwards.  A flag-free block costs two reads and two writes of the
+ * SSE control/status register.
+ */
+#define UFG_FP_ERRORS_MXCSR 0x0du   /* invalid | divide-by-zero | overflow */
+#define UFG_FP_FLAGS_MXCSR 0x3fu
+
+static inline unsigned
+ufg_fp_save_clear(void)
+{
+#if defined(__x86_64__) && defined(__SSE2__)
+    /* float and double math runs on SSE only: its flags live in MXCSR, x87 ones stay put. */
+    const unsigned csr = _mm_getcsr();
+    _mm_setcsr(csr & ~UFG_FP_FLAGS_MXCSR);
+    return csr & UFG_FP_FLAGS_MXCSR;
+#else
+    const unsigned saved = (unsigned)fetestexcept(FE_ALL_EXCEPT);
+    feclearexcept(FE_ALL_EXCEPT);
+    return saved;
+#endif
+}
+
+static inline bool
+ufg_fp_errors_raised(void)
+{
+#if defined(__x86_64__) && defined(__SSE2__)
+    return (_mm_getcsr() & UFG_FP_ERRORS_MXCSR) != 0;
+#else
+    return fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW) != 0;
+#endif
+}
+
+static inline void
+ufg_fp_clear(void)
+{
+#if defined(__x86_64__) && defined(__SSE2__)
+    _mm_setcsr(_mm_getcsr() & ~UFG_FP_FLAGS_MXCSR);
+#else
+    feclearexcept(FE_ALL_EXCEPT);
+#endif
+}
+
+static inline void
+ufg_fp_restore(unsigned saved)
+{
+#if defined(__x86_64__) && defined(__SSE2__)
+    if (saved) {
+        _mm_setcsr(_mm_getcsr() | saved);   /* sticky flags: setting them traps nothing */
+    }
+#else
+    if (saved) {
+        feraiseexcept((int)saved);
+    }
+#endif
+}
+
+#endif /* UFUNCGEN_FP_ERRORS_H */

@@ -1,0 +1,331 @@
+"""Floating-point errors of guarded operations and of gufuncs follow np.errstate as NumPy's own
+functions' do.
+
+GCC's vectorizer if-converts a guarded operation (`x < 0 ? -1 : sqrt(x)`) into one computed on
+every lane, the guarded-off ones too, and libmvec raises flags scalar libm does not
+(`exp(-inf)` invalid, `sin(1e300)` overflow), in a gufunc's loops as in an elementwise one's.
+A function whose body has a conditional or calls vector math is flag-exact: a block that raised
+an error re-runs through a scalar copy of its loop (host_loops.h, host_threads.h).  Each case
+here is checked against NumPy's own functions on the same values: values close, and an error
+raised exactly where NumPy raises one.
+"""
+import numpy as np
+import pytest
+
+import ufuncgen
+from ufuncgen import _core
+
+SIGNATURES = """\
+ufunc sqrt_or_minus_one(x) -> y
+    types: float64(float64), float32(float32)
+{
+    if (x < 0) { y = -1; goto done; }
+    y = sqrt(x);
+done:;
+}
+
+ufunc sqrt_if_positive(x) -> y
+    types: float64(float64), float32(float32)
+{
+    y = 0;
+    if (x > 0) y = sqrt(x);
+}
+
+ufunc reciprocal_or_zero(x) -> y
+    types: float64(float64), float32(float32)
+{
+    if (x == 0) { y = 0; goto done; }
+    y = (T)1 / x;
+done:;
+}
+
+ufunc square_below_1e150(x) -> y
+    types: float64(float64)
+{
+    y = fabs(x) < (T)1e150 ? x * x : INFINITY;
+}
+
+ufunc truncated_if_finite(x) -> y
+    types: int64(float64)
+{
+    y = (x == x && fabs(x) < (T)9e18) ? (int64_t)x : 0;
+}
+
+ufunc ratio_if_positive(x, s) -> y
+    types: float64(float64, float64)
+{
+    y = x > 0 ? x / s : (T)0;
+}
+
+gufunc exp_rows(x) -> y
+    layout: (n)->(n)
+    types: float32(float32), float64(float64)
+    specialize: n=4
+    specialize: n=16
+{
+    for (int64_t i = 0; i < n; i++)
+        y(i) = exp(x(i));
+}
+
+gufunc logsumexp(x) -> s
+    layout: (n)->()
+    types: float32(float32), float64(float64)
+{
+    T mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        mx = fmax(mx, x(i));
+    T acc = 0;
+    for (int64_t i = 0; i < n; i++)
+        acc += exp(x(i) - mx);
+    s = mx + log(acc);
+}
+
+gufunc sin_sum3(v) -> y
+    layout: (3)->()
+    types: float64(float64)
+{
+    y = sin(v(0)) + sin(v(1)) + sin(v(2));
+}
+
+gufunc log_if_positive_rows(x) -> y
+    layout: (n)->(n)
+    types: float64(float64)
+{
+    for (int64_t i = 0; i < n; i++)
+        y(i) = x(i) > 0 ? log(x(i)) : (T)0;
+}
+
+gufunc sqrt_if_positive_rows(x) -> y
+    layout: (n)->(n)
+    types: float64(float64)
+{
+    for (int64_t i = 0; i < n; i++)
+        y(i) = x(i) > 0 ? sqrt(x(i)) : (T)0;
+}
+
+gufunc scaled_rows(x) -> y
+    layout: (n)->(n)
+    types: float64(float64)
+    specialize: n=4
+{
+    T acc = 0;
+    for (int64_t i = 0; i < n; i++)
+        acc += x(i) * x(i);
+    const T inv = acc > 0 ? (T)1 / sqrt(acc) : (T)0;
+    for (int64_t i = 0; i < n; i++)
+        y(i) = x(i) * inv + x(i) / (T)3;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def m(tmp_path_factory, module_importer):
+    return module_importer(tmp_path_factory.mktemp("flag_exact"), "ufg_flag_exact", SIGNATURES,
+                           "--cuda-arch", "none")
+
+
+@pytest.fixture(params=["serial", "threads"])
+def threading_mode(request, threads_restored):
+    if request.param == "threads":
+        ufuncgen.set_num_threads(2)
+        elements, work, _ = _core._parallel_threshold()
+        _core._set_parallel_threshold(elements, work, 0)
+    else:
+        ufuncgen.set_num_threads(1)
+    return request.param
+
+
+KINDS = ("invalid", "divide", "over")
+
+
+def errors(fn, *args):
+    """The floating-point errors `fn(*args)` raises under np.errstate (each kind alone), and
+    its result computed with all of them ignored."""
+    raised = set()
+    for kind in KINDS:
+        with np.errstate(all="ignore", **{kind: "raise"}):
+            try:
+                fn(*args)
+            except FloatingPointError:
+                raised.add(kind)
+    with np.errstate(all="ignore"):
+        return raised, fn(*args)
+
+
+def layouts(x):
+    """`x` (2-D) C-contiguous, Fortran-ordered and as a strided view."""
+    wide = np.zeros((x.shape[0], 2 * x.shape[1]), x.dtype)
+    wide[:, ::2] = x
+    return {"C": np.ascontiguousarray(x), "F": np.asfortranarray(x), "strided": wide[:, ::2]}
+
+
+# ---------------------------------------------------------------- guarded elementwise bodies
+
+SIZES = (1, 3, 7, 8, 17, 300, 5000)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", SIZES)
+def test_a_sqrt_behind_an_early_exit_raises_nothing_for_negative_values_at_any_length(m, dtype, n):
+    x = -np.ones(n, dtype)
+    for f, guarded in ((m.sqrt_or_minus_one, -1), (m.sqrt_if_positive, 0)):
+        raised, y = errors(f, x)
+        want_raised, want = errors(lambda v: np.where(v < 0, dtype(guarded), np.sqrt(np.abs(v))), x)
+        assert raised == want_raised == set()
+        np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_guarded_sqrt_still_gives_numpys_values_and_flags_on_mixed_data(m, dtype, threading_mode):
+    x = np.linspace(-3, 3, 40_001).astype(dtype)
+    x[::7] = np.inf
+    raised, y = errors(m.sqrt_or_minus_one, x)
+    want_raised, want = errors(lambda v: np.where(v < 0, dtype(-1), np.sqrt(np.abs(v))), x)
+    assert raised == want_raised == set()
+    np.testing.assert_array_equal(y, want)
+    raised, y = errors(m.sqrt_or_minus_one, x[::3])
+    assert raised == set()
+    np.testing.assert_array_equal(y, want[::3])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", SIZES)
+def test_a_division_guarded_against_zero_raises_no_divide_error(m, dtype, n):
+    x = np.zeros(n, dtype)
+    x[::2] = 4
+    raised, y = errors(m.reciprocal_or_zero, x)
+    assert raised == set()
+    np.testing.assert_array_equal(y, np.where(x == 0, 0, 0.25).astype(dtype))
+
+
+def test_a_guarded_product_and_a_guarded_conversion_raise_nothing(m, threading_mode):
+    x = np.tile([2.0, 1e200, -1e300, np.inf, -np.inf, 3.5, -7.25, 1e19], 1000)
+    raised, y = errors(m.square_below_1e150, x)
+    assert raised == set()
+    np.testing.assert_array_equal(y, [v * v if abs(v) < 1e150 else np.inf for v in x])
+    x[4::8] = np.nan            # `x == x` is quiet; `fabs(x) < ...` of a NaN is not, but guarded
+    raised, y = errors(m.truncated_if_finite, x)
+    assert raised == set()
+    np.testing.assert_array_equal(y, [int(v) if v == v and abs(v) < 9e18 else 0 for v in x])
+
+
+def test_a_real_division_by_zero_behind_a_guard_is_still_reported(m, threading_mode):
+    n = 20_000
+    s = np.ones(n)
+    s[12_345] = 0
+    x = np.full(n, -1.0)
+    assert errors(m.ratio_if_positive, x, s)[0] == set()       # guarded off: nothing
+    x[12_345] = 2.0
+    raised, y = errors(m.ratio_if_positive, x, s)
+    want_raised, want = errors(lambda a, b: np.where(a > 0, np.divide(a, b), 0), x, s)
+    assert raised == want_raised == {"divide"}
+    np.testing.assert_array_equal(y, want)
+
+
+# ---------------------------------------------------------------- gufuncs calling vector math
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [4, 5, 16, 37])
+def test_exp_over_rows_of_minus_infinity_raises_what_np_exp_raises(m, dtype, n, threading_mode):
+    x = np.full((3000, n), -np.inf, dtype)
+    x[:, 0] = 0
+    x[1234, :] = 1000          # overflow, as np.exp's
+    want_raised, want = errors(np.exp, x)
+    assert want_raised == {"over"}
+    x_ok = x.copy()
+    x_ok[1234] = 0
+    for (name, a), a_ok in zip(layouts(x).items(), layouts(x_ok).values()):
+        raised, y = errors(m.exp_rows, a)
+        assert raised == want_raised, name
+        np.testing.assert_allclose(y, want, rtol=1e-6 if dtype == np.float32 else 1e-15)
+        assert errors(m.exp_rows, a_ok)[0] == set(), name
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_logsumexp_of_rows_with_minus_infinity_raises_what_numpy_raises(m, dtype, threading_mode):
+    with np.errstate(divide="ignore"):
+        x = np.log(np.tile(np.array([0.5, 0.5, 0, 0, 0, 0, 0, 0], dtype), (5000, 1)))
+
+    def numpy_logsumexp(a):
+        mx = a.max(axis=1)
+        return mx + np.log(np.sum(np.exp(a - mx[:, None]), axis=1))
+
+    for name, a in layouts(x).items():
+        raised, s = errors(m.logsumexp, a)
+        want_raised, want = errors(numpy_logsumexp, a)
+        assert raised == want_raised == set(), name
+        np.testing.assert_allclose(s, want, rtol=1e-6)
+    # A row of -inf only: -inf - -inf is NaN, a real invalid operation, in NumPy's too.
+    x[4321] = -np.inf
+    raised, s = errors(m.logsumexp, x)
+    want_raised, want = errors(numpy_logsumexp, x)
+    assert raised == want_raised == {"invalid"}
+    np.testing.assert_allclose(s, want, rtol=1e-6)
+
+
+def test_sin_of_huge_values_in_a_frozen_core_raises_what_np_sin_raises(m, threading_mode):
+    v = np.full((6000, 3), 1e300)
+    raised, y = errors(m.sin_sum3, v)
+    want_raised, want = errors(lambda a: np.sin(a).sum(axis=1), v)
+    assert raised == want_raised == set()
+    np.testing.assert_allclose(y, want, rtol=1e-12)
+    v[17, 1] = np.inf
+    assert errors(m.sin_sum3, v)[0] == errors(np.sin, v)[0] == {"invalid"}
+
+
+def test_guarded_log_and_sqrt_in_a_gufunc_raise_nothing_for_the_guarded_values(m, threading_mode):
+    x = np.linspace(-3, 3, 7 * 1430).reshape(70, 143)
+    x[:, ::5] = 0
+    for name, a in layouts(x).items():
+        raised, y = errors(m.log_if_positive_rows, a)
+        assert raised == set(), name
+        np.testing.assert_allclose(y, np.where(x > 0, np.log(np.where(x > 0, x, 1)), 0))
+        raised, y = errors(m.sqrt_if_positive_rows, a)
+        assert raised == set(), name
+        np.testing.assert_array_equal(y, np.where(x > 0, np.sqrt(np.abs(x)), 0))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_re_run_gufunc_blocks_give_the_same_bits_for_any_thread_count(m, dtype, threads_restored):
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-10, 10, (40_000, 5)).astype(dtype)
+    x[rng.integers(0, x.shape[0], 40), 2] = -np.inf
+    results = []
+    for threads in (1, 2, 3):
+        ufuncgen.set_num_threads(threads)
+        elements, work, _ = _core._parallel_threshold()
+        _core._set_parallel_threshold(elements, work, 0)
+        with np.errstate(all="ignore"):
+            results.append(m.exp_rows(x))
+    for r in results[1:]:
+        np.testing.assert_array_equal(r.view(np.uint8), results[0].view(np.uint8))
+
+
+# ---------------------------------------------------------------- bits and memory layouts
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 16])
+def test_a_body_without_vector_math_gives_the_same_bits_for_every_layout_and_size(m, n):
+    x = np.random.default_rng(5).uniform(-4, 4, (300, n))
+    c = m.scaled_rows(x)                 # n = 4: the specialized loop; else the contiguous one
+    for name, a in layouts(x).items():
+        np.testing.assert_array_equal(m.scaled_rows(a), c, err_msg=name)
+    rows = np.stack([m.scaled_rows(row) for row in x])
+    np.testing.assert_array_equal(rows, c)
+    want = x / np.sqrt((x * x).sum(axis=1))[:, None] + x / 3
+    np.testing.assert_allclose(c, want, rtol=1e-13)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [4, 5, 16, 17])
+def test_a_body_calling_vector_math_agrees_across_layouts_within_the_libraries_ulps(m, dtype, n):
+    # libmvec (within 4 ULP) where the compiler vectorized a loop, scalar libm where it did
+    # not: the bits may differ between layouts, each within 4 ULP of np.exp.
+    x = np.random.default_rng(3).uniform(-5, 5, (200, n)).astype(dtype)
+    want = np.exp(x)
+    results = {name: m.exp_rows(a) for name, a in layouts(x).items()}
+    results["row by row"] = np.stack([m.exp_rows(row) for row in x])
+    for name, y in results.items():
+        ulps = np.abs(y.astype(np.float64) - want) / np.spacing(want)
+        assert ulps.max() <= 4, name
