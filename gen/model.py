@@ -332,6 +332,26 @@ class Function:
         return self.layout is not None
 
     @property
+    def reads_core_outputs_first(self) -> bool:
+        """Whether the body's first mention of a core output, in the text, reads it (`y(i) +=
+        x`, `++y(i)`, `t = y(i)`, `&y(i)`) rather than assigns it (`y(i) = ...`): it may then
+        read what the caller's `out=` held, so its iterations cannot run twice (the
+        flag-exact re-run would add to what the first run wrote).  A body that assigns an
+        output before it reads it (softmax: `y(i) = exp(...)`, then `y(i) /= s`) can."""
+        text = blank_c_noise("\n".join(self.body.lines))
+        for arg in self.outputs:
+            m = None if arg.is_scalar else re.search(rf"\b{arg.name}\s*\(", text)
+            if m is None:
+                continue
+            close = _matching(text, m.end() - 1, +1)
+            assigned = close >= 0 and re.match(r"\s*=(?!=)", text[close + 1:])
+            before = text[:m.start()].rstrip()
+            if not assigned or before.endswith(("++", "--")) or \
+                    (before.endswith("&") and not before.endswith("&&")):
+                return True
+        return False
+
+    @property
     def reduce_signatures(self) -> tuple[TypeSignature, ...]:
         """The loops `.reduce` can run on the device: a binary ufunc whose loop takes and gives
         one type (the accumulator is fed back as the first input).  Without an identity a
@@ -431,9 +451,13 @@ class Module:
         flag that NumPy's scalar math would not: their body, or a helper it calls, calls a
         function the host loops may vectorize through libmvec (vecmath.h), or has a
         conditional.  Their loops get a scalar copy that re-runs any block raising an error
-        (host_loops.h, ufg_run_block; host_threads.h, ufg_gufunc_run)."""
-        return self._functions_whose_code(
+        (host_loops.h, ufg_run_block; host_threads.h, ufg_gufunc_run).  Not a gufunc whose body
+        reads a core output before it assigns it (Function.reads_core_outputs_first): a re-run
+        would add to what its first run wrote; its flags stay its vector run's."""
+        raising = self._functions_whose_code(
             lambda line: _VECTOR_MATH_CALL.search(line) or _CONDITIONAL.search(line))
+        return frozenset(f.name for f in self.functions
+                         if f.name in raising and not f.reads_core_outputs_first)
 
     @property
     def complex_product_functions(self) -> frozenset[str]:

@@ -625,8 +625,49 @@ gufunc rows_guarded(x) -> y
     for (int64_t i = 0; i < n; i++)
         y(i) = x(i) > 0 ? sqrt(x(i)) : (T)0;
 }
+
+gufunc rows_softmax(x) -> y
+    layout: (n)->(n)
+    types: float64(float64)
+{
+    T total = 0;
+    for (int64_t i = 0; i < n; i++) {
+        y(i) = exp(x(i));
+        total += y(i);
+    }
+    for (int64_t i = 0; i < n; i++)
+        y(i) /= total;
+}
+
+gufunc rows_add_exp(x) -> y
+    layout: (n)->(n)
+    types: float64(float64)
+{
+    for (int64_t i = 0; i < n; i++)
+        y(i) += exp(x(i));
+}
 """
 
 
 def test_functions_with_a_conditional_or_vector_math_are_flag_exact_gufuncs_included():
-    assert model(FLAG_EXACT).flag_exact_functions == {"guarded", "rows_exp", "rows_guarded"}
+    assert model(FLAG_EXACT).flag_exact_functions == {"guarded", "rows_exp", "rows_guarded",
+                                                      "rows_softmax"}
+
+
+@pytest.mark.parametrize("body, reads", [
+    ("y(i) = x(i);", False),
+    ("y(i) = 0; y(i) += x(i);", False),
+    ("if (y(i) == 0) y(i) = x(i);", True),
+    ("y(i) += x(i);", True),
+    ("y (i) *= x(i);", True),
+    ("++y(i);", True),
+    ("T t = y(i); y(i) = t + x(i);", True),
+    ("h(&y(i), x(i));", True),
+    ("y(i) = x(i) && y(i) == 0;", False),
+    ("/* y(i) += 1 */ y(x(i) > 0) = 1;", False),
+])
+def test_a_gufunc_reads_its_output_first_where_its_first_mention_is_no_assignment(body, reads):
+    text = ("helper void h(T *p, T v)\n{ *p = v; }\n"
+            "gufunc g(x) -> y\n    layout: (n)->(n)\n    types: float64(float64)\n"
+            "{\n    for (int64_t i = 0; i < n; i++) { %s }\n}\n" % body)
+    assert model(text).functions[0].reads_core_outputs_first is reads
