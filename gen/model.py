@@ -141,6 +141,20 @@ class TypeSignature:
         return self.all_types[0]
 
     @property
+    def constant_type(self) -> str:
+        """The C type of the prelude's PI, TWO_PI, SQRT2 and LN2 in this loop's body
+        (UFG_CONSTANT_T): T where T is floating or complex; where T is an integer or bool, the
+        first floating type among the outputs and then the inputs, as the body holds it (of a
+        complex type, its component type), double when there is none."""
+        if self.element_type.is_inexact:
+            return "T"
+        held = self.body_types
+        for t in held[len(self.inputs):] + held[:len(self.inputs)]:
+            if t.is_inexact:
+                return t.component_type or t.c_type
+        return "double"
+
+    @property
     def computes_in_double(self) -> bool:
         """The signature names float64 or complex128: a body's arithmetic with such an argument
         (or for such an output) is double by C's usual conversions."""
@@ -1184,6 +1198,11 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
                 names.update({d.name: "i" for d in fn.layout.variable_dims})
             _warn_unguarded_division(sinks[fn.body.path], fn.body, f"function '{fn.name}'",
                                      _kind(sig.element_type), names)
+            first = "first argument's" if sig.inputs else "first output's"
+            _warn_fraction_cast_to_t(sinks[fn.body.path], fn.body, sig.element_type,
+                                     sig.constant_type,
+                                     f"in the {sig.text} loop of '{fn.name}', where T is the "
+                                     f"{first} type {sig.element_type.name}")
     # A helper is compiled only into the types whose bodies call it (helper_instances): one
     # that nothing calls is never compiled, and its errors would go unseen.
     called = module._helpers_reached([fn.body for fn in functions])
@@ -1198,6 +1217,9 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
             _warn_unguarded_division(sinks[helper.body.path], helper.body,
                                      f"helper '{helper.name}' (compiled for {t.name})",
                                      _kind(t), _declared_kinds(helper.prototype, _kind(t)))
+            _warn_fraction_cast_to_t(sinks[helper.body.path], helper.body, t,
+                                     "T" if t.is_inexact else "double",
+                                     f"in helper '{helper.name}' compiled for T = {t.name}")
     warnings = tuple(w for _, sink, _ in files for w in sorted(
         dict.fromkeys(sink.warnings), key=lambda w: (w.location.line, w.location.col)))
     return dataclasses.replace(module, warnings=warnings)
@@ -1389,18 +1411,69 @@ def _warn_unguarded_division(sink: DiagnosticSink, body: Body, what: str, t_kind
             if re.fullmatch(r"0+[uUlL]*|0[xX]0+[uUlL]*", operand) is None:
                 continue            # a nonzero literal (or a float one): no warning
         elif operand and operand != "(":
-            name = re.escape(operand)
-            if re.search(rf"\b{name}\s*(?:{_COMPARISON}|\?)|{_COMPARISON}\s*{name}\b|!\s*{name}\b"
-                         rf"|\b(?:if|while)\s*\(\s*{name}\s*\)|&&\s*{name}\b|\b{name}\s*&&", clean):
+            if _is_tested(operand, clean):
                 continue
         elif operand == "(" and any_zero_test:
             continue
-        offset = m.start()
-        line = clean.count("\n", 0, offset)
-        col = offset - (clean.rfind("\n", 0, offset) + 1) + 1
         op = m.group(1) + ("=" if clean[m.end(1):m.end(1) + 1] == "=" else "")
         divisor = f"'{operand}'" if operand and operand != "(" else "an expression"
-        sink.warning(Location(body.path, body.first_line + line, col),
+        sink.warning(_body_location(body, clean, m.start()),
                      f"{what} divides integers ('{op}') by {divisor} that the body never "
                      f"compares with 0: integer division or remainder by 0 is undefined "
                      f"behaviour in C; guard it")
+
+
+def _is_tested(name: str, clean: str) -> bool:
+    """Whether C text compares the name anywhere (`d != 0`, `0 < d`, `d > 1`) or
+    tests it (`!d`, `d ?`, `if (d)`, `&& d`): the guards the division warning looks for."""
+    name = re.escape(name)
+    return re.search(rf"\b{name}\s*(?:{_COMPARISON}|\?)|{_COMPARISON}\s*{name}\b|!\s*{name}\b"
+                     rf"|\b(?:if|while)\s*\(\s*{name}\s*\)|&&\s*{name}\b|\b{name}\s*&&",
+                     clean) is not None
+
+
+def _body_location(body: Body, clean: str, offset: int) -> Location:
+    """The file location of `offset` in a body's text (`clean` keeps its line breaks)."""
+    line = clean.count("\n", 0, offset)
+    return Location(body.path, body.first_line + line,
+                    offset - (clean.rfind("\n", 0, offset) + 1) + 1)
+
+
+_FRACTION_CAST_TO_T = re.compile(
+    r"(?<![\w)\]])\(\s*T\s*\)\s*(?P<sign>[-+]?)\s*"
+    r"(?P<literal>(?:0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][-+]?\d+"
+    r"|(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+)[fFlL]?)(?![\w.])")
+
+
+def _warn_fraction_cast_to_t(sink: DiagnosticSink, body: Body, t: ElementType,
+                             constant_type: str, where: str) -> None:
+    """A floating literal with a fractional part cast to T (`(T)0.5`, `(T)2.5e-1`) where T is
+    an integer or bool: the README's advice for constants in floating loops truncates there
+    (0, or true), in a mixed signature such as float64(int64, float64) whose T is the first
+    argument's type.  `where` says which loop; `constant_type` is the loop's floating type
+    (UFG_CONSTANT_T), which the advice names."""
+    if t.is_inexact:
+        return
+    clean = blank_c_noise("\n".join(body.lines))
+    for m in _FRACTION_CAST_TO_T.finditer(clean):
+        literal = m.group("literal")
+        digits = literal.rstrip("fFlL")
+        try:
+            value = float.fromhex(digits) if digits[:2].lower() == "0x" else float(digits)
+        except ValueError:
+            continue
+        if m.group("sign") == "-":
+            value = -value
+        if value != value or value in (float("inf"), float("-inf")) or value.is_integer():
+            continue
+        if t.name == "bool":
+            result = "true"
+        elif t.min_value <= int(value) <= t.max_value:
+            result = str(int(value))
+        else:
+            result = f"undefined (outside {t.name}'s range)"
+        number = m.group("sign").replace("+", "") + digits
+        bare = f"{number}f" if constant_type == "float" else number
+        sink.warning(_body_location(body, clean, m.start()),
+                     f"'{m.group(0)}' is {result} {where}; write "
+                     f"({constant_type}){number} or {bare}")

@@ -440,11 +440,12 @@ UFG_PRELUDE_FN float _Complex ufg_cexp_f(float _Complex z)
 #define real(x) _Generic(+(x), UFG_ARMS(real), float _Complex: crealf, double _Complex: (creal))(x)
 #define imag(x) _Generic(+(x), UFG_ARMS(imag), float _Complex: cimagf, double _Complex: (cimag))(x)
 #define conj(x) _Generic(+(x), UFG_ARMS(conj), float _Complex: conjf, double _Complex: (conj))(x)
-/* The imaginary unit in the precision of the body's T: complex128 where T is double or
- * complex128 (so `I * angle` of a float64 angle converts nothing), complex64 elsewhere, as
- * <complex.h>'s I. */
+/* The imaginary unit in the precision of the loop's floating type UFG_CONSTANT_T (T where T
+ * is floating or complex; below, with the constants): complex128 where that is double or
+ * complex128 (so `I * angle` of a float64 angle converts nothing, nor `n * I` in a
+ * complex128(int64) loop), complex64 elsewhere, as <complex.h>'s I. */
 #undef I
-#define I _Generic((T)0, double: (double _Complex)_Complex_I, \
+#define I _Generic((UFG_CONSTANT_T)0, double: (double _Complex)_Complex_I, \
                    double _Complex: (double _Complex)_Complex_I, default: _Complex_I)
 #define arg(x) _Generic(+(x), UFG_ARMS(arg), float _Complex: cargf, double _Complex: (carg))(x)
 #define fma(a, b, c) _Generic((a) + (b) + (c), float: fmaf, default: (fma))(UFG_SUM_ARGS_3(a, b, c))
@@ -572,11 +573,11 @@ template <class R> UFG_PRELUDE_FN R ufg_real(ufg_complex<R> z) { return z.re; }
 template <class R> UFG_PRELUDE_FN R ufg_imag(ufg_complex<R> z) { return z.im; }
 template <class R> UFG_PRELUDE_FN ufg_complex<R> ufg_conj(ufg_complex<R> z) { return {z.re, -z.im}; }
 template <class R> UFG_PRELUDE_FN R ufg_arg(ufg_complex<R> z) { return ufg_atan2(z.im, z.re); }
-/* The imaginary unit in the precision of the body's T, as in C (above). */
+/* The imaginary unit in the precision of the loop's floating type, as in C (above). */
 template <class R> struct ufg_unit_of { typedef float type; };
 template <> struct ufg_unit_of<double> { typedef double type; };
 template <> struct ufg_unit_of<ufg_complex<double>> { typedef double type; };
-#define I (ufg_complex<ufg_unit_of<T>::type>(0, 1))
+#define I (ufg_complex<ufg_unit_of<UFG_CONSTANT_T>::type>(0, 1))
 
 #define real(x) ufg_real(x)
 #define imag(x) ufg_imag(x)
@@ -633,10 +634,14 @@ template <> struct ufg_unit_of<ufg_complex<double>> { typedef double type; };
 
 #endif /* C++ */
 
-/* ---------------------------------------------------------------- constants, in type T */
-#define PI ((T)3.141592653589793238462643383279502884)
-#define TWO_PI ((T)6.283185307179586476925286766559005768)
-#define SQRT2 ((T)1.414213562373095048801688724209698079)
-#define LN2 ((T)0.693147180559945309417232121458176568)
+/* ---------------------------------------------------------------- constants
+ * In the loop's floating type UFG_CONSTANT_T, which the bodies header defines beside T: T
+ * where T is floating or complex; where T is an integer or bool (a mixed signature such as
+ * float64(int64)), the first floating type among the signature's outputs and inputs (of a
+ * complex one, its component type), double if none.  In type T there, PI would be 3. */
+#define PI ((UFG_CONSTANT_T)3.141592653589793238462643383279502884)
+#define TWO_PI ((UFG_CONSTANT_T)6.283185307179586476925286766559005768)
+#define SQRT2 ((UFG_CONSTANT_T)1.414213562373095048801688724209698079)
+#define LN2 ((UFG_CONSTANT_T)0.693147180559945309417232121458176568)
 
 #endif /* UFUNCGEN_PRELUDE_H */
