@@ -1198,6 +1198,8 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
                 names.update({d.name: "i" for d in fn.layout.variable_dims})
             _warn_unguarded_division(sinks[fn.body.path], fn.body, f"function '{fn.name}'",
                                      _kind(sig.element_type), names)
+            _warn_unguarded_shifts(sinks[fn.body.path], fn.body, f"function '{fn.name}'",
+                                   _shift_width(sig.all_types))
             first = "first argument's" if sig.inputs else "first output's"
             _warn_fraction_cast_to_t(sinks[fn.body.path], fn.body, sig.element_type,
                                      sig.constant_type,
@@ -1217,6 +1219,9 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
             _warn_unguarded_division(sinks[helper.body.path], helper.body,
                                      f"helper '{helper.name}' (compiled for {t.name})",
                                      _kind(t), _declared_kinds(helper.prototype, _kind(t)))
+            _warn_unguarded_shifts(sinks[helper.body.path], helper.body,
+                                   f"helper '{helper.name}' (compiled for {t.name})",
+                                   _shift_width((t,)))
             _warn_fraction_cast_to_t(sinks[helper.body.path], helper.body, t,
                                      "T" if t.is_inexact else "double",
                                      f"in helper '{helper.name}' compiled for T = {t.name}")
@@ -1229,7 +1234,8 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
 
 _DIVISION = re.compile(r"(?<![/*])([/%])(?![/*])\s*=?\s*(?P<divisor>\((?:\s*\w+\s*)\)\s*(?=\w|\()|)"
                        r"(?P<operand>[A-Za-z_]\w*|\d[\w.]*|\()?")
-_COMPARISON = r"(?:[=!<>]=|<|>)"
+# ==, !=, <=, >=, <, >: not a shift (<<, >>=), nor `->`.
+_COMPARISON = r"(?:[=!]=|(?<![<>-])[<>]=|(?<![<>-])[<>](?![<>=]))"
 
 
 def _kind(t: ElementType) -> str:
@@ -1424,8 +1430,8 @@ def _warn_unguarded_division(sink: DiagnosticSink, body: Body, what: str, t_kind
 
 
 def _is_tested(name: str, clean: str) -> bool:
-    """Whether C text compares the name anywhere (`d != 0`, `0 < d`, `d > 1`) or
-    tests it (`!d`, `d ?`, `if (d)`, `&& d`): the guards the division warning looks for."""
+    """Whether C text compares the name anywhere (`d != 0`, `0 < d`, `d > 1`, `s < 32`) or
+    tests it (`!d`, `d ?`, `if (d)`, `&& d`): the guards the warnings look for."""
     name = re.escape(name)
     return re.search(rf"\b{name}\s*(?:{_COMPARISON}|\?)|{_COMPARISON}\s*{name}\b|!\s*{name}\b"
                      rf"|\b(?:if|while)\s*\(\s*{name}\s*\)|&&\s*{name}\b|\b{name}\s*&&",
@@ -1437,6 +1443,56 @@ def _body_location(body: Body, clean: str, offset: int) -> Location:
     line = clean.count("\n", 0, offset)
     return Location(body.path, body.first_line + line,
                     offset - (clean.rfind("\n", 0, offset) + 1) + 1)
+
+
+_SHIFT = re.compile(r"(?<![<>])(<<|>>)(?![<>])\s*=?\s*(?:\((?:\s*\w+\s*)\)\s*(?=\w|\())?"
+                    r"(?P<operand>[A-Za-z_]\w*|\d\w*|\()?")
+
+
+def _shift_width(types) -> int:
+    """The width in bits below which a literal shift count passes without a warning: of the
+    widest integer type among `types`, at least 32 (narrower operands are promoted to int)."""
+    return max([32] + [8 * t.itemsize for t in types if not t.is_inexact])
+
+
+def _warn_unguarded_shifts(sink: DiagnosticSink, body: Body, what: str, width: int) -> None:
+    """The shift heuristic (README, "Shifts"): C leaves a shift undefined when its count is
+    negative or not below the width of the promoted left operand, and x86 answers differently
+    in vector code (0, or -1 for a negative value shifted right) and in scalar code (the
+    count masked to its low bits), so the result depends on where an element sits in the
+    array.  Each `<<`, `>>`, `<<=`, `>>=` warns whose count is neither a number literal below
+    `width` nor a name the body compares or tests (`s < 32 ? x << s : 0`); a count that is any
+    other expression needs some comparison in the body, or a mask `(... & 31)` below the
+    width."""
+    clean = blank_c_noise("\n".join(body.lines))
+    any_comparison = re.search(_COMPARISON, clean)
+    for m in _SHIFT.finditer(clean):
+        operand = m.group("operand")
+        if operand and operand[0].isdigit():
+            try:
+                if int(operand.rstrip("uUlL"), 0) < width:
+                    continue
+            except ValueError:
+                pass
+            count = f"{operand}, not below {width} bits"
+        elif operand and operand != "(":
+            if _is_tested(operand, clean):
+                continue
+            count = f"'{operand}' that the body never compares"
+        else:
+            start = m.start("operand") if operand else -1
+            end = _matching(clean, start, 1) if operand else -1
+            mask = re.search(r"&\s*(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\s*$", clean[start + 1:end]) \
+                if end > 0 else None
+            if any_comparison or (mask and int(mask.group(1), 0) < width):
+                continue
+            count = "an expression, and the body compares nothing"
+        op = m.group(1) + ("=" if clean[m.end(1):m.end(1) + 1] == "=" else "")
+        sink.warning(_body_location(body, clean, m.start()),
+                     f"{what} shifts ('{op}') by {count}: a shift "
+                     f"by a negative count, or by the width of the promoted left operand or more "
+                     f"(64 for int64, 32 for int32 and narrower types), is undefined behaviour "
+                     f"in C and gives different results in different elements; guard it")
 
 
 _FRACTION_CAST_TO_T = re.compile(

@@ -1,7 +1,8 @@
 """Signatures whose first argument is an integer or bool, where T (the first argument's type)
 is that integer: the prelude's constants (PI, TWO_PI, SQRT2, LN2) and I are in the loop's
-floating type there, not in T (where PI would be 3): in the vector part of a long array, in
-its scalar tail, strided and on the device path (the simulator here)."""
+floating type there, not in T (where PI would be 3); and the shift guards the README gives
+mean NumPy's left_shift and right_shift for every count, in the vector part of a long array,
+in its scalar tail and on the device path (the simulator here)."""
 from __future__ import annotations
 
 import numpy as np
@@ -34,6 +35,18 @@ ufunc rotation(n) -> z
     types: complex128(int64)
 {
     z = n * I;
+}
+
+ufunc shl(x, s) -> y
+    types: int8(int8, int8), uint8(uint8, uint8), int16(int16, int16), int32(int32, int32), uint32(uint32, uint32), int64(int64, int64), uint64(uint64, uint64)
+{
+    y = s >= 0 && s < 8 * (int)sizeof(T) ? x << s : 0;
+}
+
+ufunc shr(x, s) -> y
+    types: int8(int8, int8), uint8(uint8, uint8), int16(int16, int16), int32(int32, int32), uint32(uint32, uint32), int64(int64, int64), uint64(uint64, uint64)
+{
+    y = s >= 0 && s < 8 * (int)sizeof(T) ? x >> s : (x < 0 ? -1 : 0);
 }
 """
 
@@ -95,3 +108,15 @@ def test_i_is_complex128_in_a_complex128_loop_whose_t_is_an_integer(mixed):
     n = np.array([2**40 + 1, -(2**30) - 3, 5] * 100, dtype=np.int64)
     _assert_all(_everywhere(mixed.rotation, n), [n * 1j])
 
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "uint32", "int64", "uint64"])
+def test_the_readmes_shift_guards_give_numpys_shifts_for_every_count(mixed, dtype):
+    bits = 8 * np.dtype(dtype).itemsize
+    signed = np.dtype(dtype).kind == "i"
+    counts = np.arange(-3 if signed else 0, bits + 40)
+    values = np.array([5, 1, np.iinfo(dtype).max] + ([-5, -1, np.iinfo(dtype).min] if signed else []),
+                      dtype=dtype)
+    x = np.repeat(values, len(counts)).astype(dtype)
+    s = np.tile(counts, len(values)).astype(dtype)
+    _assert_all(_everywhere(mixed.shl, x, s), [np.left_shift(x, s)])
+    _assert_all(_everywhere(mixed.shr, x, s), [np.right_shift(x, s)])
