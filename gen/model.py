@@ -142,7 +142,7 @@ class TypeSignature:
 
     @property
     def constant_type(self) -> str:
-        """The C type of the prelude's PI, TWO_PI, SQRT2 and LN2 in this loop's body
+        """The C type of the prelude's PI, TWO_PI, SQRT2, LN2 (and I's parts) in this loop's body
         (UFG_CONSTANT_T): T where T is floating or complex; where T is an integer or bool, the
         first floating type among the outputs and then the inputs, as the body holds it (of a
         complex type, its component type), double when there is none."""
@@ -1449,6 +1449,15 @@ _SHIFT = re.compile(r"(?<![<>])(<<|>>)(?![<>])\s*=?\s*(?:\((?:\s*\w+\s*)\)\s*(?=
                     r"(?P<operand>[A-Za-z_]\w*|\d\w*|\()?")
 
 
+def _c_integer(token: str) -> int | None:
+    """The value of a C integer literal (`31`, `0x1f`, `037`, `31u`); None for anything else."""
+    digits = token.rstrip("uUlL")
+    for pattern, base in ((r"0[xX][0-9a-fA-F]+", 16), (r"0[0-7]*", 8), (r"[1-9][0-9]*", 10)):
+        if re.fullmatch(pattern, digits):
+            return int(digits, base)
+    return None
+
+
 def _shift_width(types) -> int:
     """The width in bits below which a literal shift count passes without a warning: of the
     widest integer type among `types`, at least 32 (narrower operands are promoted to int)."""
@@ -1469,11 +1478,9 @@ def _warn_unguarded_shifts(sink: DiagnosticSink, body: Body, what: str, width: i
     for m in _SHIFT.finditer(clean):
         operand = m.group("operand")
         if operand and operand[0].isdigit():
-            try:
-                if int(operand.rstrip("uUlL"), 0) < width:
-                    continue
-            except ValueError:
-                pass
+            value = _c_integer(operand)
+            if value is not None and value < width:
+                continue
             count = f"{operand}, not below {width} bits"
         elif operand and operand != "(":
             if _is_tested(operand, clean):
@@ -1482,9 +1489,9 @@ def _warn_unguarded_shifts(sink: DiagnosticSink, body: Body, what: str, width: i
         else:
             start = m.start("operand") if operand else -1
             end = _matching(clean, start, 1) if operand else -1
-            mask = re.search(r"&\s*(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\s*$", clean[start + 1:end]) \
-                if end > 0 else None
-            if any_comparison or (mask and int(mask.group(1), 0) < width):
+            mask = re.search(r"&\s*(\w+)\s*$", clean[start + 1:end]) if end > 0 else None
+            mask = _c_integer(mask.group(1)) if mask else None
+            if any_comparison or (mask is not None and mask < width):
                 continue
             count = "an expression, and the body compares nothing"
         op = m.group(1) + ("=" if clean[m.end(1):m.end(1) + 1] == "=" else "")
