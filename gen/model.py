@@ -141,6 +141,20 @@ class TypeSignature:
         return self.all_types[0]
 
     @property
+    def constant_type(self) -> str:
+        """The C type of the prelude's PI, TWO_PI, SQRT2, LN2 (and I's parts) in this loop's body
+        (UFG_CONSTANT_T): T where T is floating or complex; where T is an integer or bool, the
+        first floating type among the outputs and then the inputs, as the body holds it (of a
+        complex type, its component type), double when there is none."""
+        if self.element_type.is_inexact:
+            return "T"
+        held = self.body_types
+        for t in held[len(self.inputs):] + held[:len(self.inputs)]:
+            if t.is_inexact:
+                return t.component_type or t.c_type
+        return "double"
+
+    @property
     def computes_in_double(self) -> bool:
         """The signature names float64 or complex128: a body's arithmetic with such an argument
         (or for such an output) is double by C's usual conversions."""
@@ -1219,6 +1233,13 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
                 names.update({d.name: "i" for d in fn.layout.variable_dims})
             _warn_unguarded_division(sinks[fn.body.path], fn.body, f"function '{fn.name}'",
                                      _kind(sig.element_type), names)
+            _warn_unguarded_shifts(sinks[fn.body.path], fn.body, f"function '{fn.name}'",
+                                   _shift_width(sig.all_types))
+            first = "first argument's" if sig.inputs else "first output's"
+            _warn_fraction_cast_to_t(sinks[fn.body.path], fn.body, sig.element_type,
+                                     sig.constant_type,
+                                     f"in the {sig.text} loop of '{fn.name}', where T is the "
+                                     f"{first} type {sig.element_type.name}")
     # A helper is compiled only into the types whose bodies call it (helper_instances): one
     # that nothing calls is never compiled, and its errors would go unseen.
     called = module._helpers_reached([fn.body for fn in functions])
@@ -1233,6 +1254,12 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
             _warn_unguarded_division(sinks[helper.body.path], helper.body,
                                      f"helper '{helper.name}' (compiled for {t.name})",
                                      _kind(t), _declared_kinds(helper.prototype, _kind(t)))
+            _warn_unguarded_shifts(sinks[helper.body.path], helper.body,
+                                   f"helper '{helper.name}' (compiled for {t.name})",
+                                   _shift_width((t,)))
+            _warn_fraction_cast_to_t(sinks[helper.body.path], helper.body, t,
+                                     "T" if t.is_inexact else "double",
+                                     f"in helper '{helper.name}' compiled for T = {t.name}")
     warnings = tuple(w for _, sink, _ in files for w in sorted(
         dict.fromkeys(sink.warnings), key=lambda w: (w.location.line, w.location.col)))
     return dataclasses.replace(module, warnings=warnings)
@@ -1242,7 +1269,8 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
 
 _DIVISION = re.compile(r"(?<![/*])([/%])(?![/*])\s*=?\s*(?P<divisor>\((?:\s*\w+\s*)\)\s*(?=\w|\()|)"
                        r"(?P<operand>[A-Za-z_]\w*|\d[\w.]*|\()?")
-_COMPARISON = r"(?:[=!<>]=|<|>)"
+# ==, !=, <=, >=, <, >: not a shift (<<, >>=), nor `->`.
+_COMPARISON = r"(?:[=!]=|(?<![<>-])[<>]=|(?<![<>-])[<>](?![<>=]))"
 
 
 def _kind(t: ElementType) -> str:
@@ -1424,18 +1452,126 @@ def _warn_unguarded_division(sink: DiagnosticSink, body: Body, what: str, t_kind
             if re.fullmatch(r"0+[uUlL]*|0[xX]0+[uUlL]*", operand) is None:
                 continue            # a nonzero literal (or a float one): no warning
         elif operand and operand != "(":
-            name = re.escape(operand)
-            if re.search(rf"\b{name}\s*(?:{_COMPARISON}|\?)|{_COMPARISON}\s*{name}\b|!\s*{name}\b"
-                         rf"|\b(?:if|while)\s*\(\s*{name}\s*\)|&&\s*{name}\b|\b{name}\s*&&", clean):
+            if _is_tested(operand, clean):
                 continue
         elif operand == "(" and any_zero_test:
             continue
-        offset = m.start()
-        line = clean.count("\n", 0, offset)
-        col = offset - (clean.rfind("\n", 0, offset) + 1) + 1
         op = m.group(1) + ("=" if clean[m.end(1):m.end(1) + 1] == "=" else "")
         divisor = f"'{operand}'" if operand and operand != "(" else "an expression"
-        sink.warning(Location(body.path, body.first_line + line, col),
+        sink.warning(_body_location(body, clean, m.start()),
                      f"{what} divides integers ('{op}') by {divisor} that the body never "
                      f"compares with 0: integer division or remainder by 0 is undefined "
                      f"behaviour in C; guard it")
+
+
+def _is_tested(name: str, clean: str) -> bool:
+    """Whether C text compares the name anywhere (`d != 0`, `0 < d`, `d > 1`, `s < 32`) or
+    tests it (`!d`, `d ?`, `if (d)`, `&& d`): the guards the warnings look for."""
+    name = re.escape(name)
+    return re.search(rf"\b{name}\s*(?:{_COMPARISON}|\?)|{_COMPARISON}\s*{name}\b|!\s*{name}\b"
+                     rf"|\b(?:if|while)\s*\(\s*{name}\s*\)|&&\s*{name}\b|\b{name}\s*&&",
+                     clean) is not None
+
+
+def _body_location(body: Body, clean: str, offset: int) -> Location:
+    """The file location of `offset` in a body's text (`clean` keeps its line breaks)."""
+    line = clean.count("\n", 0, offset)
+    return Location(body.path, body.first_line + line,
+                    offset - (clean.rfind("\n", 0, offset) + 1) + 1)
+
+
+_SHIFT = re.compile(r"(?<![<>])(<<|>>)(?![<>])\s*=?\s*(?:\((?:\s*\w+\s*)\)\s*(?=\w|\())?"
+                    r"(?P<operand>[A-Za-z_]\w*|\d\w*|\()?")
+
+
+def _c_integer(token: str) -> int | None:
+    """The value of a C integer literal (`31`, `0x1f`, `037`, `31u`); None for anything else."""
+    digits = token.rstrip("uUlL")
+    for pattern, base in ((r"0[xX][0-9a-fA-F]+", 16), (r"0[0-7]*", 8), (r"[1-9][0-9]*", 10)):
+        if re.fullmatch(pattern, digits):
+            return int(digits, base)
+    return None
+
+
+def _shift_width(types) -> int:
+    """The width in bits below which a literal shift count passes without a warning: of the
+    widest integer type among `types`, at least 32 (narrower operands are promoted to int)."""
+    return max([32] + [8 * t.itemsize for t in types if not t.is_inexact])
+
+
+def _warn_unguarded_shifts(sink: DiagnosticSink, body: Body, what: str, width: int) -> None:
+    """The shift heuristic (README, "Shifts"): C leaves a shift undefined when its count is
+    negative or not below the width of the promoted left operand, and x86 answers differently
+    in vector code (0, or -1 for a negative value shifted right) and in scalar code (the
+    count masked to its low bits), so the result depends on where an element sits in the
+    array.  Each `<<`, `>>`, `<<=`, `>>=` warns whose count is neither a number literal below
+    `width` nor a name the body compares or tests (`s < 32 ? x << s : 0`); a count that is any
+    other expression needs some comparison in the body, or a mask `(... & 31)` below the
+    width."""
+    clean = blank_c_noise("\n".join(body.lines))
+    any_comparison = re.search(_COMPARISON, clean)
+    for m in _SHIFT.finditer(clean):
+        operand = m.group("operand")
+        if operand and operand[0].isdigit():
+            value = _c_integer(operand)
+            if value is not None and value < width:
+                continue
+            count = f"{operand}, not below {width} bits"
+        elif operand and operand != "(":
+            if _is_tested(operand, clean):
+                continue
+            count = f"'{operand}' that the body never compares"
+        else:
+            start = m.start("operand") if operand else -1
+            end = _matching(clean, start, 1) if operand else -1
+            mask = re.search(r"&\s*(\w+)\s*$", clean[start + 1:end]) if end > 0 else None
+            mask = _c_integer(mask.group(1)) if mask else None
+            if any_comparison or (mask is not None and mask < width):
+                continue
+            count = "an expression, and the body compares nothing"
+        op = m.group(1) + ("=" if clean[m.end(1):m.end(1) + 1] == "=" else "")
+        sink.warning(_body_location(body, clean, m.start()),
+                     f"{what} shifts ('{op}') by {count}: a shift "
+                     f"by a negative count, or by the width of the promoted left operand or more "
+                     f"(64 for int64, 32 for int32 and narrower types), is undefined behaviour "
+                     f"in C and gives different results in different elements; guard it")
+
+
+_FRACTION_CAST_TO_T = re.compile(
+    r"(?<![\w)\]])\(\s*T\s*\)\s*(?P<sign>[-+]?)\s*"
+    r"(?P<literal>(?:0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][-+]?\d+"
+    r"|(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+)[fFlL]?)(?![\w.])")
+
+
+def _warn_fraction_cast_to_t(sink: DiagnosticSink, body: Body, t: ElementType,
+                             constant_type: str, where: str) -> None:
+    """A floating literal with a fractional part cast to T (`(T)0.5`, `(T)2.5e-1`) where T is
+    an integer or bool: the README's advice for constants in floating loops truncates there
+    (0, or true), in a mixed signature such as float64(int64, float64) whose T is the first
+    argument's type.  `where` says which loop; `constant_type` is the loop's floating type
+    (UFG_CONSTANT_T), which the advice names."""
+    if t.is_inexact:
+        return
+    clean = blank_c_noise("\n".join(body.lines))
+    for m in _FRACTION_CAST_TO_T.finditer(clean):
+        literal = m.group("literal")
+        digits = literal.rstrip("fFlL")
+        try:
+            value = float.fromhex(digits) if digits[:2].lower() == "0x" else float(digits)
+        except ValueError:
+            continue
+        if m.group("sign") == "-":
+            value = -value
+        if value != value or value in (float("inf"), float("-inf")) or value.is_integer():
+            continue
+        if t.name == "bool":
+            result = "true"
+        elif t.min_value <= int(value) <= t.max_value:
+            result = str(int(value))
+        else:
+            result = f"undefined (outside {t.name}'s range)"
+        number = m.group("sign").replace("+", "") + digits
+        bare = f"{number}f" if constant_type == "float" else number
+        sink.warning(_body_location(body, clean, m.start()),
+                     f"'{m.group(0)}' is {result} {where}; write "
+                     f"({constant_type}){number} or {bare}")

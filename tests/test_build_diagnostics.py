@@ -89,6 +89,30 @@ def test_gcc_warnings_in_a_signature_file_are_kept_once_each_with_source_line_an
     ]
 
 
+# gcc 12 on `max(x, 0.0)` of a float32 x: the prelude converts the arguments to the type of
+# their sum in its own macros, so the warning is in prelude.h, and the user's line is the last
+# macro-expansion note (abridged: gcc also quotes each line with a caret).
+PROMOTION_OUTPUT = """\
+f.ufunc: In function \u2018ufg_body_half_square_float32\u2019:
+/x/include/ufuncgen/prelude.h:419:37: warning: implicit conversion from \u2018float\u2019 to \u2018double\u2019 to match other result of conditional [-Wdouble-promotion]
+/x/include/ufuncgen/prelude.h:433:74: note: in expansion of macro \u2018UFG_SUM_ARGS_2\u2019
+f.ufunc:4:9: note: in expansion of macro \u2018max\u2019
+/x/include/ufuncgen/prelude.h:419:58: warning: implicit conversion from \u2018float\u2019 to \u2018double\u2019 to match other result of conditional [-Wdouble-promotion]
+/x/include/ufuncgen/prelude.h:433:74: note: in expansion of macro \u2018UFG_SUM_ARGS_2\u2019
+f.ufunc:4:9: note: in expansion of macro \u2018max\u2019
+"""
+
+
+def test_a_prelude_call_computing_in_double_is_reported_once_at_the_call_in_the_bodys_words():
+    assert user_diagnostics(PROMOTION_OUTPUT, LINES, _module()) == [
+        "f.ufunc:4:9: warning: implicit conversion from \u2018float\u2019 to \u2018double\u2019 "
+        "to match another argument of \u2018max\u2019, which computes in the type of their sum "
+        "[-Wdouble-promotion]\n"
+        "        y = pow(x, 2) * 0.5;\n"
+        "            ^",
+    ]
+
+
 def test_nvcc_diagnostics_are_rewritten_to_file_line_col_and_name_the_users_function():
     assert user_diagnostics(NVCC_OUTPUT, LINES, _module()) == [
         "f.ufunc:11:9: error: calling a constexpr __host__ function(\"fabs\") from a __device__ "
@@ -352,6 +376,44 @@ promo.ufunc:10:11: warning: implicit conversion from 'float' to 'double' to matc
 promo.ufunc:10:9: warning: conversion from 'double' to 'float' may change value [-Wfloat-conversion]
         y = x * 1.5;
             ^
+4 compiler warnings in the bodies.
+"""
+
+
+def test_a_float32_body_computing_in_double_through_a_prelude_call_warns_at_the_call(tmp_path):
+    # _Generic's controlling expression is not evaluated and GCC warned of nothing there:
+    # these computed in double in silence, cast back to T.  Written in T, no warning.
+    result = _build(tmp_path, """\
+        ufunc positive(x) -> y
+            types: float32(float32)
+        {
+            y = (T)(max(x, 0.0));
+        }
+
+        ufunc calls(x) -> (a, b, c)
+            types: (float32, float32, float32)(float32)
+        {
+            a = (T)pow(x, 0.5) + (T)clamp(x, 0.0, 1.0);
+            b = (T)fma(x, x, 1.0);
+            c = max(x, (T)0) + pow(x, 2) + atan2(x, 1.0f) + (T)min(x, 1e-3f);
+        }
+    """, "promo_calls")
+    assert result.returncode == 0, result.stderr
+    message = ("warning: implicit conversion from 'float' to 'double' to match another argument "
+               "of '{}', which computes in the type of their sum [-Wdouble-promotion]")
+    assert _normalised(result.stderr) == f"""\
+promo_calls.ufunc:4:13: {message.format("max")}
+        y = (T)(max(x, 0.0));
+                ^
+promo_calls.ufunc:10:12: {message.format("pow")}
+        a = (T)pow(x, 0.5) + (T)clamp(x, 0.0, 1.0);
+               ^
+promo_calls.ufunc:10:29: {message.format("clamp")}
+        a = (T)pow(x, 0.5) + (T)clamp(x, 0.0, 1.0);
+                                ^
+promo_calls.ufunc:11:12: {message.format("fma")}
+        b = (T)fma(x, x, 1.0);
+               ^
 4 compiler warnings in the bodies.
 """
 

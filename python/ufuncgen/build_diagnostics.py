@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from collections.abc import Iterable
 
 from .gen.diagnostics import Diagnostic, Location
-from .gen.model import Arg, Module
+from .gen.model import PRELUDE_FUNCTIONS, Arg, Module
 
 # gcc and clang: `path:line:col: severity: message`, the column sometimes absent.
 _GCC = re.compile(r"(?P<path>[^:\n]+?):(?P<line>\d+):(?:(?P<col>\d+):)? "
@@ -35,6 +35,13 @@ _UNDECLARED = re.compile(
     r"(?P<name>['\u2018]\w+['\u2019])(?P<rest>.*?)"
     r"(?: \[-W(?:error=|error,-W)?implicit-function-declaration\])?")
 _DID_YOU_MEAN = re.compile(r"; did you mean [^;]*\?")
+# The prelude converts a call's arguments to the type of their sum with `1 ? (a) : (b)`, so
+# that a float beside a double (`max(x, 0.0)`) draws -Wdouble-promotion at the call; gcc words
+# it as a conditional's, which the body does not have.
+_CONDITIONAL_PROMOTION = re.compile(
+    r"implicit conversion from (?P<types>\S+ to \S+) to match other result of conditional"
+    r"(?P<flag> \[-W[\w=-]*\])?")
+_MACRO_EXPANSION = re.compile(r"in expansion of macro (?P<open>['\u2018])(?P<name>\w+)(?P<close>['\u2019])")
 # A write to a gufunc's core input: gcc quotes the accessor's expansion,
 # `assignment of read-only location '*(const double *)(ufg_core_a + ...)'`, clang says
 # `read-only variable is not assignable`.
@@ -198,8 +205,14 @@ def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module 
             if _UNHELPFUL.fullmatch(message):
                 continue
             if severity == "note" and pending is not None and "in expansion of macro" in message:
+                macro = _MACRO_EXPANSION.search(message)
                 severity, message = pending       # the user's line is where it went wrong
                 pending = None
+                promotion = _CONDITIONAL_PROMOTION.fullmatch(message)
+                if promotion and macro and macro["name"] in PRELUDE_FUNCTIONS:
+                    message = (f"implicit conversion from {promotion['types']} to match another "
+                               f"argument of {macro['open']}{macro['name']}{macro['close']}, which computes in the type of "
+                               f"their sum{promotion['flag'] or ''}")
             elif severity != "note":
                 pending = None
             found.append(CompilerDiagnostic(Location(path, line, col), severity,

@@ -182,10 +182,16 @@ def test_check_prints_exactly_the_golden_warnings_and_succeeds(case, monkeypatch
             line, col = int(m["line"]), int(m["col"])
             assert lines[i + 1] == "    " + source[line - 1]
             assert lines[i + 2] == "    " + " " * (col - 1) + "^"
-            # At the division, or at the helper's name a warning quotes.
+            # At the division or the shift, at the cast to T a warning quotes, or at the
+            # helper's name it quotes.
             quoted = re.search(r"helper '(\w+)' is not called", m["message"])
+            cast = re.match(r"'(\(\s*T\s*\)[^']*)' is ", m["message"])
             if quoted:
                 assert source[line - 1][col - 1:].startswith(quoted[1] + "(")
+            elif cast:
+                assert source[line - 1][col - 1:].startswith(cast[1])
+            elif " shifts ('" in m["message"]:
+                assert source[line - 1][col - 1:col + 1] in ("<<", ">>")
             else:
                 assert source[line - 1][col - 1] in "/%"
     assert count and lines[-2:] == [f"{count} warning{'s' if count != 1 else ''} generated.", ""]

@@ -602,3 +602,28 @@ def test_arguments_named_like_the_generated_variables_compute_what_their_bodies_
     np.testing.assert_array_equal(m.weighted(*map(on, core), on(steps)).copy_to_host(),
                                   m.weighted(*core, steps))
     np.testing.assert_array_equal(m.differences(on(x)).copy_to_host(), np.diff(x, axis=-1))
+
+
+def test_each_loop_defines_the_floating_type_of_its_constants_beside_t(tmp_path):
+    """UFG_CONSTANT_T, the type of PI, TWO_PI, SQRT2, LN2 and I (prelude.h): T where T is
+    floating or complex, else the first floating type among the outputs then the inputs,
+    double when there is none; a helper's, T or double."""
+    source = tmp_path / "consts.ufunc"
+    source.write_text(
+        "helper T twice(T v)\n{\n    return v + v;\n}\n\n"
+        "ufunc f(n, x) -> y\n"
+        "    types: float64(int64, float64), float32(int32, float32), float32(float32, float32), "
+        "complex64(int32, int32), float16(int16, int16), int32(uint8, uint8), float64(int8, float16), "
+        "float16(uint16, float64)\n"
+        "{\n    y = twice(n) * PI + x;\n}\n")
+    bodies = render_module(load_module("pkg.consts", [str(source)], source_root=str(tmp_path)),
+                           COMMAND)["consts_bodies.h"]
+    loops = re.findall(r"#define UFG_CONSTANT_T (\w+)\n(?:#define twice \w+\n)?\s*"
+                       r"UFG_BODY_FN void\nufg_body_f_(\w+)\(", bodies)
+    defined = {suffix: constant_type for constant_type, suffix in loops}
+    assert defined == {"int64_float64__float64": "double", "int32_float32__float32": "float",
+                       "float32": "T", "int32_int32__complex64": "float",
+                       "int16_int16__float16": "float", "uint8_uint8__int32": "double",
+                       "int8_float16__float64": "double", "uint16_float64__float16": "double"}
+    helpers = re.findall(r"#define T (\w+)\n#define UFG_CONSTANT_T (\w+)\n#define twice", bodies)
+    assert ("int64_t", "double") in helpers and ("float", "T") in helpers

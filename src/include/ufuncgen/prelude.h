@@ -409,6 +409,17 @@ UFG_PRELUDE_FN float _Complex ufg_cexp_f(float _Complex z)
     unsigned int: ufg_##name##_u, unsigned long: ufg_##name##_ul, \
     unsigned long long: ufg_##name##_ull, float: ufg_##name##_f, double: ufg_##name##_d
 
+/* The arguments of a call that computes in the type of `a + b`, each converted to that type
+ * where the body wrote the call: `1 ? (a) : (b)` has the type of `a + b` and evaluates `a`
+ * only.  _Generic's controlling expression `(a) + (b)` is not evaluated, and GCC warns of
+ * nothing there: a float beside a double, `max(x, 0.0)` of a float32 `x`, would compute in
+ * double without the -Wdouble-promotion warning that `x * 0.0` draws.  Converted here, in
+ * evaluated code, it draws that warning ("to match other result of conditional") at the
+ * body's call, through the macro expansion notes.  The values are those a + b would give. */
+#define UFG_SUM_ARGS_2(a, b) (1 ? (a) : (b)), (0 ? (a) : (b))
+#define UFG_SUM_ARGS_3(a, b, c) \
+    (1 ? (1 ? (a) : (b)) : (c)), (1 ? (0 ? (a) : (b)) : (c)), (0 ? (0 ? (a) : (b)) : (c))
+
 #undef pow
 #undef fma
 /* exp of a complex is the prelude's (ufg_cexp_*: vectorizes), of a real <tgmath.h>'s. */
@@ -418,25 +429,26 @@ UFG_PRELUDE_FN float _Complex ufg_cexp_f(float _Complex z)
                         default: (exp))(x)
 #define abs(x) _Generic(+(x), UFG_ARMS(abs), float _Complex: ufg_cabs_f, double _Complex: ufg_cabs_d)(x)
 #define sign(x) _Generic(+(x), UFG_ARMS(sign))(x)
-#define min(a, b) _Generic((a) + (b), UFG_ARMS(min))((a), (b))
-#define max(a, b) _Generic((a) + (b), UFG_ARMS(max))((a), (b))
-#define clamp(x, lo, hi) _Generic((x) + (lo) + (hi), UFG_ARMS(clamp))((x), (lo), (hi))
+#define min(a, b) _Generic((a) + (b), UFG_ARMS(min))(UFG_SUM_ARGS_2(a, b))
+#define max(a, b) _Generic((a) + (b), UFG_ARMS(max))(UFG_SUM_ARGS_2(a, b))
+#define clamp(x, lo, hi) _Generic((x) + (lo) + (hi), UFG_ARMS(clamp))(UFG_SUM_ARGS_3(x, lo, hi))
 #define pow(a, b) _Generic((a) + (b), UFG_ARMS(pow), float _Complex: cpowf, \
-                          double _Complex: (cpow))((a), (b))
+                          double _Complex: (cpow))(UFG_SUM_ARGS_2(a, b))
 /* The parts of a complex value, its conjugate and its argument; a real value is its own real
  * part and conjugate, with imaginary part 0 (np.real, np.imag, np.conj, np.angle). */
 #undef conj
 #define real(x) _Generic(+(x), UFG_ARMS(real), float _Complex: crealf, double _Complex: (creal))(x)
 #define imag(x) _Generic(+(x), UFG_ARMS(imag), float _Complex: cimagf, double _Complex: (cimag))(x)
 #define conj(x) _Generic(+(x), UFG_ARMS(conj), float _Complex: conjf, double _Complex: (conj))(x)
-/* The imaginary unit in the precision of the body's T: complex128 where T is double or
- * complex128 (so `I * angle` of a float64 angle converts nothing), complex64 elsewhere, as
- * <complex.h>'s I. */
+/* The imaginary unit in the precision of the loop's floating type UFG_CONSTANT_T (T where T
+ * is floating or complex; below, with the constants): complex128 where that is double or
+ * complex128 (so `I * angle` of a float64 angle converts nothing, nor `n * I` in a
+ * complex128(int64) loop), complex64 elsewhere, as <complex.h>'s I. */
 #undef I
-#define I _Generic((T)0, double: (double _Complex)_Complex_I, \
+#define I _Generic((UFG_CONSTANT_T)0, double: (double _Complex)_Complex_I, \
                    double _Complex: (double _Complex)_Complex_I, default: _Complex_I)
 #define arg(x) _Generic(+(x), UFG_ARMS(arg), float _Complex: cargf, double _Complex: (carg))(x)
-#define fma(a, b, c) _Generic((a) + (b) + (c), float: fmaf, default: (fma))((a), (b), (c))
+#define fma(a, b, c) _Generic((a) + (b) + (c), float: fmaf, default: (fma))(UFG_SUM_ARGS_3(a, b, c))
 /* <tgmath.h> already gives the one-argument functions this file's meaning; the two-argument
  * ones follow `a + b` here, where <tgmath.h> would compute float beside an integer in double. */
 /* fabs of a complex is its modulus, as abs (<tgmath.h> would call libm's cabs). */
@@ -452,15 +464,15 @@ UFG_PRELUDE_FN float _Complex ufg_cexp_f(float _Complex z)
 #undef fdim
 #undef remainder
 #undef nextafter
-#define atan2(a, b) _Generic((a) + (b), float: atan2f, default: (atan2))((a), (b))
-#define hypot(a, b) _Generic((a) + (b), float: ufg_hypot_f, default: ufg_hypot_d)((a), (b))
-#define fmod(a, b) _Generic((a) + (b), float: fmodf, default: (fmod))((a), (b))
-#define fmin(a, b) _Generic((a) + (b), float: ufg_fmin_f, default: ufg_fmin_d)((a), (b))
-#define fmax(a, b) _Generic((a) + (b), float: ufg_fmax_f, default: ufg_fmax_d)((a), (b))
-#define copysign(a, b) _Generic((a) + (b), float: copysignf, default: (copysign))((a), (b))
-#define fdim(a, b) _Generic((a) + (b), float: fdimf, default: (fdim))((a), (b))
-#define remainder(a, b) _Generic((a) + (b), float: remainderf, default: (remainder))((a), (b))
-#define nextafter(a, b) _Generic((a) + (b), float: nextafterf, default: (nextafter))((a), (b))
+#define atan2(a, b) _Generic((a) + (b), float: atan2f, default: (atan2))(UFG_SUM_ARGS_2(a, b))
+#define hypot(a, b) _Generic((a) + (b), float: ufg_hypot_f, default: ufg_hypot_d)(UFG_SUM_ARGS_2(a, b))
+#define fmod(a, b) _Generic((a) + (b), float: fmodf, default: (fmod))(UFG_SUM_ARGS_2(a, b))
+#define fmin(a, b) _Generic((a) + (b), float: ufg_fmin_f, default: ufg_fmin_d)(UFG_SUM_ARGS_2(a, b))
+#define fmax(a, b) _Generic((a) + (b), float: ufg_fmax_f, default: ufg_fmax_d)(UFG_SUM_ARGS_2(a, b))
+#define copysign(a, b) _Generic((a) + (b), float: copysignf, default: (copysign))(UFG_SUM_ARGS_2(a, b))
+#define fdim(a, b) _Generic((a) + (b), float: fdimf, default: (fdim))(UFG_SUM_ARGS_2(a, b))
+#define remainder(a, b) _Generic((a) + (b), float: remainderf, default: (remainder))(UFG_SUM_ARGS_2(a, b))
+#define nextafter(a, b) _Generic((a) + (b), float: nextafterf, default: (nextafter))(UFG_SUM_ARGS_2(a, b))
 
 /* ---------------------------------------------------------------- C++ (nvcc): overloads */
 #else
@@ -561,11 +573,11 @@ template <class R> UFG_PRELUDE_FN R ufg_real(ufg_complex<R> z) { return z.re; }
 template <class R> UFG_PRELUDE_FN R ufg_imag(ufg_complex<R> z) { return z.im; }
 template <class R> UFG_PRELUDE_FN ufg_complex<R> ufg_conj(ufg_complex<R> z) { return {z.re, -z.im}; }
 template <class R> UFG_PRELUDE_FN R ufg_arg(ufg_complex<R> z) { return ufg_atan2(z.im, z.re); }
-/* The imaginary unit in the precision of the body's T, as in C (above). */
+/* The imaginary unit in the precision of the loop's floating type, as in C (above). */
 template <class R> struct ufg_unit_of { typedef float type; };
 template <> struct ufg_unit_of<double> { typedef double type; };
 template <> struct ufg_unit_of<ufg_complex<double>> { typedef double type; };
-#define I (ufg_complex<ufg_unit_of<T>::type>(0, 1))
+#define I (ufg_complex<ufg_unit_of<UFG_CONSTANT_T>::type>(0, 1))
 
 #define real(x) ufg_real(x)
 #define imag(x) ufg_imag(x)
@@ -622,10 +634,14 @@ template <> struct ufg_unit_of<ufg_complex<double>> { typedef double type; };
 
 #endif /* C++ */
 
-/* ---------------------------------------------------------------- constants, in type T */
-#define PI ((T)3.141592653589793238462643383279502884)
-#define TWO_PI ((T)6.283185307179586476925286766559005768)
-#define SQRT2 ((T)1.414213562373095048801688724209698079)
-#define LN2 ((T)0.693147180559945309417232121458176568)
+/* ---------------------------------------------------------------- constants
+ * In the loop's floating type UFG_CONSTANT_T, which the bodies header defines beside T: T
+ * where T is floating or complex; where T is an integer or bool (a mixed signature such as
+ * float64(int64)), the first floating type among the signature's outputs and inputs (of a
+ * complex one, its component type), double if none.  In type T there, PI would be 3. */
+#define PI ((UFG_CONSTANT_T)3.141592653589793238462643383279502884)
+#define TWO_PI ((UFG_CONSTANT_T)6.283185307179586476925286766559005768)
+#define SQRT2 ((UFG_CONSTANT_T)1.414213562373095048801688724209698079)
+#define LN2 ((UFG_CONSTANT_T)0.693147180559945309417232121458176568)
 
 #endif /* UFUNCGEN_PRELUDE_H */
