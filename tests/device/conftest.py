@@ -1,9 +1,11 @@
 """Helpers for the device-path tests: moving arrays to the device and back, and a stand-in
 for a foreign CUDA library's array (anything exporting __cuda_array_interface__)."""
+import time
+
 import numpy as np
 import pytest
 
-from ufuncgen import device
+from ufuncgen import _device, device
 
 SIM = device.backend() == "sim"
 
@@ -26,6 +28,21 @@ def to_dev(a, layout="contiguous"):
         d = device.to_device(np.ascontiguousarray(a.T))
         return view(d, a.shape, d.strides[::-1])
     raise KeyError(layout)
+
+
+# Stalls of growing length, for a check that something has NOT happened yet on a stalled
+# stream: it is judged only while the stall surely holds the stream, so a check that a loaded
+# machine delays past its stall tries again with a longer one instead of failing.
+STALLS = (0.05, 0.5, 5.0)
+
+
+def stalled(handle, seconds):
+    """Holds stream `handle` for `seconds` (the asynchronous simulator's sim_stall); returns a
+    function that tells whether the stall surely holds it still: less than `seconds` since
+    the stall was queued, when it had not even begun."""
+    start = time.perf_counter()
+    _device.sim_stall(handle, seconds)
+    return lambda: time.perf_counter() - start < seconds
 
 
 def view(d, shape, strides, offset=0):

@@ -23,7 +23,7 @@ import pytest
 from ufuncgen import _device, device
 import ufuncgen.examples as ex
 
-from .conftest import ForeignArray, host, view
+from .conftest import STALLS, ForeignArray, host, stalled, view
 
 pytestmark = pytest.mark.skipif(device.backend() != "sim",
                                 reason="the simulator reports work on a destroyed stream")
@@ -221,12 +221,19 @@ def test_destroyed_streams_leave_the_simulators_table_once_their_work_has_run(x)
         s = device.Stream(non_blocking=True)
         ex.add(device.to_device(x, stream=s), 1.0, stream=s)    # freed on s, then s goes
         del s
-    handle = _device.stream_create()
-    _device.sim_stall(handle, 0.05)
-    _device.stream_destroy(handle)              # its queued work still runs
-    assert _device._sim_stream_count() >= before + 1
-    device.synchronize()
-    assert _device._sim_stream_count() == before
+    for late in STALLS:
+        handle = _device.stream_create()
+        still_held = stalled(handle, late)
+        _device.stream_destroy(handle)              # its queued work still runs
+        counted = _device._sim_stream_count()
+        conclusive = still_held()
+        device.synchronize()
+        assert _device._sim_stream_count() == before
+        if conclusive:
+            assert counted >= before + 1, "the stream left the table with its work queued"
+            break
+    else:
+        pytest.fail(f"no check came within {late} s of its stall")
     with pytest.raises(device.DeviceError, match=f"stream {handle:#x}.*destroyed"):
         ex.add(device.to_device(x), 1.0, stream=handle)     # gone, and still refused
 
@@ -237,17 +244,23 @@ def test_a_destroyed_stream_stays_in_the_table_while_an_event_or_a_wait_names_it
     stream waiting for it holds a wait: the stream leaves the table after both."""
     device.synchronize()
     before = _device._sim_stream_count()
-    s, consumer = device.Stream(non_blocking=True), device.Stream(non_blocking=True)
-    _device.sim_stall(s.handle, 0.05)
-    library_array = ForeignArray(device.to_device(x))
-    result = ex.add(library_array, 1.0, stream=s)   # keeps library_array: an event on s
-    _device.stream_wait(consumer.handle, s.handle)  # a wait on s, queued on consumer
-    later = ex.add(result, 1.0, stream=consumer)
-    del s, library_array, result
-    gc.collect()
-    assert _device._kept_count() >= 1
-    np.testing.assert_array_equal(host(later), (x + 1) + 1)
-    del consumer, later
-    device.synchronize()
-    assert _device._kept_count() == 0
-    assert _device._sim_stream_count() == before
+    for late in STALLS:
+        s, consumer = device.Stream(non_blocking=True), device.Stream(non_blocking=True)
+        still_held = stalled(s.handle, late)
+        library_array = ForeignArray(device.to_device(x))
+        result = ex.add(library_array, 1.0, stream=s)   # keeps library_array: an event on s
+        _device.stream_wait(consumer.handle, s.handle)  # a wait on s, queued on consumer
+        later = ex.add(result, 1.0, stream=consumer)
+        del s, library_array, result
+        gc.collect()
+        kept = _device._kept_count()
+        conclusive = still_held()
+        np.testing.assert_array_equal(host(later), (x + 1) + 1)
+        del consumer, later
+        device.synchronize()
+        assert _device._kept_count() == 0
+        assert _device._sim_stream_count() == before
+        if conclusive:
+            assert kept >= 1, "the library array was let go before s had run the add"
+            return
+    pytest.fail(f"no check came within {late} s of its stall")

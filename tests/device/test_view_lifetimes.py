@@ -22,7 +22,7 @@ import pytest
 from ufuncgen import _device, device
 import ufuncgen.examples as ex
 
-from .conftest import ForeignArray, host
+from .conftest import STALLS, ForeignArray, host, stalled
 from .dlpack_capsules import (DELETER, KDLCUDA, KDLFLOAT, DLDataType, DLDevice,
                               DLManagedTensor, DLTensor)
 
@@ -146,17 +146,23 @@ def test_a_view_in_a_reference_cycle_lets_go_of_its_producer_in_stream_order(x, 
 
 
 def test_a_dlpack_producers_deleter_runs_once_when_the_stream_has_passed_the_views_work(x):
-    s = device.Stream(non_blocking=True)
-    source = DLPackLibraryArray(x)
-    imported = device.from_dlpack(source)
-    (address,) = DLPackLibraryArray.exports
-    _device.sim_stall(s.handle, LATE)
-    ex.add(imported, 1.0, stream=s)
-    del imported
-    gc.collect()
-    assert DLPackLibraryArray.deleted[-1:] != [address]     # s has not run the add yet
-    device.synchronize()
-    assert DLPackLibraryArray.deleted.count(address) == 1
+    for late in STALLS:
+        s = device.Stream(non_blocking=True)
+        source = DLPackLibraryArray(x)
+        imported = device.from_dlpack(source)
+        (address,) = DLPackLibraryArray.exports
+        still_held = stalled(s.handle, late)
+        ex.add(imported, 1.0, stream=s)
+        del imported
+        gc.collect()
+        deleted_early = address in DLPackLibraryArray.deleted
+        conclusive = still_held()
+        device.synchronize()
+        assert DLPackLibraryArray.deleted.count(address) == 1
+        if conclusive:
+            assert not deleted_early, "the deleter ran before s had run the add"
+            return
+    pytest.fail(f"no check came within {late} s of its stall")
 
 
 def test_a_dlpack_operand_passed_to_a_call_is_released_after_the_calls_work(x):
