@@ -70,6 +70,18 @@ def test_a_gufunc_with_a_frozen_core_dimension_goes_through_ufuncgen_dask_apply(
     assert_same(y.compute(), ex.sq_norm3(V))
 
 
+def test_a_gufunc_with_a_computed_output_dimension_goes_through_ufuncgen_dask_apply():
+    points = np.random.default_rng(3).standard_normal((6, 5, 2))
+    x = da.from_array(points, chunks=(3, 5, 2))
+    with pytest.raises(KeyError, match="p"):
+        ex.condensed_distances(x)     # dask cannot size `dim: p = n * (n - 1) / 2`
+    y = ufuncgen.dask.apply(ex.condensed_distances, x)
+    assert isinstance(y, da.Array) and y.shape == (6, 10)
+    assert_same(y.compute(), ex.condensed_distances(points))
+    # A size the caller gives is dask's to use.
+    assert ufuncgen.dask.apply(ex.condensed_distances, x, output_sizes={"p": 10}).shape == (6, 10)
+
+
 def test_a_two_output_function_has_a_working_path_through_ufuncgen_dask_apply():
     x = da.from_array(X.astype(np.float32), chunks=100)
     with pytest.raises(TypeError):

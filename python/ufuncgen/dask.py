@@ -11,7 +11,9 @@ is a lazy dask array:
     >>> ex.l2_norm(x.reshape(-1, 100))          # gufunc: core dimension whole in each chunk
 
 dask dispatches ufuncs with several outputs only for NumPy's own, so `ex.sincos(x)` raises a
-TypeError.  `apply` works for every generated function, one output or several:
+TypeError, and cannot size a gufunc's output dimension that no input has (a `dim:` line), so
+`ex.condensed_distances(points)` raises dask's KeyError naming it.  `apply` works for every
+generated function, one output or several, and computes such sizes as a NumPy call does:
 
     >>> import ufuncgen.dask
     >>> s, c = ufuncgen.dask.apply(ex.sincos, x)
@@ -25,6 +27,7 @@ Tokens are deterministic.
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 import numpy as np
@@ -60,6 +63,32 @@ def _resolve(ufunc: np.ufunc, arrays: tuple, dtype: Any) -> tuple[list, list[np.
     return arrays, list(resolved[ufunc.nin:])
 
 
+def _core_dims(signature: str) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
+    """The core dimension names of each input and each output of a gufunc signature."""
+    def parts(side: str) -> list[tuple[str, ...]]:
+        return [tuple(d.strip() for d in group.split(",") if d.strip())
+                for group in re.findall(r"\(([^)]*)\)", side)]
+    inputs, outputs = signature.split("->")
+    return parts(inputs), parts(outputs)
+
+
+def _computed_output_sizes(ufunc: np.ufunc, arrays: list) -> dict[str, int]:
+    """The sizes of a gufunc's output core dimensions that no input has (a `dim:` line, or a
+    constant one), which dask cannot infer and asks for as output_sizes: NumPy's own
+    resolution of the core dimensions (the generated `dim:` arithmetic, with its errors),
+    run on empty stacks of the inputs' core shapes, so that no body runs."""
+    inputs, outputs = _core_dims(ufunc.signature)
+    computed = {d for dims in outputs for d in dims} - {d for dims in inputs for d in dims}
+    if not computed:
+        return {}
+    empty = [np.empty((0, *np.shape(a)[np.ndim(a) - len(dims):]), np.result_type(a))
+             for a, dims in zip(arrays, inputs)]
+    results = ufunc(*empty)
+    results = results if isinstance(results, tuple) else (results,)
+    return {d: size for result, dims in zip(results, outputs)
+            for d, size in zip(dims, result.shape[result.ndim - len(dims):]) if d in computed}
+
+
 def apply(function, *arrays, allow_rechunk: bool = False, dtype: Any = None, **kwargs):
     """`function(*arrays)` lazily, chunk by chunk, through `dask.array.apply_gufunc`.
 
@@ -70,7 +99,9 @@ def apply(function, *arrays, allow_rechunk: bool = False, dtype: Any = None, **k
 
     A gufunc's core dimensions must each be one chunk: dask raises a ValueError naming the
     dimension otherwise, unless `allow_rechunk=True`, which merges the chunks first (the
-    answer is then right, at the cost of moving data).  Other keywords (`axes`, `axis`,
+    answer is then right, at the cost of moving data).  The size of an output dimension that
+    no input has (a `dim:` line) is computed from the inputs' core sizes, as a NumPy call
+    computes it, unless `output_sizes` gives it.  Other keywords (`axes`, `axis`,
     `keepdims`, `output_sizes`, `meta`) go to `apply_gufunc`.
     """
     import dask.array as da
@@ -85,6 +116,9 @@ def apply(function, *arrays, allow_rechunk: bool = False, dtype: Any = None, **k
     if signature is None:
         signature = ",".join(["()"] * ufunc.nin) + "->" + ",".join(["()"] * ufunc.nout)
     arrays, output_dtypes = _resolve(ufunc, arrays, dtype)
+    if ufunc.signature is not None and "output_sizes" not in kwargs and \
+            "axes" not in kwargs and "axis" not in kwargs:
+        kwargs["output_sizes"] = _computed_output_sizes(ufunc, arrays)
     # The function, not its bare ufunc, in the graph: a CuPy chunk then takes the device path.
     # dtype= is bound to it here: given to apply_gufunc, it would be blockwise's own dtype=
     # parameter and never reach the chunks, which would compute the default dtype.
