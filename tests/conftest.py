@@ -83,6 +83,21 @@ def threads_restored():
     ufuncgen.set_num_threads(threads)
 
 
+@pytest.fixture(params=["serial", "threads"])
+def threading_mode(request, threads_restored):
+    """The test twice: on the calling thread alone, and on two threads with no parallel
+    threshold, so that every call large enough to split does."""
+    import ufuncgen
+    from ufuncgen import _core
+    if request.param == "threads":
+        ufuncgen.set_num_threads(2)
+        elements, work, _ = _core._parallel_threshold()
+        _core._set_parallel_threshold(elements, work, 0)
+    else:
+        ufuncgen.set_num_threads(1)
+    return request.param
+
+
 @pytest.fixture(scope="session")
 def module_builder():
     """build_module, for test folders that build modules of their own."""

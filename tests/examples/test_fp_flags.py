@@ -20,20 +20,6 @@ def raises(kind, fn, *args, **kwargs):
     return False
 
 
-@pytest.fixture(params=["serial", "threads"])
-def threading_mode(request):
-    threads, threshold = ufuncgen.get_num_threads(), _core._parallel_threshold()
-    if request.param == "threads":
-        ufuncgen.set_num_threads(2)
-        elements, work, _ = _core._parallel_threshold()
-        _core._set_parallel_threshold(elements, work, 0)
-    else:
-        ufuncgen.set_num_threads(1)
-    yield request.param
-    _core._set_parallel_threshold(*threshold)
-    ufuncgen.set_num_threads(threads)
-
-
 N = 40_000   # several blocks of 256, and enough for the pool
 
 

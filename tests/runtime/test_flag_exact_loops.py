@@ -132,17 +132,6 @@ def m(tmp_path_factory, module_importer):
                            "--cuda-arch", "none")
 
 
-@pytest.fixture(params=["serial", "threads"])
-def threading_mode(request, threads_restored):
-    if request.param == "threads":
-        ufuncgen.set_num_threads(2)
-        elements, work, _ = _core._parallel_threshold()
-        _core._set_parallel_threshold(elements, work, 0)
-    else:
-        ufuncgen.set_num_threads(1)
-    return request.param
-
-
 KINDS = ("invalid", "divide", "over")
 
 
