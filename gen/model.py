@@ -54,7 +54,8 @@ RESERVED_NAMES: dict[str, str] = {
     """.split(), _C_KEYWORD),
     **dict.fromkeys("""
         int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t intptr_t uintptr_t
-        intmax_t uintmax_t size_t ptrdiff_t NULL errno I complex imaginary NAN INFINITY
+        intmax_t uintmax_t size_t ptrdiff_t NULL errno I complex imaginary complex64_t
+        complex128_t NAN INFINITY
         HUGE_VAL HUGE_VALF HUGE_VALL EOF BUFSIZ FILENAME_MAX RAND_MAX EXIT_SUCCESS EXIT_FAILURE
         CHAR_BIT MB_LEN_MAX CLOCKS_PER_SEC stdin stdout stderr assert offsetof unix linux
     """.split(), _HEADER_NAME),
@@ -64,6 +65,71 @@ RESERVED_NAMES: dict[str, str] = {
     "main": "is reserved in C: it names the program's entry point",
     "T": "is reserved by ufuncgen: inside a body T is the element type",
 }
+# Words of a body's code that C and nvcc's CUDA C++ do not read alike, each with why and what to
+# write instead: found anywhere in a body's or helper's code (not in its comments or strings)
+# and refused there, since the host's C compiler would accept what nvcc refuses, or mean
+# something else.  (C99's `restrict`, `_Bool` and `_Static_assert` need no entry: the prelude
+# gives them their C meaning in C++.)
+_CXX_ALTERNATIVE_TOKENS = {"and": "&&", "and_eq": "&=", "bitand": "&", "bitor": "|",
+                           "compl": "~", "not": "!", "not_eq": "!=", "or": "||", "or_eq": "|=",
+                           "xor": "^", "xor_eq": "^="}
+_CXX_ONLY_KEYWORDS = frozenset("""
+    alignas alignof catch char8_t class concept const_cast consteval constexpr constinit
+    co_await co_return co_yield decltype delete dynamic_cast explicit export friend mutable
+    namespace new noexcept nullptr operator private protected public reinterpret_cast requires
+    static_cast template this thread_local throw try typeid typename using virtual
+""".split())
+# C99's <complex.h>, which nvcc's C++ does not have, and the prelude's portable spelling.
+_C99_COMPLEX = {
+    **{f"c{name}{suffix}": f"{name}(...)" for name in
+       "exp log sqrt pow sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh".split()
+       for suffix in ("", "f", "l")},
+    **{f"c{name}{suffix}": f"{name}(...)" for name in ("real", "imag", "abs")
+       for suffix in ("", "f", "l")},
+    **{f"carg{suffix}": "arg(...)" for suffix in ("", "f", "l")},
+    **{f"conj{suffix}": "conj(...)" for suffix in ("f", "l")},
+    **{f"cproj{suffix}": None for suffix in ("", "f", "l")},
+    **{f"CMPLX{suffix}": "x + y * I" for suffix in ("", "F", "L")},
+    **dict.fromkeys(("complex", "_Complex", "imaginary", "_Imaginary"),
+                    "complex64_t or complex128_t (or T where T is complex)"),
+    **dict.fromkeys(("_Complex_I", "_Imaginary_I"), "I"),
+}
+
+
+def cxx_incompatible_words(text: str) -> list[tuple[int, str, str]]:
+    """(offset, word, message) for each word of C text (comments and literals blanked) that
+    C and C++ read differently: a C++-only keyword or operator spelling, C99's complex names,
+    `static` inside an array parameter's brackets.  Each word once, where it first appears."""
+    found = []
+    seen = set()
+    for m in re.finditer(r"\b[A-Za-z_]\w*\b", text):
+        word = m.group(0)
+        if word in seen:
+            continue
+        if word in _CXX_ALTERNATIVE_TOKENS:
+            message = (f"'{word}' is C++'s spelling of '{_CXX_ALTERNATIVE_TOKENS[word]}', and a "
+                       f"body is also compiled as C++ (nvcc), where it cannot name a variable; "
+                       f"C has no such operator: rename it, or write "
+                       f"'{_CXX_ALTERNATIVE_TOKENS[word]}'")
+        elif word in _CXX_ONLY_KEYWORDS:
+            message = (f"'{word}' is a keyword of C++, and a body is also compiled as C++ (nvcc), "
+                       f"where it cannot name a variable or a parameter; rename it")
+        elif word in _C99_COMPLEX:
+            instead = _C99_COMPLEX[word]
+            message = (f"'{word}' is C99's <complex.h>, which C++ (nvcc, compiling every body "
+                       f"too) does not have" +
+                       (f": write {instead}" if instead else ": compute it from real(z), imag(z)"))
+        elif word == "static" and re.search(r"\[\s*(?:const\s+|volatile\s+|restrict\s+)*$",
+                                            text[:m.start()]):
+            message = ("'static' in an array parameter's brackets ('a[static 3]') is C99 only: "
+                       "C++ (nvcc) refuses it; write 'a[3]', or 'const T *a'")
+        else:
+            continue
+        seen.add(word)
+        found.append((m.start(), word, message))
+    return found
+
+
 # Names an input may not take: the call's own parameters (f(x, /, out=None, **kwargs), a
 # method's self), which the stub and the docstring would then name twice.
 CALL_PARAMETERS = ("out", "kwargs", "self")
@@ -534,6 +600,11 @@ class _Validator:
                        "ufuncgen's prelude includes (<math.h>, <stdint.h>, <string.h>, complex "
                        "numbers) and the names a body can call (abs, min, max, pow, PI, ...); "
                        "write code of your own as a helper")
+        clean = blank_c_noise("\n".join(raw_body.lines))
+        for offset, _, message in cxx_incompatible_words(clean):
+            line = clean.count("\n", 0, offset)
+            self.error(self.sink.at(raw_body.first_line + line,
+                                    offset - (clean.rfind("\n", 0, offset) + 1) + 1), message)
         return Body(self.display_path, raw_body.first_line, raw_body.lines)
 
     # -- functions ---------------------------------------------------------------
@@ -591,7 +662,10 @@ class _Validator:
                            f"{' and '.join(repr(name) for name in stored)} "
                            f"{'is' if len(stored) == 1 else 'are'} stored after the body's last "
                            f"line, which a return would skip; leave a loop with 'break', or jump "
-                           f"to a label on the body's last line ('goto done;' ... 'done:;')")
+                           f"to a label on the body's last line ('goto done;' ... 'done:;'), "
+                           f"declaring before the goto any variable initialised between it and "
+                           f"the label (C++, nvcc, refuses a jump past an initialisation), or "
+                           f"putting that code in a block of its own, {{ ... }}")
                 return False
         return True
 
@@ -1033,6 +1107,11 @@ class _Validator:
                            f"'TYPE NAME(PARAMETERS)' on the 'helper' line, the body below it")
                 return None
         if problems:
+            return None
+        words = cxx_incompatible_words(blank_c_noise(raw.prototype))
+        for offset, _, message in words:
+            self.error(self.sink.at(line, start + 1 + offset), message)
+        if words:
             return None
         return Helper(raw.name.text, raw.prototype, self.body(raw.body), raw.location,
                       start + 1 if start >= 0 else raw.location.col + len("helper "),

@@ -57,6 +57,22 @@ _UNDECLARED_NAME = re.compile(r"['\u2018](?P<gcc>\w+)['\u2019] undeclared.*|"
 # header for a library function (a body cannot include one, and the call is already reported
 # as undeclared), its warning that the same call mismatches a built-in, and its reminder that
 # an undeclared name is reported once per function.
+# What C accepts in a body and nvcc's C++ refuses, or gives another meaning: gcc's message,
+# and what to write instead (README, "The signature file format").
+_JUMP_PAST_INITIALIZATION = re.compile(r"(?P<what>jump skips|switch jumps over) variable "
+                                       r"initialization(?P<flag> \[-W[\w=-]*\])?")
+_VARIABLE_LENGTH_ARRAY = re.compile(r"ISO C90 forbids variable length array (?P<name>\S+)"
+                                    r"(?P<flag> \[-W[\w=-]*\])?")
+_IMAGINARY_DISCARDED = re.compile(r"conversion from (?P<types>.+ to .+) discards imaginary "
+                                  r"component(?P<flag> \[-W[\w=-]*\])?")
+# A conditional between a complex64 value and a double one: C's type is complex128, which
+# CUDA C++ cannot give it (ufuncgen/complex.h refuses it there).
+_COMPLEX_CONDITIONAL = re.compile(
+    r"implicit conversion from (?P<from>\S+ \{aka ['\u2018]const _Complex float['\u2019]\}|"
+    r"['\u2018](?:const )?(?:complex float|_Complex float)['\u2019]) to (?P<to>\S+ double['\u2019]) "
+    r"to match other result of conditional(?P<flag> \[-W[\w=-]*\])?")
+# -Wconversion is on for its complex message alone: its others are not shown.
+_OTHER_CONVERSION = re.compile(r".*\[-W(?:error=)?conversion\]")
 _UNHELPFUL = re.compile(r"include ['\u2018]<[^>]*>['\u2019] or provide a declaration of .*|"
                         r"incompatible implicit declaration of built-in function .*|"
                         r"each undeclared identifier is reported only once .*")
@@ -134,6 +150,31 @@ def _reworded(message: str, names: dict[str, str], core: dict[str, Arg] | None =
     if m is not None:
         return (f"{m['what']} an element of '{m['name']}', an input: a body reads its inputs "
                 f"and writes only its outputs")
+    m = _JUMP_PAST_INITIALIZATION.fullmatch(message)
+    if m is not None:
+        where = "a goto" if m["what"] == "jump skips" else "a switch's case label"
+        return (f"{m['what']} variable initialization: C allows it, but a body "
+                f"is also compiled as C++ (nvcc), where {where} may not jump past an initialised "
+                f"declaration; declare the variable before the jump and assign it after "
+                f"(`T t;` ... `t = ...;`), or enclose its declaration and the code using it in "
+                f"a block, {{ ... }}{m['flag'] or ''}")
+    m = _VARIABLE_LENGTH_ARRAY.fullmatch(message)
+    if m is not None:
+        return (f"variable length array {m['name']}: an array's size must be a "
+                f"constant; C allows one known only at run time, C++ (nvcc) does not; size it "
+                f"with a constant bound (and check the run-time size against it), or compute "
+                f"without the array{m['flag'] or ''}")
+    m = _IMAGINARY_DISCARDED.fullmatch(message)
+    if m is not None:
+        return (f"conversion from {m['types']} discards imaginary component: "
+                f"C keeps the real part, nvcc's C++ refuses the conversion; write real(...) "
+                f"for the real part, or abs(...) for the modulus{m['flag'] or ''}")
+    m = _COMPLEX_CONDITIONAL.fullmatch(message)
+    if m is not None:
+        return (f"implicit conversion from {m['from']} to {m['to']} to match other result of "
+                f"conditional: C gives this conditional the type complex128, "
+                f"which nvcc's C++ cannot, and refuses it; convert the complex64 operand "
+                f"(`(complex128_t)z`), or the other one to complex64{m['flag'] or ''}")
     m = _UNDECLARED.fullmatch(message)
     if m is None:
         return message
@@ -202,7 +243,8 @@ def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module 
             if path not in sources:
                 pending = (severity, message) if severity in ("error", "warning") else pending
                 continue
-            if _UNHELPFUL.fullmatch(message):
+            if _UNHELPFUL.fullmatch(message) or (_OTHER_CONVERSION.fullmatch(message) and
+                                                 not _IMAGINARY_DISCARDED.fullmatch(message)):
                 continue
             if severity == "note" and pending is not None and "in expansion of macro" in message:
                 macro = _MACRO_EXPANSION.search(message)

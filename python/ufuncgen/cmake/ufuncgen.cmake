@@ -265,6 +265,12 @@ function(ufuncgen_add_module target)
     # UBSan found add(int64) overflowing at INT64_MAX + 1 in the shipped examples.
     target_compile_options(${target} PRIVATE
       "$<$<COMPILE_LANGUAGE:C>:-O3;-fwrapv;-fopenmp-simd;-fno-math-errno;-ffp-contract=off;-Wall;-Wdouble-promotion;-Wfloat-conversion;-Wno-unknown-pragmas>")
+    # -Wconversion (less its sign conversions) for one of its messages: a complex value
+    # assigned to a real variable, which C converts by dropping the imaginary part and nvcc's
+    # C++ refuses ("discards imaginary component"); build_diagnostics shows only that one of
+    # its messages, at the user's line, and drops the others (int64 to int32, ...).
+    target_compile_options(${target} PRIVATE
+      "$<$<COMPILE_LANGUAGE:C>:-Wconversion;-Wno-sign-conversion>")
     # Errors, not warnings, for what C (before C23; GCC before 14) lets through but the
     # module could not survive, and nvcc's C++ refuses anyway:
     # -Werror=implicit-function-declaration: a call to an undeclared function (a typo,
@@ -273,9 +279,11 @@ function(ufuncgen_add_module target)
     # -Werror=incompatible-pointer-types, -Werror=int-conversion (and GCC's
     # -Werror=discarded-qualifiers; Clang counts it under incompatible-pointer-types): an
     # `int32_t *` passed for a helper's `T *`, an integer used as a pointer, a const input's
-    # address written through, would silently reinterpret or overwrite memory.
+    # address written through, would silently reinterpret or overwrite memory;
+    # -Werror=vla: an array sized at run time (`double tmp[n];`, a helper's `const T c[n]`),
+    # which C99 allows and C++ (nvcc) does not.
     target_compile_options(${target} PRIVATE
-      "$<$<COMPILE_LANGUAGE:C>:-Werror=implicit-function-declaration;-Werror=incompatible-pointer-types;-Werror=int-conversion>")
+      "$<$<COMPILE_LANGUAGE:C>:-Werror=implicit-function-declaration;-Werror=incompatible-pointer-types;-Werror=int-conversion;-Werror=vla>")
     # -fdiagnostics-column-unit=byte: GCC 11 and later count a column in display cells (tabs
     # widened to 8) when they can read the file a #line names, and in bytes when they cannot
     # (a relative path, from CMake's folder); Clang always counts bytes.  build_diagnostics
@@ -305,6 +313,10 @@ function(ufuncgen_add_module target)
         "$<$<COMPILE_LANGUAGE:C>:-fno-split-paths;--param=max-rtl-if-conversion-unpredictable-cost=40>")
       # A const pointer passed where a writable one is expected (see above).
       target_compile_options(${target} PRIVATE "$<$<COMPILE_LANGUAGE:C>:-Werror=discarded-qualifiers>")
+      # A goto that jumps forward past an initialised declaration (`goto done;` ... `T t =
+      # sqrt(x);` ... `done:;`), or a switch whose case label does: C allows it, C++ (nvcc)
+      # refuses it ("transfer of control bypasses initialization").  C-only in GCC.
+      target_compile_options(${target} PRIVATE "$<$<COMPILE_LANGUAGE:C>:-Werror=jump-misses-init>")
     endif()
   endif()
   ufuncgen_sanitize(${target})

@@ -28,6 +28,10 @@
 
 typedef float _Complex ufg_complex64;
 typedef double _Complex ufg_complex128;
+/* The names a body declares complex locals with, the same in C and C++ (README, "Complex
+ * numbers"); C99's `double complex`, `float _Complex` are C only. */
+typedef ufg_complex64 complex64_t;
+typedef ufg_complex128 complex128_t;
 
 #else /* C++: nvcc's kernels, and g++ in tests/prelude */
 
@@ -61,6 +65,19 @@ struct ufg_complex {
     template <class S, typename = typename UFG_COMPLEX_STD::enable_if<
                            UFG_COMPLEX_STD::is_arithmetic<S>::value>::type>
     UFG_COMPLEX_FN explicit operator S() const { return static_cast<S>(re); }
+    UFG_COMPLEX_FN explicit operator double() const { return static_cast<double>(re); }
+    /* A conditional between a complex64 and a double, `c ? z64 : x`, has the type complex128
+     * in C.  C++ gives a conditional the type of one of its operands, and the converting
+     * constructor above would make it complex64, x rounded to float (pi became
+     * 3.1415927410125732, 1e300 inf).  This conversion, deleted, is never used, but it makes
+     * the conditional ambiguous, so that C++ refuses it rather than narrow x (the host warns
+     * there, README "Complex numbers"); `(double)z64` takes the explicit one above.  A
+     * complex64 beside a complex128 is ambiguous already (both constructors convert), and a
+     * float or an integer beside either converts to it, as in C. */
+    template <class S, typename UFG_COMPLEX_STD::enable_if<
+                           UFG_COMPLEX_STD::is_same<S, double>::value &&
+                           UFG_COMPLEX_STD::is_same<R, float>::value, int>::type = 0>
+    operator S() const = delete;
     /* In a condition, as C tests a complex: true when either part is nonzero. */
     UFG_COMPLEX_FN explicit operator bool() const { return re != 0 || im != 0; }
 
@@ -72,6 +89,8 @@ struct ufg_complex {
 
 typedef ufg_complex<float> ufg_complex64;
 typedef ufg_complex<double> ufg_complex128;
+typedef ufg_complex64 complex64_t;
+typedef ufg_complex128 complex128_t;
 
 /* The real type C's usual conversions give two real types (or a real type and an integer). */
 template <class A, class B> struct ufg_complex_common { typedef decltype(A() + B()) type; };

@@ -477,6 +477,12 @@ UFG_PRELUDE_FN float _Complex ufg_cexp_f(float _Complex z)
 /* ---------------------------------------------------------------- C++ (nvcc): overloads */
 #else
 
+/* C99's spellings that C++ lacks, with their C meaning: a helper's `T *restrict p`, a `_Bool`
+ * local, `_Static_assert(...)`. */
+#define restrict __restrict__
+#define _Bool bool
+#define _Static_assert static_assert
+
 #define UFG_OVERLOADS(name) \
     UFG_PRELUDE_FN int ufg_##name##_of(int x) { return ufg_##name##_i(x); } \
     UFG_PRELUDE_FN long ufg_##name##_of(long x) { return ufg_##name##_l(x); } \
