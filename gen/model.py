@@ -139,6 +139,9 @@ PRELUDE_FUNCTIONS = frozenset("""
     abs sign min max clamp fmin fmax pow fma sqrt cbrt exp exp2 expm1 log log2 log10 log1p
     sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh erf erfc tgamma lgamma floor
     ceil trunc round rint nearbyint fabs atan2 hypot fmod copysign fdim remainder nextafter
+    logb isnan isinf isfinite isnormal signbit fpclassify isless isgreater islessequal
+    isgreaterequal islessgreater isunordered ldexp scalbn scalbln frexp ilogb lround llround
+    lrint llrint nexttoward j0 j1 y0 y1 jn yn
 """.split())
 # Prefixes, each with why; checked in order, after the whole names above.
 RESERVED_PREFIXES: tuple[tuple[re.Pattern, str], ...] = (

@@ -22,6 +22,27 @@ TYPES_1 = ", ".join(f"{t}({t})" for t in FLOATS)
 TYPES_2 = ", ".join(f"{t}({t}, {t})" for t in FLOATS)
 TYPES_3 = ", ".join(f"{t}({t}, {t}, {t})" for t in FLOATS)
 
+# Classification, as NumPy's own (isnormal and fpclassify have none: from isfinite and the
+# smallest normal), and C99's quiet comparisons (false where either is NaN).
+# A float16 body sees a float: a float16 subnormal is a normal float there.
+def _isnormal(x):
+    x = x.astype(np.float32) if x.dtype == np.float16 else x
+    return np.isfinite(x) & (np.abs(x) >= np.finfo(x.dtype).tiny)
+
+
+def _fpclassify(x):      # glibc's FP_NAN, FP_INFINITE, FP_ZERO, FP_SUBNORMAL, FP_NORMAL
+    x = x.astype(np.float32) if x.dtype == np.float16 else x
+    return np.select([np.isnan(x), np.isinf(x), x == 0, np.abs(x) < np.finfo(x.dtype).tiny],
+                     [0, 1, 2, 3], 4)
+
+
+CLASSIFY = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
+            "signbit": np.signbit, "isnormal": _isnormal, "fpclassify": _fpclassify}
+COMPARE = {"isless": np.less, "isgreater": np.greater, "islessequal": np.less_equal,
+           "isgreaterequal": np.greater_equal,
+           "islessgreater": lambda a, b: np.less(a, b) | np.greater(a, b),
+           "isunordered": lambda a, b: np.isnan(a) | np.isnan(b)}
+
 SIGNATURES = "".join(f"""\
 ufunc {name}_of(a, b) -> y
     types: {TYPES_2}
@@ -53,7 +74,21 @@ ufunc sign_of(x) -> y
 {{
     y = sign(x);
 }}
-"""
+""" + "".join(f"""\
+ufunc {name}_of(x) -> y
+    types: {", ".join(f"int32({t})" for t in FLOATS)}
+{{
+    y = {name}(x);
+}}
+
+""" for name in CLASSIFY) + "".join(f"""\
+ufunc {name}_of(a, b) -> y
+    types: {", ".join(f"int32({t}, {t})" for t in FLOATS)}
+{{
+    y = {name}(a, b);
+}}
+
+""" for name in COMPARE)
 
 
 @pytest.fixture(scope="module")
@@ -258,6 +293,38 @@ def test_the_device_path_gives_numpys_values_for_nan_inf_and_signed_zeros(fns, t
 @pytest.mark.skipif(NVCC is None, reason="needs nvcc (the CUDA toolkit)")
 def test_nvcc_compiles_these_bodies_for_every_float_type(fns, tmp_path):
     ptx = _nvcc_ptx(_generated_kernels(fns), tmp_path)
-    for name in ("min_of", "max_of", "fmin_of", "fmax_of", "clamp_of", "sign_of"):
+    for name in ("min_of", "max_of", "fmin_of", "fmax_of", "clamp_of", "sign_of",
+                 *(f"{n}_of" for n in (*CLASSIFY, *COMPARE))):
         for t in FLOATS:
             assert f"ufg_kernel_{name}_{t}" in ptx, (name, t)
+
+
+@pytest.mark.parametrize("name, t", [pytest.param(n, t, id=f"{n}-{t}") for n in CLASSIFY
+                                     for t in FLOATS])
+def test_classification_raises_what_numpy_raises_and_gives_an_int_0_or_1(fns, name, t):
+    """isnan and isfinite were vectorized with comparisons that raise invalid for a NaN, and
+    isinf(-inf) and signbit were -1 and the sign bit itself in scalar code; np.isnan,
+    np.isinf, np.isfinite and np.signbit raise nothing and give True."""
+    x = np.resize(_values(t), 5 * len(_values(t)) + 3)
+    numpys = CLASSIFY[name]
+    for sl in (slice(None), slice(None, None, 3)):
+        want, numpy_error = _run(numpys, x[sl])
+        got, error = _run(getattr(fns, f"{name}_of"), x[sl])
+        assert error == numpy_error is None, f"{name}({t}) raised {error!r}, NumPy {numpy_error!r}"
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(got, want.astype(np.int32), err_msg=f"{name}({t})[{sl}]")
+        np.testing.assert_array_equal(_on_device(getattr(fns, f"{name}_of"), x[sl]), got,
+                                      err_msg=f"{name}({t}) on {device.backend()}")
+
+
+@pytest.mark.parametrize("name, t", [pytest.param(n, t, id=f"{n}-{t}") for n in COMPARE
+                                     for t in FLOATS])
+def test_the_quiet_comparisons_raise_nothing_for_any_nan(fns, name, t):
+    x, y = _pairs(t)
+    got, error = _run(getattr(fns, f"{name}_of"), x, y)
+    assert error is None, f"{name}({t}) raised {error!r}"
+    with np.errstate(all="ignore"):
+        want = COMPARE[name](x, y).astype(np.int32)
+    np.testing.assert_array_equal(got, want, err_msg=f"{name}({t})")
+    np.testing.assert_array_equal(_on_device(getattr(fns, f"{name}_of"), x, y), want,
+                                  err_msg=f"{name}({t}) on {device.backend()}")

@@ -133,6 +133,103 @@ UFG_DEFINE_FLOAT_ORDER(f, float, uint32_t, int32_t, 0x7f800000u, 0x3f800000u)
 UFG_DEFINE_FLOAT_ORDER(d, double, uint64_t, int64_t, 0x7ff0000000000000ull, 0x3ff0000000000000ull)
 #undef UFG_DEFINE_FLOAT_ORDER
 
+/* The classification macros and the quiet comparisons, as an int 0 or 1 (fpclassify: one of
+ * FP_NAN, FP_INFINITE, FP_ZERO, FP_SUBNORMAL, FP_NORMAL), as NumPy's isnan, isinf, isfinite
+ * and signbit give them, for every type.  Left to the compilers they disagree: glibc's isinf
+ * is __builtin_isinf_sign (isinf(-inf) is -1, so isinf(a) + isinf(b) of -inf and inf is 0),
+ * its signbit is "nonzero" (1 in a vector lane, the sign bit itself, -2147483648, in scalar
+ * code), GCC vectorizes isnan and isfinite with comparisons that raise invalid for a NaN (where
+ * np.isnan raises nothing), and nvcc refuses isnormal, fpclassify and isgreater.  So they are
+ * read from the bits, as min and max compare (above): exact, quiet for every NaN, vectorized.
+ * isless and its family follow the type rule (float, else double) and are false where either
+ * argument is NaN; of an integer the classification is that of its double value: never NaN nor
+ * infinite, normal unless 0. */
+#ifndef FP_NAN /* nvcc's device code without <math.h>: C leaves the values open, glibc's */
+#define FP_NAN 0
+#define FP_INFINITE 1
+#define FP_ZERO 2
+#define FP_SUBNORMAL 3
+#define FP_NORMAL 4
+#endif
+#define UFG_DEFINE_FLOAT_CLASS(S, TYPE, BITS, INF_BITS, MIN_NORMAL_BITS) \
+    UFG_PRELUDE_FN BITS ufg_magnitude_bits_##S(TYPE x) { return ufg_bits_of_##S(x) & (~(BITS)0 >> 1); } \
+    UFG_PRELUDE_FN int ufg_isnan_##S(TYPE x) { return ufg_is_nan_##S(x); } \
+    UFG_PRELUDE_FN int ufg_isinf_##S(TYPE x) { return ufg_magnitude_bits_##S(x) == (INF_BITS); } \
+    UFG_PRELUDE_FN int ufg_isfinite_##S(TYPE x) { return ufg_magnitude_bits_##S(x) < (INF_BITS); } \
+    UFG_PRELUDE_FN int ufg_isnormal_##S(TYPE x) \
+    { return (BITS)(ufg_magnitude_bits_##S(x) - (MIN_NORMAL_BITS)) < (INF_BITS) - (MIN_NORMAL_BITS); } \
+    UFG_PRELUDE_FN int ufg_signbit_##S(TYPE x) { return (int)(ufg_bits_of_##S(x) >> (8 * sizeof(BITS) - 1)); } \
+    UFG_PRELUDE_FN int ufg_fpclassify_##S(TYPE x) \
+    { \
+        const BITS magnitude = ufg_magnitude_bits_##S(x); \
+        return magnitude > (INF_BITS) ? FP_NAN : magnitude == (INF_BITS) ? FP_INFINITE \
+               : magnitude >= (MIN_NORMAL_BITS) ? FP_NORMAL : magnitude != 0 ? FP_SUBNORMAL : FP_ZERO; \
+    } \
+    UFG_PRELUDE_FN int ufg_isunordered_##S(TYPE a, TYPE b) { return ufg_is_nan_##S(a) | ufg_is_nan_##S(b); } \
+    UFG_PRELUDE_FN int ufg_isless_##S(TYPE a, TYPE b) { return ufg_less_##S(a, b); } \
+    UFG_PRELUDE_FN int ufg_isgreater_##S(TYPE a, TYPE b) { return ufg_less_##S(b, a); } \
+    UFG_PRELUDE_FN int ufg_islessequal_##S(TYPE a, TYPE b) \
+    { return !ufg_isunordered_##S(a, b) & (ufg_order_key_##S(a) <= ufg_order_key_##S(b)); } \
+    UFG_PRELUDE_FN int ufg_isgreaterequal_##S(TYPE a, TYPE b) \
+    { return !ufg_isunordered_##S(a, b) & (ufg_order_key_##S(a) >= ufg_order_key_##S(b)); } \
+    UFG_PRELUDE_FN int ufg_islessgreater_##S(TYPE a, TYPE b) \
+    { return !ufg_isunordered_##S(a, b) & (ufg_order_key_##S(a) != ufg_order_key_##S(b)); }
+UFG_DEFINE_FLOAT_CLASS(f, float, uint32_t, 0x7f800000u, 0x00800000u)
+UFG_DEFINE_FLOAT_CLASS(d, double, uint64_t, 0x7ff0000000000000ull, 0x0010000000000000ull)
+#undef UFG_DEFINE_FLOAT_CLASS
+#define UFG_DEFINE_INTEGER_CLASS(S, TYPE, NEGATIVE) \
+    UFG_PRELUDE_FN int ufg_isnan_##S(TYPE x) { (void)x; return 0; } \
+    UFG_PRELUDE_FN int ufg_isinf_##S(TYPE x) { (void)x; return 0; } \
+    UFG_PRELUDE_FN int ufg_isfinite_##S(TYPE x) { (void)x; return 1; } \
+    UFG_PRELUDE_FN int ufg_isnormal_##S(TYPE x) { return x != 0; } \
+    UFG_PRELUDE_FN int ufg_signbit_##S(TYPE x) { (void)x; return NEGATIVE; } \
+    UFG_PRELUDE_FN int ufg_fpclassify_##S(TYPE x) { return x != 0 ? FP_NORMAL : FP_ZERO; }
+#define UFG_DEFINE_SIGNED_CLASS(S, TYPE, UTYPE) UFG_DEFINE_INTEGER_CLASS(S, TYPE, x < 0)
+#define UFG_DEFINE_UNSIGNED_CLASS(S, TYPE, UTYPE) UFG_DEFINE_INTEGER_CLASS(S, TYPE, 0)
+UFG_SIGNED_TYPES(UFG_DEFINE_SIGNED_CLASS)
+UFG_UNSIGNED_TYPES(UFG_DEFINE_UNSIGNED_CLASS)
+#undef UFG_DEFINE_SIGNED_CLASS
+#undef UFG_DEFINE_UNSIGNED_CLASS
+#undef UFG_DEFINE_INTEGER_CLASS
+
+/* The Bessel functions, of a float computed in double and rounded once (glibc's j0f, as CUDA's,
+ * is off by up to 9 ULP, with a large relative error near the zeros; j0 in double, rounded,
+ * is within 1 ULP of float32), of a double or an integer in double.  jn and yn take the order
+ * first, an int.  Not in <tgmath.h>: the host would compute a float32 body's j0(x) in double
+ * and nvcc in float. */
+#define UFG_DEFINE_BESSEL(name) \
+    UFG_PRELUDE_FN float ufg_##name##_f(float x) { return (float)(name)((double)x); } \
+    UFG_PRELUDE_FN double ufg_##name##_d(double x) { return (name)(x); }
+#define UFG_DEFINE_BESSEL_N(name) \
+    UFG_PRELUDE_FN float ufg_##name##_f(int n, float x) { return (float)(name)(n, (double)x); } \
+    UFG_PRELUDE_FN double ufg_##name##_d(int n, double x) { return (name)(n, x); }
+UFG_DEFINE_BESSEL(j0)
+UFG_DEFINE_BESSEL(j1)
+UFG_DEFINE_BESSEL(y0)
+UFG_DEFINE_BESSEL(y1)
+UFG_DEFINE_BESSEL_N(jn)
+UFG_DEFINE_BESSEL_N(yn)
+#undef UFG_DEFINE_BESSEL
+#undef UFG_DEFINE_BESSEL_N
+
+/* nexttoward(x, y): the next value of x's type after x towards y, y itself where they are
+ * equal.  C's y is a long double, which the GPU has not: here it is a double (a body has no
+ * long double), so of a double (or an integer, in double) it is nextafter, and of a float it
+ * steps towards the infinity on y's side, chosen on the bits (quiet for a NaN), x with y's
+ * sign where they are equal, a NaN where either is. */
+UFG_PRELUDE_FN float ufg_nexttoward_f(float x, double y)
+{
+    const double xd = (double)x;
+    const uint32_t up = -(uint32_t)ufg_less_d(xd, y), down = -(uint32_t)ufg_less_d(y, xd);
+    const uint32_t nan = -(uint32_t)(ufg_is_nan_f(x) | ufg_is_nan_d(y));
+    const uint32_t equal = ~(up | down | nan);
+    const uint32_t y_sign = (uint32_t)(ufg_bits_of_d(y) >> 32) & 0x80000000u;
+    const uint32_t toward = (0x7f800000u & up) | (0xff800000u & down) | (0x7fc00000u & nan)
+                            | (((ufg_bits_of_f(x) & 0x7fffffffu) | y_sign) & equal);
+    return (nextafterf)(x, ufg_f_of_bits(toward));
+}
+UFG_PRELUDE_FN double ufg_nexttoward_d(double x, double y) { return (nextafter)(x, y); }
+
 /* abs of the most negative integer wraps to itself, as np.abs does: negate in the unsigned
  * twin, where overflow is defined. */
 #define UFG_DEFINE_ABS_SIGNED(S, TYPE, UTYPE) \
@@ -316,6 +413,12 @@ UFG_DEFINE_MODULUS(d, double, uint64_t, int64_t, 52, 2047, 500, (sqrt))
 #ifndef __cplusplus
 UFG_PRELUDE_FN float ufg_cabs_f(float _Complex z) { return ufg_modulus_f(crealf(z), cimagf(z)); }
 UFG_PRELUDE_FN double ufg_cabs_d(double _Complex z) { return ufg_modulus_d(creal(z), cimag(z)); }
+UFG_PRELUDE_FN int ufg_isnan_cf(float _Complex z) { return ufg_isnan_f(crealf(z)) | ufg_isnan_f(cimagf(z)); }
+UFG_PRELUDE_FN int ufg_isnan_cd(double _Complex z) { return ufg_isnan_d(creal(z)) | ufg_isnan_d(cimag(z)); }
+UFG_PRELUDE_FN int ufg_isinf_cf(float _Complex z) { return ufg_isinf_f(crealf(z)) | ufg_isinf_f(cimagf(z)); }
+UFG_PRELUDE_FN int ufg_isinf_cd(double _Complex z) { return ufg_isinf_d(creal(z)) | ufg_isinf_d(cimag(z)); }
+UFG_PRELUDE_FN int ufg_isfinite_cf(float _Complex z) { return ufg_isfinite_f(crealf(z)) & ufg_isfinite_f(cimagf(z)); }
+UFG_PRELUDE_FN int ufg_isfinite_cd(double _Complex z) { return ufg_isfinite_d(creal(z)) & ufg_isfinite_d(cimag(z)); }
 
 /* exp of a complex, inline and branch-free so that a loop calling it vectorizes with the
  * vector exp, sin and cos (glibc's cexpf is a scalar call of 15-50 ns an element).  On
@@ -396,7 +499,7 @@ UFG_PRELUDE_FN float _Complex ufg_cexp_f(float _Complex z)
     X(sqrt) X(cbrt) X(exp) X(exp2) X(expm1) X(log) X(log2) X(log10) X(log1p) \
     X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh) \
     X(asinh) X(acosh) X(atanh) X(erf) X(erfc) X(tgamma) X(lgamma) \
-    X(floor) X(ceil) X(trunc) X(round) X(rint) X(nearbyint) X(fabs)
+    X(logb) X(floor) X(ceil) X(trunc) X(round) X(rint) X(nearbyint) X(fabs)
 /* Two arguments: the type of `a + b` when it is float or double, else double. */
 #define UFG_MATH_2(X) \
     X(atan2) X(fmod) X(copysign) X(fdim) X(remainder) X(nextafter)
@@ -408,6 +511,13 @@ UFG_PRELUDE_FN float _Complex ufg_cexp_f(float _Complex z)
     int: ufg_##name##_i, long: ufg_##name##_l, long long: ufg_##name##_ll, \
     unsigned int: ufg_##name##_u, unsigned long: ufg_##name##_ul, \
     unsigned long long: ufg_##name##_ull, float: ufg_##name##_f, double: ufg_##name##_d
+/* A <math.h> function of a real type: float_fn for float, double_fn for double and every
+ * integer (computing in double).  No arm for a complex value, nor a default one, which C would
+ * take for a complex value and convert it to its real part: such a call does not compile
+ * ("'_Generic' selector of type 'complex double' is not compatible with any association"). */
+#define UFG_REAL_ARMS(float_fn, double_fn) \
+    float: float_fn, double: double_fn, int: double_fn, long: double_fn, long long: double_fn, \
+    unsigned int: double_fn, unsigned long: double_fn, unsigned long long: double_fn
 
 /* The arguments of a call that computes in the type of `a + b`, each converted to that type
  * where the body wrote the call: `1 ? (a) : (b)` has the type of `a + b` and evaluates `a`
@@ -448,7 +558,7 @@ UFG_PRELUDE_FN float _Complex ufg_cexp_f(float _Complex z)
 #define I _Generic((UFG_CONSTANT_T)0, double: (double _Complex)_Complex_I, \
                    double _Complex: (double _Complex)_Complex_I, default: _Complex_I)
 #define arg(x) _Generic(+(x), UFG_ARMS(arg), float _Complex: cargf, double _Complex: (carg))(x)
-#define fma(a, b, c) _Generic((a) + (b) + (c), float: fmaf, default: (fma))(UFG_SUM_ARGS_3(a, b, c))
+#define fma(a, b, c) _Generic((a) + (b) + (c), UFG_REAL_ARMS(fmaf, (fma)))(UFG_SUM_ARGS_3(a, b, c))
 /* <tgmath.h> already gives the one-argument functions this file's meaning; the two-argument
  * ones follow `a + b` here, where <tgmath.h> would compute float beside an integer in double. */
 /* fabs of a complex is its modulus, as abs (<tgmath.h> would call libm's cabs). */
@@ -464,15 +574,75 @@ UFG_PRELUDE_FN float _Complex ufg_cexp_f(float _Complex z)
 #undef fdim
 #undef remainder
 #undef nextafter
-#define atan2(a, b) _Generic((a) + (b), float: atan2f, default: (atan2))(UFG_SUM_ARGS_2(a, b))
-#define hypot(a, b) _Generic((a) + (b), float: ufg_hypot_f, default: ufg_hypot_d)(UFG_SUM_ARGS_2(a, b))
-#define fmod(a, b) _Generic((a) + (b), float: fmodf, default: (fmod))(UFG_SUM_ARGS_2(a, b))
-#define fmin(a, b) _Generic((a) + (b), float: ufg_fmin_f, default: ufg_fmin_d)(UFG_SUM_ARGS_2(a, b))
-#define fmax(a, b) _Generic((a) + (b), float: ufg_fmax_f, default: ufg_fmax_d)(UFG_SUM_ARGS_2(a, b))
-#define copysign(a, b) _Generic((a) + (b), float: copysignf, default: (copysign))(UFG_SUM_ARGS_2(a, b))
-#define fdim(a, b) _Generic((a) + (b), float: fdimf, default: (fdim))(UFG_SUM_ARGS_2(a, b))
-#define remainder(a, b) _Generic((a) + (b), float: remainderf, default: (remainder))(UFG_SUM_ARGS_2(a, b))
-#define nextafter(a, b) _Generic((a) + (b), float: nextafterf, default: (nextafter))(UFG_SUM_ARGS_2(a, b))
+#define atan2(a, b) _Generic((a) + (b), UFG_REAL_ARMS(atan2f, (atan2)))(UFG_SUM_ARGS_2(a, b))
+#define hypot(a, b) _Generic((a) + (b), UFG_REAL_ARMS(ufg_hypot_f, ufg_hypot_d))(UFG_SUM_ARGS_2(a, b))
+#define fmod(a, b) _Generic((a) + (b), UFG_REAL_ARMS(fmodf, (fmod)))(UFG_SUM_ARGS_2(a, b))
+#define fmin(a, b) _Generic((a) + (b), UFG_REAL_ARMS(ufg_fmin_f, ufg_fmin_d))(UFG_SUM_ARGS_2(a, b))
+#define fmax(a, b) _Generic((a) + (b), UFG_REAL_ARMS(ufg_fmax_f, ufg_fmax_d))(UFG_SUM_ARGS_2(a, b))
+#define copysign(a, b) _Generic((a) + (b), UFG_REAL_ARMS(copysignf, (copysign)))(UFG_SUM_ARGS_2(a, b))
+#define fdim(a, b) _Generic((a) + (b), UFG_REAL_ARMS(fdimf, (fdim)))(UFG_SUM_ARGS_2(a, b))
+#define remainder(a, b) _Generic((a) + (b), UFG_REAL_ARMS(remainderf, (remainder)))(UFG_SUM_ARGS_2(a, b))
+#define nextafter(a, b) _Generic((a) + (b), UFG_REAL_ARMS(nextafterf, (nextafter)))(UFG_SUM_ARGS_2(a, b))
+/* Classification: of a complex value isnan, isinf and isfinite as NumPy's (either part NaN,
+ * either part infinite, both finite); signbit, isnormal and fpclassify take none. */
+#undef isnan
+#undef isinf
+#undef isfinite
+#undef isnormal
+#undef signbit
+#undef fpclassify
+#undef isless
+#undef isgreater
+#undef islessequal
+#undef isgreaterequal
+#undef islessgreater
+#undef isunordered
+#define isnan(x) _Generic(+(x), UFG_ARMS(isnan), float _Complex: ufg_isnan_cf, double _Complex: ufg_isnan_cd)(x)
+#define isinf(x) _Generic(+(x), UFG_ARMS(isinf), float _Complex: ufg_isinf_cf, double _Complex: ufg_isinf_cd)(x)
+#define isfinite(x) _Generic(+(x), UFG_ARMS(isfinite), float _Complex: ufg_isfinite_cf, \
+                             double _Complex: ufg_isfinite_cd)(x)
+#define isnormal(x) _Generic(+(x), UFG_ARMS(isnormal))(x)
+#define signbit(x) _Generic(+(x), UFG_ARMS(signbit))(x)
+#define fpclassify(x) _Generic(+(x), UFG_ARMS(fpclassify))(x)
+#define isless(a, b) _Generic((a) + (b), UFG_REAL_ARMS(ufg_isless_f, ufg_isless_d))(UFG_SUM_ARGS_2(a, b))
+#define isgreater(a, b) _Generic((a) + (b), UFG_REAL_ARMS(ufg_isgreater_f, ufg_isgreater_d))(UFG_SUM_ARGS_2(a, b))
+#define islessequal(a, b) _Generic((a) + (b), UFG_REAL_ARMS(ufg_islessequal_f, ufg_islessequal_d)) \
+    (UFG_SUM_ARGS_2(a, b))
+#define isgreaterequal(a, b) _Generic((a) + (b), UFG_REAL_ARMS(ufg_isgreaterequal_f, ufg_isgreaterequal_d)) \
+    (UFG_SUM_ARGS_2(a, b))
+#define islessgreater(a, b) _Generic((a) + (b), UFG_REAL_ARMS(ufg_islessgreater_f, ufg_islessgreater_d)) \
+    (UFG_SUM_ARGS_2(a, b))
+#define isunordered(a, b) _Generic((a) + (b), UFG_REAL_ARMS(ufg_isunordered_f, ufg_isunordered_d)) \
+    (UFG_SUM_ARGS_2(a, b))
+/* The functions of a real value and an int (or an int's address): float in float, double and
+ * integers in double, as <tgmath.h> has them, but refusing a complex value, and the same under
+ * nvcc, which refuses an integer (std::ldexp of an int is a constexpr host function there). */
+#undef ldexp
+#undef scalbn
+#undef scalbln
+#undef frexp
+#undef ilogb
+#undef lround
+#undef llround
+#undef lrint
+#undef llrint
+#undef nexttoward
+#define ldexp(x, n) _Generic(+(x), UFG_REAL_ARMS(ldexpf, (ldexp)))(x, n)
+#define scalbn(x, n) _Generic(+(x), UFG_REAL_ARMS(scalbnf, (scalbn)))(x, n)
+#define scalbln(x, n) _Generic(+(x), UFG_REAL_ARMS(scalblnf, (scalbln)))(x, n)
+#define frexp(x, e) _Generic(+(x), UFG_REAL_ARMS(frexpf, (frexp)))(x, e)
+#define ilogb(x) _Generic(+(x), UFG_REAL_ARMS(ilogbf, (ilogb)))(x)
+#define lround(x) _Generic(+(x), UFG_REAL_ARMS(lroundf, (lround)))(x)
+#define llround(x) _Generic(+(x), UFG_REAL_ARMS(llroundf, (llround)))(x)
+#define lrint(x) _Generic(+(x), UFG_REAL_ARMS(lrintf, (lrint)))(x)
+#define llrint(x) _Generic(+(x), UFG_REAL_ARMS(llrintf, (llrint)))(x)
+#define nexttoward(x, y) _Generic(+(x), UFG_REAL_ARMS(ufg_nexttoward_f, ufg_nexttoward_d))(x, y)
+#define j0(x) _Generic(+(x), UFG_REAL_ARMS(ufg_j0_f, ufg_j0_d))(x)
+#define j1(x) _Generic(+(x), UFG_REAL_ARMS(ufg_j1_f, ufg_j1_d))(x)
+#define y0(x) _Generic(+(x), UFG_REAL_ARMS(ufg_y0_f, ufg_y0_d))(x)
+#define y1(x) _Generic(+(x), UFG_REAL_ARMS(ufg_y1_f, ufg_y1_d))(x)
+#define jn(n, x) _Generic(+(x), UFG_REAL_ARMS(ufg_jn_f, ufg_jn_d))(n, x)
+#define yn(n, x) _Generic(+(x), UFG_REAL_ARMS(ufg_yn_f, ufg_yn_d))(n, x)
 
 /* ---------------------------------------------------------------- C++ (nvcc): overloads */
 #else
@@ -517,9 +687,14 @@ UFG_PRELUDE_FN auto ufg_clamp(A x, B lo, C hi) -> decltype(x + lo + hi)
     typedef decltype(x + lo + hi) R;
     return ufg_min(ufg_max(static_cast<R>(x), static_cast<R>(lo)), static_cast<R>(hi));
 }
+/* The <math.h> functions of integers compute in double; of a complex value (which converts to
+ * its real part only explicitly) there is no overload, and the call does not compile ("no
+ * instance of overloaded function ufg_atan2 matches the argument list"), as in C. */
+#define UFG_IF_INTEGER(I) typename = typename UFG_COMPLEX_STD::enable_if< \
+    UFG_COMPLEX_STD::is_integral<I>::value>::type
 UFG_PRELUDE_FN float ufg_fma_of(float a, float b, float c) { return fmaf(a, b, c); }
 UFG_PRELUDE_FN double ufg_fma_of(double a, double b, double c) { return ::fma(a, b, c); }
-template <class I> UFG_PRELUDE_FN double ufg_fma_of(I a, I b, I c)
+template <class I, UFG_IF_INTEGER(I)> UFG_PRELUDE_FN double ufg_fma_of(I a, I b, I c)
 { return ::fma(static_cast<double>(a), static_cast<double>(b), static_cast<double>(c)); }
 template <class A, class B, class C>
 UFG_PRELUDE_FN auto ufg_fma(A a, B b, C c) -> decltype(ufg_fma_of(a + b + c, a + b + c, a + b + c))
@@ -533,12 +708,15 @@ UFG_PRELUDE_FN auto ufg_fma(A a, B b, C c) -> decltype(ufg_fma_of(a + b + c, a +
 #define UFG_DEFINE_MATH_1(name) \
     UFG_PRELUDE_FN float ufg_##name(float x) { return ::name##f(x); } \
     UFG_PRELUDE_FN double ufg_##name(double x) { return ::name(x); } \
-    template <class I> UFG_PRELUDE_FN double ufg_##name(I x) { return ::name(static_cast<double>(x)); }
+    template <class I, UFG_IF_INTEGER(I)> \
+    UFG_PRELUDE_FN double ufg_##name(I x) { return ::name(static_cast<double>(x)); }
 #define UFG_DEFINE_MATH_2(name) UFG_DEFINE_MATH_2_AS(name, ::name##f, ::name)
 #define UFG_DEFINE_MATH_2_AS(name, float_fn, double_fn) \
-    UFG_PRELUDE_FN float ufg_##name##_of(float a, float b) { return float_fn(a, b); } \
-    UFG_PRELUDE_FN double ufg_##name##_of(double a, double b) { return double_fn(a, b); } \
-    template <class I> UFG_PRELUDE_FN double ufg_##name##_of(I a, I b) \
+    UFG_DEFINE_MATH_2_RETURNING(name, float, float_fn, double, double_fn)
+#define UFG_DEFINE_MATH_2_RETURNING(name, float_result, float_fn, double_result, double_fn) \
+    UFG_PRELUDE_FN float_result ufg_##name##_of(float a, float b) { return float_fn(a, b); } \
+    UFG_PRELUDE_FN double_result ufg_##name##_of(double a, double b) { return double_fn(a, b); } \
+    template <class I, UFG_IF_INTEGER(I)> UFG_PRELUDE_FN double_result ufg_##name##_of(I a, I b) \
     { return double_fn(static_cast<double>(a), static_cast<double>(b)); } \
     template <class A, class B> \
     UFG_PRELUDE_FN auto ufg_##name(A a, B b) -> decltype(ufg_##name##_of(a + b, a + b)) \
@@ -548,6 +726,79 @@ UFG_MATH_2(UFG_DEFINE_MATH_2)
 UFG_DEFINE_MATH_2_AS(hypot, ufg_hypot_f, ufg_hypot_d)
 UFG_DEFINE_MATH_2_AS(fmin, ufg_fmin_f, ufg_fmin_d)
 UFG_DEFINE_MATH_2_AS(fmax, ufg_fmax_f, ufg_fmax_d)
+#define UFG_DEFINE_COMPARE(name) UFG_DEFINE_MATH_2_RETURNING(name, int, ufg_##name##_f, int, ufg_##name##_d)
+UFG_DEFINE_COMPARE(isless)
+UFG_DEFINE_COMPARE(isgreater)
+UFG_DEFINE_COMPARE(islessequal)
+UFG_DEFINE_COMPARE(isgreaterequal)
+UFG_DEFINE_COMPARE(islessgreater)
+UFG_DEFINE_COMPARE(isunordered)
+
+/* The classification (above), an int for every real type; isnan, isinf and isfinite of a
+ * complex value as NumPy's, as in C. */
+#define UFG_CLASS_OVERLOADS(name) \
+    UFG_PRELUDE_FN int ufg_##name##_of(int x) { return ufg_##name##_i(x); } \
+    UFG_PRELUDE_FN int ufg_##name##_of(long x) { return ufg_##name##_l(x); } \
+    UFG_PRELUDE_FN int ufg_##name##_of(long long x) { return ufg_##name##_ll(x); } \
+    UFG_PRELUDE_FN int ufg_##name##_of(unsigned int x) { return ufg_##name##_u(x); } \
+    UFG_PRELUDE_FN int ufg_##name##_of(unsigned long x) { return ufg_##name##_ul(x); } \
+    UFG_PRELUDE_FN int ufg_##name##_of(unsigned long long x) { return ufg_##name##_ull(x); } \
+    UFG_PRELUDE_FN int ufg_##name##_of(float x) { return ufg_##name##_f(x); } \
+    UFG_PRELUDE_FN int ufg_##name##_of(double x) { return ufg_##name##_d(x); } \
+    template <class A> UFG_PRELUDE_FN auto ufg_##name(A x) -> decltype(ufg_##name##_of(+x)) \
+    { return ufg_##name##_of(+x); }
+UFG_CLASS_OVERLOADS(isnan)
+UFG_CLASS_OVERLOADS(isinf)
+UFG_CLASS_OVERLOADS(isfinite)
+UFG_CLASS_OVERLOADS(isnormal)
+UFG_CLASS_OVERLOADS(signbit)
+UFG_CLASS_OVERLOADS(fpclassify)
+template <class R> UFG_PRELUDE_FN int ufg_isnan(ufg_complex<R> z) { return ufg_isnan(z.re) | ufg_isnan(z.im); }
+template <class R> UFG_PRELUDE_FN int ufg_isinf(ufg_complex<R> z) { return ufg_isinf(z.re) | ufg_isinf(z.im); }
+template <class R> UFG_PRELUDE_FN int ufg_isfinite(ufg_complex<R> z) { return ufg_isfinite(z.re) & ufg_isfinite(z.im); }
+
+/* A real value and an int: float in float, double and integers in double, as in C. */
+#define UFG_DEFINE_WITH_INT(name, int_type) \
+    UFG_PRELUDE_FN float ufg_##name(float x, int_type n) { return ::name##f(x, n); } \
+    UFG_PRELUDE_FN double ufg_##name(double x, int_type n) { return ::name(x, n); } \
+    template <class I, UFG_IF_INTEGER(I)> \
+    UFG_PRELUDE_FN double ufg_##name(I x, int_type n) { return ::name(static_cast<double>(x), n); }
+UFG_DEFINE_WITH_INT(ldexp, int)
+UFG_DEFINE_WITH_INT(scalbn, int)
+UFG_DEFINE_WITH_INT(scalbln, long)
+UFG_DEFINE_WITH_INT(frexp, int *)
+/* A real value to an integer: float in float, double and integers in double. */
+#define UFG_DEFINE_TO_INTEGER(name, result) \
+    UFG_PRELUDE_FN result ufg_##name(float x) { return ::name##f(x); } \
+    UFG_PRELUDE_FN result ufg_##name(double x) { return ::name(x); } \
+    template <class I, UFG_IF_INTEGER(I)> \
+    UFG_PRELUDE_FN result ufg_##name(I x) { return ::name(static_cast<double>(x)); }
+UFG_DEFINE_TO_INTEGER(ilogb, int)
+UFG_DEFINE_TO_INTEGER(lround, long)
+UFG_DEFINE_TO_INTEGER(llround, long long)
+UFG_DEFINE_TO_INTEGER(lrint, long)
+UFG_DEFINE_TO_INTEGER(llrint, long long)
+/* The prelude's own functions of one real value (an int first, for jn and yn). */
+#define UFG_DEFINE_OWN_1(name) \
+    UFG_PRELUDE_FN float ufg_##name(float x) { return ufg_##name##_f(x); } \
+    UFG_PRELUDE_FN double ufg_##name(double x) { return ufg_##name##_d(x); } \
+    template <class I, UFG_IF_INTEGER(I)> \
+    UFG_PRELUDE_FN double ufg_##name(I x) { return ufg_##name##_d(static_cast<double>(x)); }
+#define UFG_DEFINE_OWN_N(name) \
+    UFG_PRELUDE_FN float ufg_##name(int n, float x) { return ufg_##name##_f(n, x); } \
+    UFG_PRELUDE_FN double ufg_##name(int n, double x) { return ufg_##name##_d(n, x); } \
+    template <class I, UFG_IF_INTEGER(I)> \
+    UFG_PRELUDE_FN double ufg_##name(int n, I x) { return ufg_##name##_d(n, static_cast<double>(x)); }
+UFG_DEFINE_OWN_1(j0)
+UFG_DEFINE_OWN_1(j1)
+UFG_DEFINE_OWN_1(y0)
+UFG_DEFINE_OWN_1(y1)
+UFG_DEFINE_OWN_N(jn)
+UFG_DEFINE_OWN_N(yn)
+UFG_PRELUDE_FN float ufg_nexttoward(float x, double y) { return ufg_nexttoward_f(x, y); }
+UFG_PRELUDE_FN double ufg_nexttoward(double x, double y) { return ufg_nexttoward_d(x, y); }
+template <class I, UFG_IF_INTEGER(I)>
+UFG_PRELUDE_FN double ufg_nexttoward(I x, double y) { return ufg_nexttoward_d(static_cast<double>(x), y); }
 
 /* Complex arguments: the C99 complex functions, as <tgmath.h> picks them in C. */
 #define UFG_COMPLEX_MATH_1(X) \
@@ -637,6 +888,35 @@ template <> struct ufg_unit_of<ufg_complex<double>> { typedef double type; };
 #define fdim(a, b) ufg_fdim((a), (b))
 #define remainder(a, b) ufg_remainder((a), (b))
 #define nextafter(a, b) ufg_nextafter((a), (b))
+#define logb(x) ufg_logb(x)
+#define isnan(x) ufg_isnan(x)
+#define isinf(x) ufg_isinf(x)
+#define isfinite(x) ufg_isfinite(x)
+#define isnormal(x) ufg_isnormal(x)
+#define signbit(x) ufg_signbit(x)
+#define fpclassify(x) ufg_fpclassify(x)
+#define isless(a, b) ufg_isless((a), (b))
+#define isgreater(a, b) ufg_isgreater((a), (b))
+#define islessequal(a, b) ufg_islessequal((a), (b))
+#define isgreaterequal(a, b) ufg_isgreaterequal((a), (b))
+#define islessgreater(a, b) ufg_islessgreater((a), (b))
+#define isunordered(a, b) ufg_isunordered((a), (b))
+#define ldexp(x, n) ufg_ldexp((x), (n))
+#define scalbn(x, n) ufg_scalbn((x), (n))
+#define scalbln(x, n) ufg_scalbln((x), (n))
+#define frexp(x, e) ufg_frexp((x), (e))
+#define ilogb(x) ufg_ilogb(x)
+#define lround(x) ufg_lround(x)
+#define llround(x) ufg_llround(x)
+#define lrint(x) ufg_lrint(x)
+#define llrint(x) ufg_llrint(x)
+#define nexttoward(x, y) ufg_nexttoward((x), (y))
+#define j0(x) ufg_j0(x)
+#define j1(x) ufg_j1(x)
+#define y0(x) ufg_y0(x)
+#define y1(x) ufg_y1(x)
+#define jn(n, x) ufg_jn((n), (x))
+#define yn(n, x) ufg_yn((n), (x))
 
 #endif /* C++ */
 
