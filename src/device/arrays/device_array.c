@@ -75,11 +75,14 @@ ufg_strides_span_fits(int ndim, const int64_t *shape, const int64_t *strides,
 void
 ufg_c_strides(int ndim, const int64_t *shape, int64_t itemsize, int64_t *strides)
 {
-    int64_t stride = itemsize;
+    /* Wrapping, not overflowing: the strides of more than 2**63 bytes (a shape of 2**61
+     * float64s) are garbage that ufg_strides_span_fits then refuses, naming the stride of
+     * an inner dimension, whose span is already too long. */
+    uint64_t stride = (uint64_t)itemsize;
 
     for (int d = ndim - 1; d >= 0; d--) {
-        strides[d] = stride;
-        stride *= shape[d] > 0 ? shape[d] : 1;
+        strides[d] = (int64_t)stride;
+        stride *= (uint64_t)(shape[d] > 0 ? shape[d] : 1);
     }
 }
 
