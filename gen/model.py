@@ -605,9 +605,8 @@ class _Validator:
                        "write code of your own as a helper")
         clean = blank_c_noise("\n".join(raw_body.lines))
         for offset, _, message in cxx_incompatible_words(clean):
-            line = clean.count("\n", 0, offset)
-            self.error(self.sink.at(raw_body.first_line + line,
-                                    offset - (clean.rfind("\n", 0, offset) + 1) + 1), message)
+            line, col = _line_and_column(clean, offset)
+            self.error(self.sink.at(raw_body.first_line + line, col), message)
         return Body(self.display_path, raw_body.first_line, raw_body.lines)
 
     # -- functions ---------------------------------------------------------------
@@ -1555,11 +1554,16 @@ def _is_tested(name: str, clean: str) -> bool:
                      clean) is not None
 
 
+def _line_and_column(clean: str, offset: int) -> tuple[int, int]:
+    """`offset` in a body's text (`clean` keeps its line breaks) as the line after the body's
+    first one (0 for it) and the 1-based column."""
+    return clean.count("\n", 0, offset), offset - (clean.rfind("\n", 0, offset) + 1) + 1
+
+
 def _body_location(body: Body, clean: str, offset: int) -> Location:
     """The file location of `offset` in a body's text (`clean` keeps its line breaks)."""
-    line = clean.count("\n", 0, offset)
-    return Location(body.path, body.first_line + line,
-                    offset - (clean.rfind("\n", 0, offset) + 1) + 1)
+    line, col = _line_and_column(clean, offset)
+    return Location(body.path, body.first_line + line, col)
 
 
 _SHIFT = re.compile(r"(?<![<>])(<<|>>)(?![<>])\s*=?\s*(?:\((?:\s*\w+\s*)\)\s*(?=\w|\())?"
