@@ -529,6 +529,14 @@ class Module:
                          if has(f.body) or self._helpers_reached([f.body]) & with_code)
 
     @property
+    def vector_math_functions(self) -> frozenset[str]:
+        """Functions whose body, or a helper it calls, calls a function the host loops may
+        vectorize through libmvec or vecmath.h (exp, sin, hypot, erfc, ...): their loops keep
+        the AVX-512 clone, whose 512-bit variants do twice the work per call
+        (render.target_clones)."""
+        return self._functions_whose_code(_VECTOR_MATH_CALL.search)
+
+    @property
     def flag_exact_functions(self) -> frozenset[str]:
         """Functions (elementwise and gufuncs) whose vectorized loops may raise a floating-point
         flag that NumPy's scalar math would not: their body, or a helper it calls, calls a

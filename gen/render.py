@@ -190,20 +190,41 @@ def descriptor_flags(fn: Function) -> str:
 
 
 def target_clones(fn: Function, sig, module: Module) -> str:
-    """The CPU-dispatch macro (ufuncgen/host_loops.h) for a loop's functions.  Complex loops
-    that may multiply or divide complex values, without fast math, get no FMA clone (GCC
-    fuses the complex product there); abs(z) or exp(z) alone keeps AVX-512 (|z| of complex128
-    over 4M elements: 4.7 ns an element in the AVX2 clone, 2.1 in AVX-512).  A gufunc with
-    variable core dimensions gets no AVX-512 clone: GCC 12 vectorizes a body's in-order loop
-    over a core dimension (acc += x(i) * x(i)) at 512 bits as a serial chain of lane
-    extractions, slower than its AVX2 code (l2_norm float64 over rows of 10: 8.3 ms against
-    6.7 ms, benchmarks/host.py's gufunc rows); a gufunc whose core is all frozen ((3)->())
-    vectorizes the outer loop, where AVX-512 helps (rgb_to_gray float64: 5.9 ms against 7.3)."""
+    """The CPU-dispatch macro (ufuncgen/host_loops.h) for a loop's functions.
+
+    - Complex loops that may multiply or divide complex values, without fast math, get no FMA
+      clone (GCC fuses the complex product there); abs(z) or exp(z) alone keeps AVX-512 (|z|
+      of complex128 over 4M elements: 4.7 ns an element in the AVX2 clone, 2.1 in AVX-512).
+    - Gufuncs get no AVX-512 clone, unless their body calls vector math (exp, sin, ...) and
+      every core dimension is frozen.  NumPy's large arrays start 16 bytes past a 64-byte
+      boundary, so every unaligned 512-bit load of a contiguous stream splits a cache line;
+      256-bit ones split every other.  On an AMD EPYC (Zen 5), one thread, against
+      @guvectorize in one process: rgb_to_gray over 2000x2000x3 float32 1.55 ms in the AVX2
+      clone, 2.51 ms in AVX-512 (float64 3.26 against 5.26), matmul 5x5 float32 3.69 against
+      4.03, the others within 5%.  With variable core dimensions GCC 12 also vectorizes a
+      body's in-order loop over a core dimension (acc += x(i) * x(i)) at 512 bits as a serial
+      chain of lane extractions.
+    - Elementwise loops keep AVX-512: their bodies' math calls run libmvec's 512-bit variants
+      (hypot float64 over 10M elements: 13.0 ms in AVX-512, 28.1 in the AVX2 clone; gelu 4.5
+      against 37.5), and their arithmetic streams lose less to split loads (add float64: the
+      same in both)."""
     if sig.has_complex and not fn.fastmath and fn.name in module.complex_product_functions:
         return "UFG_TARGET_CLONES_WITHOUT_FMA"
-    if fn.is_gufunc and fn.layout.variable_dims:
+    if fn.is_gufunc and (fn.layout.variable_dims or fn.name not in module.vector_math_functions):
         return "UFG_TARGET_CLONES_UP_TO_AVX2"
     return "UFG_TARGET_CLONES"
+
+
+def reduce_clones(fn: Function, sig, module: Module) -> str:
+    """The CPU-dispatch macro of an associative function's vectorized .reduce loop: the AVX2
+    clone, whose 256-bit loads split half as many cache lines (target_clones) as AVX-512's,
+    unless its body calls vector math.  add.reduce of 10M float32 values, one thread: 0.87 ms
+    against 1.16 in the AVX-512 clone; along the contiguous axis of 10,000 x 1,000 of them 1.23
+    against 1.53; float64 within 6% either way."""
+    clones = target_clones(fn, sig, module)
+    if clones == "UFG_TARGET_CLONES" and fn.name not in module.vector_math_functions:
+        return "UFG_TARGET_CLONES_UP_TO_AVX2"
+    return clones
 
 
 def dtype_code(t: ElementType) -> str:
@@ -230,7 +251,7 @@ def environment() -> jinja2.Environment:
         output_store=output_store, core_accessor=core_accessor,
         load=load, store=store, dtype_code=dtype_code,
         wrapper_doc=wrapper_doc, ufunc_doc=ufunc_doc, identity_spec=identity_spec,
-        descriptor_flags=descriptor_flags, target_clones=target_clones,
+        descriptor_flags=descriptor_flags, target_clones=target_clones, reduce_clones=reduce_clones,
         call_signature=call_signature, py_doc=py_doc, contiguous_steps=contiguous_steps,
         core_elements=core_elements,
         specialization_test=specialization_test, specialized_dimensions=specialized_dimensions,

@@ -140,14 +140,79 @@ def _clones_of(module_c, function):
     ("ufg_range_contiguous_l2_norm_float64", "UFG_TARGET_CLONES_UP_TO_AVX2"),
     ("ufg_range_matmul_float32", "UFG_TARGET_CLONES_UP_TO_AVX2"),
     ("ufg_range_contiguous_pairwise_distances_float64", "UFG_TARGET_CLONES_UP_TO_AVX2"),
-    ("ufg_range_contiguous_rgb_to_gray_float64", "UFG_TARGET_CLONES"),
-    ("ufg_range_sq_norm3_float32", "UFG_TARGET_CLONES"),
+    ("ufg_range_contiguous_rgb_to_gray_float64", "UFG_TARGET_CLONES_UP_TO_AVX2"),
+    ("ufg_range_sq_norm3_float32", "UFG_TARGET_CLONES_UP_TO_AVX2"),
     ("ufg_kernel_add_float32", "UFG_TARGET_CLONES"),
+    ("ufg_kernel_hypot_float64", "UFG_TARGET_CLONES"),
     ("ufg_kernel_mandelbrot_complex64__int32", "UFG_TARGET_CLONES_WITHOUT_FMA"),
 ])
-def test_gufuncs_with_variable_core_dimensions_are_cloned_up_to_avx2_only(examples, function,
+def test_gufuncs_are_cloned_up_to_avx2_and_elementwise_loops_up_to_avx512(examples, function,
                                                                           clones):
     assert _clones_of(examples["ex_module.c"], function) == clones
+
+
+VECTOR_MATH_CLONES = """\
+gufunc frozen_exp(v) -> s
+    layout: (3)->()
+    types: float64(float64)
+{
+    s = exp(v(0)) + exp(v(1)) + exp(v(2));
+}
+
+gufunc variable_exp(v) -> s
+    layout: (n)->()
+    types: float64(float64)
+{
+    s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        s += exp(v(i));
+    }
+}
+
+ufunc plus(x, y) -> z
+    types: float32(float32, float32)
+    associative: true
+{
+    z = x + y;
+}
+
+ufunc log_sum_exp(x, y) -> z
+    types: float64(float64, float64)
+    associative: true
+{
+    z = log(exp(x) + exp(y));
+}
+"""
+
+
+@pytest.mark.parametrize("function, clones", [
+    # A frozen core calling vector math vectorizes the outer loop through libmvec's 512-bit
+    # variants; a variable one reduces in order over its core dimension.
+    ("ufg_range_contiguous_frozen_exp_float64", "UFG_TARGET_CLONES"),
+    ("ufg_range_contiguous_variable_exp_float64", "UFG_TARGET_CLONES_UP_TO_AVX2"),
+    ("ufg_kernel_plus_float32", "UFG_TARGET_CLONES"),
+    ("ufg_kernel_log_sum_exp_float64", "UFG_TARGET_CLONES"),
+])
+def test_only_loops_that_call_vector_math_keep_the_avx512_clone(tmp_path, function, clones):
+    source = tmp_path / "vm.ufunc"
+    source.write_text(VECTOR_MATH_CLONES)
+    rendered = render_module(load_module("pkg.vm", [str(source)], source_root=str(tmp_path)),
+                             COMMAND)
+    assert _clones_of(rendered["vm_module.c"], function) == clones
+
+
+@pytest.mark.parametrize("loop, clones", [
+    ("plus_float32", "UFG_TARGET_CLONES_UP_TO_AVX2"),
+    ("log_sum_exp_float64", "UFG_TARGET_CLONES"),
+])
+def test_reductions_that_call_no_vector_math_are_cloned_up_to_avx2(tmp_path, loop, clones):
+    source = tmp_path / "vm.ufunc"
+    source.write_text(VECTOR_MATH_CLONES)
+    rendered = render_module(load_module("pkg.vm", [str(source)], source_root=str(tmp_path)),
+                             COMMAND)
+    defined = re.search(rf"#define UFG_REDUCE_NAME\(part\) ufg_reduce_{loop}##part\n"
+                        rf"#define UFG_REDUCE_CLONES (\w+)\n", rendered["vm_module.c"])
+    assert defined.group(1) == clones
 
 
 COMPLEX_CLONES = """\

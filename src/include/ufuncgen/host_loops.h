@@ -56,10 +56,11 @@ typedef npy_intp ufg_stride_t;
  * which rounds as the scalar code does, so an element's bits do not depend on its position
  * or on the CPU. */
 #define UFG_TARGET_CLONES_WITHOUT_FMA __attribute__((target_clones("default", "avx2")))
-/* For the loops of gufuncs with variable core dimensions: GCC 12 vectorizes a body's in-order
- * reduction over a core dimension at 512 bits as a serial chain of lane extractions and
- * additions, slower on AVX-512 machines than the AVX2 clone's code (gen/render.py's
- * target_clones says where it was measured). */
+/* For the loops of gufuncs and of vectorized reductions whose bodies call no vector math:
+ * NumPy's large arrays start 16 bytes past a 64-byte boundary, so every 512-bit load of a
+ * stream splits a cache line, and GCC 12 vectorizes a body's in-order reduction over a core
+ * dimension at 512 bits as a serial chain of lane extractions (gen/render.py's target_clones
+ * says where it was measured). */
 #define UFG_TARGET_CLONES_UP_TO_AVX2 \
     __attribute__((target_clones("default", "arch=x86-64-v3")))
 #else
