@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from . import limits
+from .divisions import total_divisions
 from .element_types import ELEMENT_TYPES, ElementType
 from .diagnostics import DiagnosticSink, Location
 from .parse import (ParseError, RawDimDefinition, RawFile, RawFunction, RawHelper, RawLayout,
@@ -333,7 +334,14 @@ class Identity:
 class Body:
     path: str                   # as written in #line directives
     first_line: int
-    lines: tuple[str, ...]
+    lines: tuple[str, ...]      # the user's lines, as written
+    # The lines compiled: the user's with integer divisions made total (gen/divisions.py);
+    # None until build_module has rewritten them.
+    code: tuple[str, ...] | None = None
+
+    @property
+    def compiled_lines(self) -> tuple[str, ...]:
+        return self.lines if self.code is None else self.code
 
 
 @dataclass(frozen=True)
@@ -1315,13 +1323,15 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
         return None
     module = Module(qualified_name, tuple(p for _, _, p in files), tuple(helpers), tuple(functions))
     sinks = {display_path: sink for _, sink, display_path in files}
+    # The offsets of each body's integer divisions, over every type it is compiled for.
+    divisions: dict[int, set[int]] = {}
     for fn in functions:
         for sig in fn.signatures:
             names = {a.name: _kind(sig.all_types[a.index]) for a in fn.args}
             if fn.layout is not None:
                 names.update({d.name: "i" for d in fn.layout.variable_dims})
-            _warn_unguarded_division(sinks[fn.body.path], fn.body, f"function '{fn.name}'",
-                                     _kind(sig.element_type), names)
+            divisions.setdefault(id(fn.body), set()).update(
+                _integer_divisions(fn.body, _kind(sig.element_type), names))
             _warn_unguarded_shifts(sinks[fn.body.path], fn.body, f"function '{fn.name}'",
                                    _shift_width(sig.all_types))
             first = "first argument's" if sig.inputs else "first output's"
@@ -1340,18 +1350,24 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
                 f"calls: it is not compiled, so the compiler does not check it")
     for t, used in module.helper_instances:
         for helper in used:
-            _warn_unguarded_division(sinks[helper.body.path], helper.body,
-                                     f"helper '{helper.name}' (compiled for {t.name})",
-                                     _kind(t), _declared_kinds(helper.prototype, _kind(t)))
+            divisions.setdefault(id(helper.body), set()).update(_integer_divisions(
+                helper.body, _kind(t), _declared_kinds(helper.prototype, _kind(t))))
             _warn_unguarded_shifts(sinks[helper.body.path], helper.body,
                                    f"helper '{helper.name}' (compiled for {t.name})",
                                    _shift_width((t,)))
             _warn_fraction_cast_to_t(sinks[helper.body.path], helper.body, t,
                                      "T" if t.is_inexact else "double",
                                      f"in helper '{helper.name}' compiled for T = {t.name}")
+    functions = [dataclasses.replace(fn, body=_total_divisions(
+        sinks[fn.body.path], fn.body, divisions.get(id(fn.body), set()), f"function '{fn.name}'"))
+        for fn in functions]
+    helpers = [dataclasses.replace(h, body=_total_divisions(
+        sinks[h.body.path], h.body, divisions.get(id(h.body), set()), f"helper '{h.name}'"))
+        for h in helpers]
     warnings = tuple(w for _, sink, _ in files for w in sorted(
         dict.fromkeys(sink.warnings), key=lambda w: (w.location.line, w.location.col)))
-    return dataclasses.replace(module, warnings=warnings)
+    return dataclasses.replace(module, functions=tuple(functions), helpers=tuple(helpers),
+                               warnings=warnings)
 
 
 # --------------------------------------------------------------------------- warnings
@@ -1516,41 +1532,46 @@ def _operand_after(text: str, start: int, names: dict[str, str]) -> str | None:
     return _literal_kind(token) if token[0].isdigit() or token[0] == "." else names.get(token)
 
 
-def _warn_unguarded_division(sink: DiagnosticSink, body: Body, what: str, t_kind: str = "i",
-                             names: dict[str, str] | None = None) -> None:
-    """The integer-division heuristic (README, "Integer division"), for a body compiled with
-    T of kind `t_kind` ('i' or 'f') and the given names' kinds (arguments, core dimensions):
-    a division is taken to be an integer one when neither operand is floating, by C's usual
-    conversions, with the kinds of literals, casts, the names given and the locals the body
-    declares with a simple type; an operand of unknown type counts as T.  Each integer `/`,
-    `%`, `/=`, `%=` warns whose divisor is not a nonzero number and is never compared in the
-    body: a name divisor must appear in a comparison (`d != 0`, `0 < d`, `d > 1`, ...) or a
-    test (`!d`, `d ?`, `if (d)`); any other divisor (an expression) needs some comparison with
-    0 in the body."""
-    text = "\n".join(body.lines)
-    clean = blank_c_noise(text)
-    any_zero_test = re.search(rf"{_COMPARISON}\s*0\b|\b0\s*{_COMPARISON}", clean)
+def _integer_divisions(body: Body, t_kind: str, names: dict[str, str] | None = None) -> set[int]:
+    """The offsets in the body's text of its integer `/`, `%`, `/=` and `%=` for a body
+    compiled with T of kind `t_kind` ('i' or 'f') and the given names' kinds (arguments, core
+    dimensions): the divisions gen/divisions.py makes total.  A division is taken to be an
+    integer one unless an operand is floating by C's usual conversions, judged from literals,
+    casts, the names given and the locals the body declares with a simple type; an operand of
+    unknown type counts as T (ufg_div divides floats plainly, should it be one).  A divisor
+    that is a nonzero integer literal (`n / 2`, `n % (T)3`) cannot fail: left as written."""
+    clean = blank_c_noise("\n".join(body.lines))
     kinds = {"T": t_kind, **(names or {}), **_declared_kinds(clean, t_kind)}
+    found = set()
     for m in _DIVISION.finditer(clean):
         left = _operand_before(clean, m.start(1), kinds) or t_kind
         right = _operand_after(clean, m.end(1) + (clean[m.end(1):m.end(1) + 1] == "="), kinds) or t_kind
         if "f" in (left, right):
             continue                # a floating division: by 0 it gives inf or nan, defined
         operand = m.group("operand")
-        if operand and operand[0].isdigit():
-            if re.fullmatch(r"0+[uUlL]*|0[xX]0+[uUlL]*", operand) is None:
-                continue            # a nonzero literal (or a float one): no warning
-        elif operand and operand != "(":
-            if _is_tested(operand, clean):
-                continue
-        elif operand == "(" and any_zero_test:
-            continue
-        op = m.group(1) + ("=" if clean[m.end(1):m.end(1) + 1] == "=" else "")
-        divisor = f"'{operand}'" if operand and operand != "(" else "an expression"
-        sink.warning(_body_location(body, clean, m.start()),
-                     f"{what} divides integers ('{op}') by {divisor} that the body never "
-                     f"compares with 0: integer division or remainder by 0 is undefined "
-                     f"behaviour in C; guard it")
+        if operand and operand[0].isdigit() and \
+                re.fullmatch(r"0+[uUlL]*|0[xX]0+[uUlL]*", operand) is None:
+            continue                # a nonzero literal (or a float one)
+        found.add(m.start(1))
+    return found
+
+
+def _total_divisions(sink: DiagnosticSink, body: Body, offsets: set[int], what: str) -> Body:
+    """The body with its integer divisions at `offsets` rewritten into the prelude's total
+    ufg_div and ufg_rem (gen/divisions.py); a warning at each one the rewrite cannot follow."""
+    if not offsets:
+        return body
+    text = "\n".join(body.lines)
+    clean = blank_c_noise(text)
+    rewrite = total_divisions(text, clean, offsets)
+    for offset, why in rewrite.left_alone:
+        op = clean[offset] + ("=" if clean[offset + 1:offset + 2] == "=" else "")
+        reason, advice = why.split("; ", 1)
+        sink.warning(_body_location(body, clean, offset),
+                     f"{what} divides integers ('{op}') {reason}, so it is left as written, "
+                     f"where C's division by 0 and INT_MIN / -1 are undefined (on x86-64 they "
+                     f"stop the process): {advice}")
+    return dataclasses.replace(body, code=tuple(rewrite.code.split("\n")))
 
 
 def _is_tested(name: str, clean: str) -> bool:

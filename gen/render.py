@@ -47,7 +47,7 @@ def c_body(body: Body, scope_macros: bool = True) -> str:
     A macro the body #defines ends with it (`scope_macros`), so that it cannot rewrite the
     names of the functions after it (a `#define N 4` against a later layout's `n`, `N`)."""
     undefs = [f"#undef {m[1]}" for line in body.lines if (m := _DEFINE.match(line))]
-    lines = [f"#line {body.first_line - 1} {c_string(body.path)}", "{", *body.lines, "}",
+    lines = [f"#line {body.first_line - 1} {c_string(body.path)}", "{", *body.compiled_lines, "}",
              _GENERATED_LINE, *(dict.fromkeys(undefs) if scope_macros else ())]
     return "\n".join(lines)
 

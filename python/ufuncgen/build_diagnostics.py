@@ -71,6 +71,9 @@ _COMPLEX_CONDITIONAL = re.compile(
     r"implicit conversion from (?P<from>\S+ \{aka ['\u2018]const _Complex float['\u2019]\}|"
     r"['\u2018](?:const )?(?:complex float|_Complex float)['\u2019]) to (?P<to>\S+ double['\u2019]) "
     r"to match other result of conditional(?P<flag> \[-W[\w=-]*\])?")
+# The prelude's total integer division, which a body's `/` and `%` are rewritten into
+# (gen/divisions.py): a message met in its expansion is about the user's operator.
+_DIVISIONS = {"ufg_div": "/", "ufg_rem": "%"}
 # -Wconversion is on for its complex message alone: its others are not shown.
 _OTHER_CONVERSION = re.compile(r".*\[-W(?:error=)?conversion\]")
 _UNHELPFUL = re.compile(r"include ['\u2018]<[^>]*>['\u2019] or provide a declaration of .*|"
@@ -228,7 +231,7 @@ def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module 
     core = core_arguments(module) if module is not None else {}
     lines = output.splitlines()
     found: list[CompilerDiagnostic] = []
-    pending: tuple[str, str] | None = None     # an error in generated code, awaiting its note
+    pending: tuple[str, str, bool] | None = None   # a message in generated code (hidden?), awaiting its note
     i = 0
     while i < len(lines):
         text = lines[i]
@@ -240,21 +243,28 @@ def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module 
             path, line = m["path"], int(m["line"])
             col = _character_column(sources.get(path), line, int(m["col"])) if m["col"] else 1
             severity, message = m["severity"].replace("fatal error", "error"), m["message"]
+            hidden = bool(_UNHELPFUL.fullmatch(message) or (
+                _OTHER_CONVERSION.fullmatch(message) and not _IMAGINARY_DISCARDED.fullmatch(message)))
             if path not in sources:
-                pending = (severity, message) if severity in ("error", "warning") else pending
+                if severity in ("error", "warning"):
+                    pending = (severity, message, hidden)
                 continue
-            if _UNHELPFUL.fullmatch(message) or (_OTHER_CONVERSION.fullmatch(message) and
-                                                 not _IMAGINARY_DISCARDED.fullmatch(message)):
+            if hidden:
                 continue
             if severity == "note" and pending is not None and "in expansion of macro" in message:
                 macro = _MACRO_EXPANSION.search(message)
-                severity, message = pending       # the user's line is where it went wrong
+                severity, message, hidden = pending     # the user's line is where it went wrong
                 pending = None
+                if hidden:      # met inside a prelude macro: as hidden as in the user's code
+                    continue
                 promotion = _CONDITIONAL_PROMOTION.fullmatch(message)
                 if promotion and macro and macro["name"] in PRELUDE_FUNCTIONS:
                     message = (f"implicit conversion from {promotion['types']} to match another "
                                f"argument of {macro['open']}{macro['name']}{macro['close']}, which computes in the type of "
                                f"their sum{promotion['flag'] or ''}")
+                elif promotion and macro and macro["name"] in _DIVISIONS:
+                    message = (f"implicit conversion from {promotion['types']} to match the other "
+                               f"operand of '{_DIVISIONS[macro['name']]}'{promotion['flag'] or ''}")
             elif severity != "note":
                 pending = None
             found.append(CompilerDiagnostic(Location(path, line, col), severity,

@@ -537,52 +537,66 @@ def test_a_signature_error_holds_every_diagnostic_and_formats_like_a_compiler(tm
     assert text.endswith("\n2 errors generated.")
 
 
-# --------------------------------------------------------------------------- division warnings
+# --------------------------------------------------------------------------- integer divisions
 
-def _warnings(text: str) -> list[str]:
-    return [f"{w.location.line}:{w.location.col}" for w in model(text).warnings]
+def _compiled(text: str) -> str:
+    """The first function's body as it is compiled (gen/divisions.py's rewrite applied)."""
+    return "\n".join(model(text).functions[0].body.compiled_lines)
 
 
-def test_dividing_by_a_float_local_under_a_float_t_gives_no_warning_although_an_argument_is_int():
-    assert _warnings("""
+def test_dividing_by_a_float_local_under_a_float_t_is_a_float_division_although_an_argument_is_int():
+    assert "y = k < 0 ? (T)1 / acc : acc;" in _compiled("""
         ufunc power(x, k) -> y
             types: float64(float64, int64)
         {
             T acc = (T)1;
             y = k < 0 ? (T)1 / acc : acc;
         }
-    """) == []
+    """)
 
 
-def test_an_integer_local_divided_by_an_integer_argument_warns_even_in_a_float_function():
-    assert _warnings("""
+def test_an_integer_local_divided_by_an_integer_argument_is_made_total_even_in_a_float_function():
+    assert "y = x + ufg_div(half, k);" in _compiled("""
         ufunc f(x, k) -> y
             types: float64(float64, int64)
         {
             int64_t half = 7;
             y = x + half / k;
         }
-    """) == ["5:18"]
+    """)
 
 
 def test_a_cast_to_a_floating_type_on_either_side_makes_the_division_floating():
     for expression in ("(double)a / b", "a / (double)b", "a * 1.0 / b", "a / (b + 0.5)",
                        "(float)(a + 1) / b", "a / (const double)b"):
-        assert _warnings(f"""
+        assert f"y = {expression};" in _compiled(f"""
             ufunc f(a, b) -> y
                 types: float64(int64, int64)
             {{
                 y = {expression};
             }}
-        """) == [], expression
-    for expression in ("a / b", "(T)a / b", "a / (int64_t)b", "2 * a / b", "(a + 1) / b"):
-        assert _warnings(f"""
+        """), expression
+    for expression, total in (("a / b", "ufg_div(a, b)"), ("(T)a / b", "ufg_div((T)a, b)"),
+                              ("a / (int64_t)b", "ufg_div(a, (int64_t)b)"),
+                              ("2 * a / b", "ufg_div(2 * a, b)"),
+                              ("(a + 1) / b", "ufg_div((a + 1), b)")):
+        assert f"y = {total};" in _compiled(f"""
             ufunc f(a, b) -> y
                 types: float64(int64, int64)
             {{
                 y = {expression};
             }}
-        """) != [], expression
+        """), expression
+
+
+def test_a_division_by_a_nonzero_literal_cannot_fail_and_is_left_as_written():
+    assert "y = a / 2 + a % (T)3 + ufg_div(a, 0) + ufg_rem(a, -1);" in _compiled("""
+        ufunc f(a) -> y
+            types: int32(int32)
+        {
+            y = a / 2 + a % (T)3 + a / 0 + a % -1;
+        }
+    """)
 
 
 FLAG_EXACT = """\

@@ -69,6 +69,19 @@ def _int_pow(base, exponent):
     return _wrapped(out, base.dtype)
 
 
+def _c_quotient(a, b):
+    """C's integer a / b (truncated toward 0), 0 for b = 0: the prelude's ufg_div."""
+    if b == 0:
+        return 0
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def _c_remainder(a, b):
+    """C's integer a % b (the dividend's sign), 0 for b = 0: the prelude's ufg_rem."""
+    return 0 if b == 0 else a - b * _c_quotient(a, b)
+
+
 def _by_python(op):
     def reference(*arrays):
         dtype = arrays[0].dtype
@@ -171,6 +184,15 @@ CORPUS = [
     Case("wrap_neg", "y = -x0;", 1, tuple(SIGNED), _by_python(lambda a: -a)),
     Case("wrap_increment_compares", "y = (T)(x0 + 1 > x0);", 1, ("int32", "int64"),
          lambda x: (x != np.iinfo(x.dtype).max).astype(x.dtype)),
+    # Integer division is total (gen/divisions.py): C's quotient and remainder, 0 for a divisor
+    # of 0 and INT_MIN / -1 wrapping to INT_MIN, as NumPy's integer loops give them.
+    Case("idiv", "y = x0 / x1;", 2, tuple(INTS), _by_python(lambda a, b: _c_quotient(a, b))),
+    Case("irem", "y = x0 % x1;", 2, tuple(INTS), _by_python(lambda a, b: _c_remainder(a, b))),
+    Case("idiv_chain", "y = x0 % 1000 * 3 / x1 % (x0 - 1);", 2, ("int32", "int64", "uint16"),
+         _by_python(lambda a, b: _c_remainder(_c_quotient(_c_remainder(a, 1000) * 3, b), a - 1))),
+    Case("idiv_assign", "T q = x0, r = x1; q /= x1; r %= (x0 & 7); y = q + r;", 2,
+         ("int8", "int64", "uint32"),
+         _by_python(lambda a, b: _c_quotient(a, b) + _c_remainder(b, a & 7))),
     # Complex numbers (ufuncgen/complex.h): C's operators under -fcx-fortran-rules, the C99
     # complex functions.  NumPy's multiply fuses a product into an FMA on AVX2 machines and
     # its division is another form of Smith's formula; a real operand touches only the parts

@@ -76,6 +76,58 @@ UFG_UNSIGNED_TYPES(UFG_DEFINE_ORDER)
 UFG_SIGNED_TYPES(UFG_DEFINE_SIGN)
 UFG_UNSIGNED_TYPES(UFG_DEFINE_SIGN_UNSIGNED)
 
+/* Integer division and remainder made total (gen/divisions.py rewrites a body's integer `/`,
+ * `%`, `/=` and `%=` into these): C leaves a divisor of 0, and INT_MIN / -1, undefined, and
+ * x86-64 stops the process with SIGFPE there.  They give NumPy's answers instead: a / 0 and
+ * a % 0 are 0 with the divide-by-zero flag raised (np.floor_divide, np.fmod), INT_MIN / -1
+ * wraps to INT_MIN with the overflow flag, INT_MIN % -1 is 0.  The GPU has no flags; on the
+ * host NumPy turns them into its warnings.  Otherwise C's: the quotient truncated toward 0,
+ * the remainder with the dividend's sign. */
+#if defined(__CUDACC__)
+#define UFG_RAISE_DIVIDE_BY_ZERO() ((void)0)
+#define UFG_RAISE_OVERFLOW() ((void)0)
+#else
+#include <fenv.h>
+#define UFG_RAISE_DIVIDE_BY_ZERO() ((void)feraiseexcept(FE_DIVBYZERO))
+#define UFG_RAISE_OVERFLOW() ((void)feraiseexcept(FE_OVERFLOW))
+#endif
+#define UFG_DEFINE_DIVISION(S, TYPE, UTYPE) \
+    UFG_PRELUDE_FN TYPE ufg_div_##S(TYPE a, TYPE b) \
+    { \
+        if (b == 0) { UFG_RAISE_DIVIDE_BY_ZERO(); return 0; } \
+        if (b == -1) {          /* -a, wrapping: INT_MIN is the nonzero value equal to it */ \
+            const UTYPE negated = (UTYPE)0 - (UTYPE)a; \
+            if (a != 0 && (UTYPE)a == negated) { UFG_RAISE_OVERFLOW(); } \
+            return (TYPE)negated; \
+        } \
+        return a / b; \
+    } \
+    UFG_PRELUDE_FN TYPE ufg_rem_##S(TYPE a, TYPE b) \
+    { \
+        if (b == 0) { UFG_RAISE_DIVIDE_BY_ZERO(); return 0; } \
+        return b == -1 ? 0 : a % b; \
+    }
+#define UFG_DEFINE_UNSIGNED_DIVISION(S, TYPE, UTYPE) \
+    UFG_PRELUDE_FN TYPE ufg_div_##S(TYPE a, TYPE b) \
+    { \
+        if (b == 0) { UFG_RAISE_DIVIDE_BY_ZERO(); return 0; } \
+        return a / b; \
+    } \
+    UFG_PRELUDE_FN TYPE ufg_rem_##S(TYPE a, TYPE b) \
+    { \
+        if (b == 0) { UFG_RAISE_DIVIDE_BY_ZERO(); return 0; } \
+        return a % b; \
+    }
+UFG_SIGNED_TYPES(UFG_DEFINE_DIVISION)
+UFG_UNSIGNED_TYPES(UFG_DEFINE_UNSIGNED_DIVISION)
+#undef UFG_DEFINE_DIVISION
+#undef UFG_DEFINE_UNSIGNED_DIVISION
+/* Of floating operands (a division the generator took for an integer one), plain division. */
+#define UFG_DEFINE_FLOAT_DIVISION(S, TYPE, UTYPE) \
+    UFG_PRELUDE_FN TYPE ufg_div_##S(TYPE a, TYPE b) { return a / b; }
+UFG_FLOAT_TYPES(UFG_DEFINE_FLOAT_DIVISION)
+#undef UFG_DEFINE_FLOAT_DIVISION
+
 UFG_PRELUDE_FN uint32_t ufg_bits_of_f(float x) { uint32_t b; memcpy(&b, &x, sizeof b); return b; }
 UFG_PRELUDE_FN float ufg_f_of_bits(uint32_t b) { float x; memcpy(&x, &b, sizeof x); return x; }
 UFG_PRELUDE_FN uint64_t ufg_bits_of_d(double x) { uint64_t b; memcpy(&b, &x, sizeof b); return b; }
@@ -507,10 +559,11 @@ UFG_PRELUDE_FN float _Complex ufg_cexp_f(float _Complex z)
 /* ---------------------------------------------------------------- C: _Generic dispatch */
 #ifndef __cplusplus
 
-#define UFG_ARMS(name) \
+#define UFG_INTEGER_ARMS(name) \
     int: ufg_##name##_i, long: ufg_##name##_l, long long: ufg_##name##_ll, \
     unsigned int: ufg_##name##_u, unsigned long: ufg_##name##_ul, \
-    unsigned long long: ufg_##name##_ull, float: ufg_##name##_f, double: ufg_##name##_d
+    unsigned long long: ufg_##name##_ull
+#define UFG_ARMS(name) UFG_INTEGER_ARMS(name), float: ufg_##name##_f, double: ufg_##name##_d
 /* A <math.h> function of a real type: float_fn for float, double_fn for double and every
  * integer (computing in double).  No arm for a complex value, nor a default one, which C would
  * take for a complex value and convert it to its real part: such a call does not compile
@@ -529,6 +582,15 @@ UFG_PRELUDE_FN float _Complex ufg_cexp_f(float _Complex z)
 #define UFG_SUM_ARGS_2(a, b) (1 ? (a) : (b)), (0 ? (a) : (b))
 #define UFG_SUM_ARGS_3(a, b, c) \
     (1 ? (1 ? (a) : (b)) : (c)), (1 ? (0 ? (a) : (b)) : (c)), (0 ? (0 ? (a) : (b)) : (c))
+
+/* A body's integer `/` and `%`, rewritten (gen/divisions.py): total on integers; of floating
+ * or complex operands (a division the generator took for an integer one), plain division. */
+UFG_PRELUDE_FN long double ufg_div_ld(long double a, long double b) { return a / b; }
+UFG_PRELUDE_FN float _Complex ufg_div_cf(float _Complex a, float _Complex b) { return a / b; }
+UFG_PRELUDE_FN double _Complex ufg_div_cd(double _Complex a, double _Complex b) { return a / b; }
+#define ufg_div(a, b) _Generic((a) + (b), UFG_ARMS(div), long double: ufg_div_ld, \
+    float _Complex: ufg_div_cf, double _Complex: ufg_div_cd)(UFG_SUM_ARGS_2(a, b))
+#define ufg_rem(a, b) _Generic((a) + (b), UFG_INTEGER_ARMS(rem))(UFG_SUM_ARGS_2(a, b))
 
 #undef pow
 #undef fma
@@ -681,6 +743,19 @@ UFG_OVERLOADS(sign)
 UFG_OVERLOADS_2(min)
 UFG_OVERLOADS_2(max)
 UFG_OVERLOADS_2(pow)
+/* A body's integer `/` and `%`, rewritten (gen/divisions.py): total on integers, plain
+ * division of anything else (float, double, complex). */
+#define UFG_DIVISION_OVERLOADS(S, TYPE, UTYPE) \
+    UFG_PRELUDE_FN TYPE ufg_div_of(TYPE a, TYPE b) { return ufg_div_##S(a, b); } \
+    UFG_PRELUDE_FN TYPE ufg_rem_of(TYPE a, TYPE b) { return ufg_rem_##S(a, b); }
+UFG_SIGNED_TYPES(UFG_DIVISION_OVERLOADS)
+UFG_UNSIGNED_TYPES(UFG_DIVISION_OVERLOADS)
+#undef UFG_DIVISION_OVERLOADS
+template <class R> UFG_PRELUDE_FN R ufg_div_of(R a, R b) { return a / b; }
+template <class A, class B> UFG_PRELUDE_FN auto ufg_div(A a, B b) -> decltype(a / b)
+{ return ufg_div_of(static_cast<decltype(a / b)>(a), static_cast<decltype(a / b)>(b)); }
+template <class A, class B> UFG_PRELUDE_FN auto ufg_rem(A a, B b) -> decltype(a % b)
+{ return ufg_rem_of(static_cast<decltype(a % b)>(a), static_cast<decltype(a % b)>(b)); }
 template <class A, class B, class C>
 UFG_PRELUDE_FN auto ufg_clamp(A x, B lo, C hi) -> decltype(x + lo + hi)
 {

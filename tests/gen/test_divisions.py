@@ -1,0 +1,228 @@
+"""gen/divisions.py: a body's integer divisions rewritten into the prelude's total ufg_div and
+ufg_rem, with the operands C's grammar gives them; what it cannot follow is left as written."""
+from __future__ import annotations
+
+import random
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ufuncgen.gen import load_module
+from ufuncgen.gen.divisions import total_divisions
+from ufuncgen.gen.parse import blank_c_noise
+from ufuncgen.gen.render import render_module
+
+COMMAND = "python -m ufuncgen.gen (test)"
+
+
+def _rewritten(code: str) -> tuple[str, tuple]:
+    """Every `/`, `%`, `/=` and `%=` of the code rewritten (comments and strings left out)."""
+    clean = blank_c_noise(code)
+    offsets = {m.start(1) for m in re.finditer(r"(?<![/*])(/=?|%=?)(?![/*])", clean)}
+    rewrite = total_divisions(code, clean, offsets)
+    return rewrite.code, tuple(offset for offset, _ in rewrite.left_alone)
+
+
+@pytest.mark.parametrize("code, expected", [
+    ("q = a / b;", "q = ufg_div(a, b);"),
+    ("q = a % b;", "q = ufg_rem(a, b);"),
+    ("q = a/b;", "q = ufg_div(a,b);"),
+    # The left operand is the whole multiplicative chain before the operator (left to right).
+    ("q = a * c / b * d;", "q = ufg_div(a * c, b) * d;"),
+    ("q = a / b / c;", "q = ufg_div(ufg_div(a, b), c);"),
+    ("q = a/b%c;", "q = ufg_rem(ufg_div(a,b),c);"),
+    ("q = a - b / c;", "q = a - ufg_div(b, c);"),
+    ("q = a * -b / c;", "q = ufg_div(a * -b, c);"),
+    # Prefix operators, casts, calls, subscripts, members and postfix operators stay with
+    # their operand.
+    ("q = -a / -b;", "q = ufg_div(-a, -b);"),
+    ("q = !a / ~b;", "q = ufg_div(!a, ~b);"),
+    ("q = (int64_t)x / b;", "q = ufg_div((int64_t)x, b);"),
+    ("q = (T)-a / (unsigned long)b;", "q = ufg_div((T)-a, (unsigned long)b);"),
+    ("q = (T)(x + 1) / (b - 1);", "q = ufg_div((T)(x + 1), (b - 1));"),
+    ("q = (a) / (b);", "q = ufg_div((a), (b));"),
+    ("q = x(i) / y(j, k);", "q = ufg_div(x(i), y(j, k));"),
+    ("q = f(a, b) / s.m[2];", "q = ufg_div(f(a, b), s.m[2]);"),
+    ("q = p->n / v[i + 1];", "q = ufg_div(p->n, v[i + 1]);"),
+    ("q = a++ / b--;", "q = ufg_div(a++, b--);"),
+    ("q = sizeof(T) / b;", "q = ufg_div(sizeof(T), b);"),
+    ("acc += x(i) / (T)n;", "acc += ufg_div(x(i), (T)n);"),
+    # Lower-precedence operators end the operands.
+    ("q = c ? a / b : a % b;", "q = c ? ufg_div(a, b) : ufg_rem(a, b);"),
+    ("q = a + b / c << 2;", "q = a + ufg_div(b, c) << 2;"),
+    ("return a / b;", "return ufg_div(a, b);"),
+    ("if (b) q = a / b;", "if (b) q = ufg_div(a, b);"),
+    ("for (i = 0; i < n / k; i++) s += i % k;",
+     "for (i = 0; i < ufg_div(n, k); i++) s += ufg_rem(i, k);"),
+    ("y = (T)(a / b) + (T)(a % b);", "y = (T)(ufg_div(a, b)) + (T)(ufg_rem(a, b));"),
+    # Compound assignment: x = ufg_div(x, <the whole right side>).
+    ("r %= (a + 1);", "r = ufg_rem(r, (a + 1));"),
+    ("x(i) /= n + 1;", "x(i) = ufg_div(x(i), n + 1);"),
+    ("q /= c ? a : b, k++;", "q = ufg_div(q, c ? a : b), k++;"),
+    # Comments and strings are not code, and keep their place.
+    ("q = a / b; /* a / b */ w = \"x/y\";", "q = ufg_div(a, b); /* a / b */ w = \"x/y\";"),
+    ("q = a /* half */ / b;", "q = ufg_div(a /* half */, b);"),
+    # In a macro's definition, on its own operands.
+    ("#define DIV(a, b) ((a) / (b))", "#define DIV(a, b) (ufg_div((a), (b)))"),
+    ("#define QUOT(a, b) \\\n    ((a) / (b))", "#define QUOT(a, b) \\\n    (ufg_div((a), (b)))"),
+    # A macro's name and parameters are no operands, and its operands end with its line.
+    ("#define HALF(x) ((x) / h)\n    q = a / b;", "#define HALF(x) (ufg_div((x), h))\n    q = ufg_div(a, b);"),
+    ("#define N 4\n    x(i) /= b;", "#define N 4\n    x(i) = ufg_div(x(i), b);"),
+    # Lines are kept: an operand across lines stays across them.
+    ("q = a *\n    b /\n    c;", "q = ufg_div(a *\n    b,\n    c);"),
+])
+def test_a_division_becomes_a_call_on_the_operands_c_gives_it(code, expected):
+    assert _rewritten(code) == (expected, ())
+
+
+@pytest.mark.parametrize("code", [
+    "p[k++] /= b;",                 # `/=` writes its left side twice
+    "v[k = 1] %= b;",
+    "q = (T){1, 2} / b;",           # a compound literal: its commas would split the macro
+    "#if N / 2 > 1",                # a preprocessor condition
+    "q = a ## b / c;",              # token pasting
+    "#define SLASH /\n    q = a SLASH b;",   # an operator without its operands
+])
+def test_what_the_scanner_cannot_follow_is_left_as_written(code):
+    rewritten, left_alone = _rewritten(code)
+    assert rewritten == code
+    assert len(left_alone) == 1
+
+
+def test_only_the_offsets_given_are_rewritten():
+    code = "q = a / b + c / d;"
+    assert total_divisions(code, code, {code.index("/ d")}).code == "q = a / b + ufg_div(c, d);"
+
+
+TYPED = """\
+ufunc mean_step(total, count) -> m
+    types: float64(float64, int64)
+{
+    double c = (double)count;
+    m = total / c + total / count + (double)count / count + 1.0 / count;
+}
+
+ufunc per_item(total, count) -> m
+    types: float64(int64, int64)
+{
+    const int64_t whole = total / count;
+    m = (double)whole + (double)(total % count) / (double)count + whole / 4;
+}
+
+gufunc bucket(x, width) -> b
+    layout: (n),()->(n)
+    types: int32(int32, int32), float64(float64, int32)
+{
+    for (int64_t i = 0; i < n; i++) b(i) = x(i) / width;
+}
+"""
+
+
+def test_a_body_compiles_its_integer_divisions_as_calls_and_its_float_ones_as_written(tmp_path):
+    source = tmp_path / "typed.ufunc"
+    source.write_text(TYPED)
+    module = load_module("pkg.typed", [str(source)], source_root=str(tmp_path))
+    bodies = render_module(module, COMMAND)["typed_bodies.h"]
+    # A float operand makes a float division: by 0 it gives inf or nan, defined.
+    assert "m = total / c + total / count + (double)count / count + 1.0 / count;" in bodies
+    # Integers on both sides (the locals' types count); a nonzero literal divisor cannot fail.
+    assert "const int64_t whole = ufg_div(total, count);" in bodies
+    assert "m = (double)whole + (double)(ufg_rem(total, count)) / (double)count + whole / 4;" \
+        in bodies
+    # Integer in one of its loops: rewritten for all (ufg_div divides floats plainly).
+    assert "b(i) = ufg_div(x(i), width);" in bodies
+    # The user's lines are what the model keeps; only the compiled text changes.
+    per_item = next(f for f in module.functions if f.name == "per_item")
+    assert per_item.body.lines[0].strip() == "const int64_t whole = total / count;"
+    assert len(per_item.body.compiled_lines) == len(per_item.body.lines)
+
+
+# --------------------------------------------------------------------------- against C itself
+
+_PRECEDENCE = {"?": 1, "<": 6, "+": 8, "-": 8, "*": 9, "/": 9, "%": 9}
+
+
+def _wrap64(v: int) -> int:
+    return (v + 2**63) % 2**64 - 2**63
+
+
+def _c_quotient(a: int, b: int) -> int:
+    if b == 0:
+        return 0
+    q = abs(a) // abs(b)
+    return _wrap64(q if (a < 0) == (b < 0) else -q)
+
+
+def _random_expression(rng: random.Random, depth: int):
+    """(C text with the fewest parentheses C's precedence allows, its precedence, its value
+    under the prelude's total division, int64 wrapping)."""
+    values = {"a": 7, "b": -3, "c": 0, "d": -(2**63), "e": -1, "f": 100}
+    if depth == 0 or rng.random() < 0.2:
+        if rng.random() < 0.3:
+            k = rng.choice([0, 1, 2, 5, 13])
+            return str(k), 20, k
+        name = rng.choice(sorted(values))
+        return name, 20, values[name]
+    kind = rng.random()
+    if kind < 0.15:                         # a prefix operator or a cast: binds tighter
+        text, prec, value = _random_expression(rng, depth - 1)
+        text = text if prec >= 15 and not text.startswith("-") else f"({text})"    # not `--`
+        if rng.random() < 0.5:
+            return f"-{text}", 15, _wrap64(-value)
+        return f"(int64_t){text}", 15, value
+    if kind < 0.25:                         # a conditional
+        c, x, y = (_random_expression(rng, depth - 1) for _ in range(3))
+        text = f"{c[0] if c[1] > 1 else '(' + c[0] + ')'} ? {x[0]} : " \
+               f"{y[0] if y[1] >= 1 else '(' + y[0] + ')'}"
+        return text, 1, x[2] if c[2] else y[2]
+    op = rng.choice(["+", "-", "*", "/", "%", "/", "%", "<"])
+    left, right = _random_expression(rng, depth - 1), _random_expression(rng, depth - 1)
+    prec = _PRECEDENCE[op]
+    # Left-associative: the left operand may have the same precedence, the right must bind tighter.
+    lt = left[0] if left[1] >= prec else f"({left[0]})"
+    rt = right[0] if right[1] > prec else f"({right[0]})"
+    a, b = left[2], right[2]
+    value = {"+": lambda: _wrap64(a + b), "-": lambda: _wrap64(a - b),
+             "*": lambda: _wrap64(a * b), "/": lambda: _c_quotient(a, b),
+             "%": lambda: 0 if b == 0 else _wrap64(a - b * _c_quotient(a, b)),
+             "<": lambda: int(a < b)}[op]()
+    return f"{lt} {op} {rt}", prec, value
+
+
+CC = shutil.which("cc") or shutil.which("gcc")
+
+
+@pytest.mark.skipif(CC is None, reason="needs a C compiler")
+def test_rewritten_expressions_compute_in_c_what_the_precedence_of_the_original_gives(tmp_path):
+    """Random integer expressions with the fewest parentheses C allows, so that an operand
+    taken wrongly would change the value: the rewritten text, compiled with the prelude,
+    computes what the expression tree computes with total division."""
+    import ufuncgen
+    rng = random.Random(20261127)
+    cases = [_random_expression(rng, 4) for _ in range(400)]
+    lines = []
+    for text, _, _ in cases:
+        clean = blank_c_noise(text)
+        offsets = {m.start(1) for m in re.finditer(r"(?<![/*])(/|%)(?![/*=])", clean)}
+        rewrite = total_divisions(text, clean, offsets)
+        assert rewrite.left_alone == (), text
+        lines.append(f'    printf("%lld\\n", (long long)({rewrite.code}));')
+    program = tmp_path / "expressions.c"
+    program.write_text("#include <stdio.h>\n#include <stdint.h>\n#include \"ufuncgen/prelude.h\"\n"
+                       "int main(void)\n{\n    int64_t a = 7, b = -3, c = 0, d = INT64_MIN, e = -1, "
+                       "f = 100;\n    (void)a; (void)b; (void)c; (void)d; (void)e; (void)f;\n"
+                       + "\n".join(lines) + "\n    return 0;\n}\n")
+    include = Path(ufuncgen.__file__).parent / "include"
+    binary = tmp_path / "expressions"
+    built = subprocess.run([CC, "-std=gnu11", "-O1", "-fwrapv", f"-I{include}", str(program),
+                            "-o", str(binary), "-lm"], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    ran = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    got = [int(v) for v in ran.stdout.split()]
+    for (text, _, want), value in zip(cases, got):
+        assert value == want, text
+    assert sum("/" in t or "%" in t for t, _, _ in cases) > 250
