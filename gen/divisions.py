@@ -76,27 +76,21 @@ class _Scanner:
         return self.t[i].text if 0 <= i < len(self.t) else ""
 
     def match_forward(self, i: int) -> int:
-        depth = 0
-        for j in range(i, len(self.t)):
-            if self.t[j].text in _OPENING:
-                depth += 1
-            elif self.t[j].text in _CLOSING:
-                depth -= 1
-                if depth == 0:
-                    if _OPENING[self.t[i].text] != self.t[j].text:
-                        raise _Unsupported
-                    return j
-        raise _Unsupported
+        return self._match(i, range(i, len(self.t)), _OPENING, _CLOSING)
 
     def match_backward(self, i: int) -> int:
+        return self._match(i, range(i, -1, -1), _CLOSING, _OPENING)
+
+    def _match(self, i: int, order: range, deeper: dict, shallower: dict) -> int:
+        """The bracket matching token i, walking `order` from it; its kind must pair."""
         depth = 0
-        for j in range(i, -1, -1):
-            if self.t[j].text in _CLOSING:
+        for j in order:
+            if self.t[j].text in deeper:
                 depth += 1
-            elif self.t[j].text in _OPENING:
+            elif self.t[j].text in shallower:
                 depth -= 1
                 if depth == 0:
-                    if _CLOSING[self.t[i].text] != self.t[j].text:
+                    if deeper[self.t[i].text] != self.t[j].text:
                         raise _Unsupported
                     return j
         raise _Unsupported

@@ -185,6 +185,14 @@ ufunc log_sum_exp(x, y) -> z
 """
 
 
+@pytest.fixture(scope="module")
+def vector_math_module_c(tmp_path_factory):
+    source = tmp_path_factory.mktemp("vm") / "vm.ufunc"
+    source.write_text(VECTOR_MATH_CLONES)
+    return render_module(load_module("pkg.vm", [str(source)], source_root=str(source.parent)),
+                         COMMAND)["vm_module.c"]
+
+
 @pytest.mark.parametrize("function, clones", [
     # A frozen core calling vector math vectorizes the outer loop through libmvec's 512-bit
     # variants; a variable one reduces in order over its core dimension.
@@ -193,25 +201,19 @@ ufunc log_sum_exp(x, y) -> z
     ("ufg_kernel_plus_float32", "UFG_TARGET_CLONES"),
     ("ufg_kernel_log_sum_exp_float64", "UFG_TARGET_CLONES"),
 ])
-def test_only_loops_that_call_vector_math_keep_the_avx512_clone(tmp_path, function, clones):
-    source = tmp_path / "vm.ufunc"
-    source.write_text(VECTOR_MATH_CLONES)
-    rendered = render_module(load_module("pkg.vm", [str(source)], source_root=str(tmp_path)),
-                             COMMAND)
-    assert _clones_of(rendered["vm_module.c"], function) == clones
+def test_only_loops_that_call_vector_math_keep_the_avx512_clone(vector_math_module_c, function,
+                                                               clones):
+    assert _clones_of(vector_math_module_c, function) == clones
 
 
 @pytest.mark.parametrize("loop, clones", [
     ("plus_float32", "UFG_TARGET_CLONES_UP_TO_AVX2"),
     ("log_sum_exp_float64", "UFG_TARGET_CLONES"),
 ])
-def test_reductions_that_call_no_vector_math_are_cloned_up_to_avx2(tmp_path, loop, clones):
-    source = tmp_path / "vm.ufunc"
-    source.write_text(VECTOR_MATH_CLONES)
-    rendered = render_module(load_module("pkg.vm", [str(source)], source_root=str(tmp_path)),
-                             COMMAND)
+def test_reductions_that_call_no_vector_math_are_cloned_up_to_avx2(vector_math_module_c, loop,
+                                                                   clones):
     defined = re.search(rf"#define UFG_REDUCE_NAME\(part\) ufg_reduce_{loop}##part\n"
-                        rf"#define UFG_REDUCE_CLONES (\w+)\n", rendered["vm_module.c"])
+                        rf"#define UFG_REDUCE_CLONES (\w+)\n", vector_math_module_c)
     assert defined.group(1) == clones
 
 
