@@ -120,6 +120,13 @@ def cxx_incompatible_words(text: str) -> list[tuple[int, str, str]]:
             message = (f"'{word}' is C99's <complex.h>, which C++ (nvcc, compiling every body "
                        f"too) does not have" +
                        (f": write {instead}" if instead else ": compute it from real(z), imag(z)"))
+        elif word == "long" and re.match(r"\s+double\b", text[m.end():]):
+            message = ("'long double' is x86's 80-bit extended type on the host and a 64-bit "
+                       "double on the GPU (nvcc), so a body computing in it gives different "
+                       "results on each; write double")
+        elif word == "__auto_type":
+            message = ("'__auto_type' is a GNU C extension that C++ (nvcc, compiling every body "
+                       "too) does not have; declare the type (T, double, int64_t, ...)")
         elif word == "static" and re.search(r"\[\s*(?:const\s+|volatile\s+|restrict\s+)*$",
                                             text[:m.start()]):
             message = ("'static' in an array parameter's brackets ('a[static 3]') is C99 only: "
@@ -128,7 +135,33 @@ def cxx_incompatible_words(text: str) -> list[tuple[int, str, str]]:
             continue
         seen.add(word)
         found.append((m.start(), word, message))
-    return found
+    for m in _SCALAR_BRACE_LIST.finditer(text):
+        opening = m.end() - 1
+        closing = _matching(text.replace("{", "(").replace("}", ")"), opening, 1)
+        if closing > 0 and _top_level_comma(text[opening + 1:closing]):
+            found.append((opening, m.group("name"),
+                          f"'{m.group('name')}' holds one value but is initialized from a list "
+                          f"of several: C keeps the first (with a warning), C++ (nvcc, "
+                          f"compiling every body too) refuses the list or, where T is complex, "
+                          f"takes it as the real and imaginary parts; write one value "
+                          f"(x + y * I for a complex one)"))
+    return sorted(found)
+
+
+# A declaration of one value of a scalar type initialized from a brace list: `T w = {x, 2};`.
+_SCALAR_BRACE_LIST = re.compile(
+    r"\b(?:T|complex64_t|complex128_t|float|double|u?int(?:8|16|32|64)_t|int|long|short|char|"
+    r"unsigned|signed|bool|_Bool)\s+(?P<name>[A-Za-z_]\w*)\s*=\s*\{")
+
+
+def _top_level_comma(text: str) -> bool:
+    depth = 0
+    for c in text:
+        depth += c in "([{"
+        depth -= c in ")]}"
+        if c == "," and depth == 0:
+            return True
+    return False
 
 
 # Names an input may not take: the call's own parameters (f(x, /, out=None, **kwargs), a
