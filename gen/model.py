@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from . import limits
-from .divisions import total_divisions
+from .operators import arithmetic_operators, rewrite_operators, typedef_names
 from .element_types import ELEMENT_TYPES, ElementType
 from .diagnostics import DiagnosticSink, Location
 from .parse import (ParseError, RawDimDefinition, RawFile, RawFunction, RawHelper, RawLayout,
@@ -368,13 +368,20 @@ class Body:
     path: str                   # as written in #line directives
     first_line: int
     lines: tuple[str, ...]      # the user's lines, as written
-    # The lines compiled: the user's with integer divisions made total (gen/divisions.py);
-    # None until build_module has rewritten them.
+    # The lines compiled (gen/operators.py): the user's with integer divisions made total, and
+    # for C++ (nvcc) with signed +, -, * wrapping too; None until build_module rewrote them,
+    # device_code also where it is the same as code.
     code: tuple[str, ...] | None = None
+    device_code: tuple[str, ...] | None = None
 
     @property
     def compiled_lines(self) -> tuple[str, ...]:
         return self.lines if self.code is None else self.code
+
+    @property
+    def cxx_lines(self) -> tuple[str, ...]:
+        """The lines nvcc (C++) compiles."""
+        return self.compiled_lines if self.device_code is None else self.device_code
 
 
 @dataclass(frozen=True)
@@ -1356,15 +1363,20 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
         return None
     module = Module(qualified_name, tuple(p for _, _, p in files), tuple(helpers), tuple(functions))
     sinks = {display_path: sink for _, sink, display_path in files}
-    # The offsets of each body's integer divisions, over every type it is compiled for.
+    # The offsets of each body's integer divisions, and of its integer +, - and *, over every
+    # type it is compiled for (gen/operators.py rewrites them).
     divisions: dict[int, set[int]] = {}
+    arithmetic: dict[int, set[int]] = {}
     for fn in functions:
+        accessors = frozenset(a.name for a in fn.args if not a.is_scalar)
         for sig in fn.signatures:
             names = {a.name: _kind(sig.all_types[a.index]) for a in fn.args}
             if fn.layout is not None:
                 names.update({d.name: "i" for d in fn.layout.variable_dims})
             divisions.setdefault(id(fn.body), set()).update(
                 _integer_divisions(fn.body, _kind(sig.element_type), names))
+            arithmetic.setdefault(id(fn.body), set()).update(
+                _integer_arithmetic(fn.body, _kind(sig.element_type), names, accessors))
             _warn_unguarded_shifts(sinks[fn.body.path], fn.body, f"function '{fn.name}'",
                                    _shift_width(sig.all_types))
             first = "first argument's" if sig.inputs else "first output's"
@@ -1383,20 +1395,23 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
                 f"calls: it is not compiled, so the compiler does not check it")
     for t, used in module.helper_instances:
         for helper in used:
-            divisions.setdefault(id(helper.body), set()).update(_integer_divisions(
-                helper.body, _kind(t), _declared_kinds(helper.prototype, _kind(t))))
+            names = _declared_kinds(helper.prototype, _kind(t))
+            divisions.setdefault(id(helper.body), set()).update(
+                _integer_divisions(helper.body, _kind(t), names))
+            arithmetic.setdefault(id(helper.body), set()).update(
+                _integer_arithmetic(helper.body, _kind(t), names))
             _warn_unguarded_shifts(sinks[helper.body.path], helper.body,
                                    f"helper '{helper.name}' (compiled for {t.name})",
                                    _shift_width((t,)))
             _warn_fraction_cast_to_t(sinks[helper.body.path], helper.body, t,
                                      "T" if t.is_inexact else "double",
                                      f"in helper '{helper.name}' compiled for T = {t.name}")
-    functions = [dataclasses.replace(fn, body=_total_divisions(
-        sinks[fn.body.path], fn.body, divisions.get(id(fn.body), set()), f"function '{fn.name}'"))
-        for fn in functions]
-    helpers = [dataclasses.replace(h, body=_total_divisions(
-        sinks[h.body.path], h.body, divisions.get(id(h.body), set()), f"helper '{h.name}'"))
-        for h in helpers]
+    functions = [dataclasses.replace(fn, body=_rewrite_operators(
+        sinks[fn.body.path], fn.body, divisions.get(id(fn.body), set()),
+        arithmetic.get(id(fn.body), set()), f"function '{fn.name}'")) for fn in functions]
+    helpers = [dataclasses.replace(h, body=_rewrite_operators(
+        sinks[h.body.path], h.body, divisions.get(id(h.body), set()),
+        arithmetic.get(id(h.body), set()), f"helper '{h.name}'")) for h in helpers]
     warnings = tuple(w for _, sink, _ in files for w in sorted(
         dict.fromkeys(sink.warnings), key=lambda w: (w.location.line, w.location.col)))
     return dataclasses.replace(module, functions=tuple(functions), helpers=tuple(helpers),
@@ -1405,7 +1420,7 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
 
 # --------------------------------------------------------------------------- warnings
 
-_DIVISION = re.compile(r"(?<![/*])([/%])(?![/*])\s*=?\s*(?P<divisor>\((?:\s*\w+\s*)\)\s*(?=\w|\()|)"
+_DIVISION = re.compile(r"(?<![/*])(/(?![/*])|%)\s*=?\s*(?P<divisor>\((?:\s*\w+\s*)\)\s*(?=\w|\()|)"
                        r"(?P<operand>[A-Za-z_]\w*|\d[\w.]*|\()?")
 # ==, !=, <=, >=, <, >: not a shift (<<, >>=), nor `->`.
 _COMPARISON = r"(?:[=!]=|(?<![<>-])[<>]=|(?<![<>-])[<>](?![<>=]))"
@@ -1445,12 +1460,14 @@ def _type_kind(words: str, t_kind: str) -> str | None:
 
 def _declared_kinds(text: str, t_kind: str) -> dict[str, str]:
     """Names declared with a simple type in C text (`T acc = 0;`, `int64_t i`, `double w;`)."""
-    kinds = {}
+    kinds: dict[str, str | None] = {}
     for m in _DECLARATION.finditer(text):
         kind = _type_kind(m.group("type"), t_kind)
         if kind is not None:
-            kinds[m.group("name")] = kind
-    return kinds
+            name = m.group("name")
+            # Declared again with another kind (in another block): it cannot be told.
+            kinds[name] = kind if kinds.get(name, kind) == kind else None
+    return {name: kind for name, kind in kinds.items() if kind is not None}
 
 
 def _literal_kind(token: str) -> str:
@@ -1462,6 +1479,9 @@ def _literal_kind(token: str) -> str:
 def _expression_kind(text: str, names: dict[str, str]) -> str | None:
     """An expression's kind by C's usual conversions: floating when any operand is, integer
     when every operand is known to be; None when it cannot tell (a call, an unknown name)."""
+    if re.search(r"[A-Za-z_]\w*\s*\(", text) or any(
+            _type_kind(m.group("type"), names.get("T", "i")) == "i" for m in _CAST.finditer(text)):
+        return None             # a call, or a cast to an integer type, makes its own kind
     kinds = []
     for m in re.finditer(r"[A-Za-z_]\w*|\.?\d[\w.]*", text):
         token = m.group(0)
@@ -1568,43 +1588,78 @@ def _operand_after(text: str, start: int, names: dict[str, str]) -> str | None:
 def _integer_divisions(body: Body, t_kind: str, names: dict[str, str] | None = None) -> set[int]:
     """The offsets in the body's text of its integer `/`, `%`, `/=` and `%=` for a body
     compiled with T of kind `t_kind` ('i' or 'f') and the given names' kinds (arguments, core
-    dimensions): the divisions gen/divisions.py makes total.  A division is taken to be an
-    integer one unless an operand is floating by C's usual conversions, judged from literals,
-    casts, the names given and the locals the body declares with a simple type; an operand of
-    unknown type counts as T (ufg_div divides floats plainly, should it be one).  A divisor
-    that is a nonzero integer literal (`n / 2`, `n % (T)3`) cannot fail: left as written."""
+    dimensions): the divisions gen/operators.py makes total.  Every `%` (C's takes integers
+    only), and every `/` but those with an operand that is surely floating (a floating
+    literal, a cast to a floating type, a name of a floating type: an argument, a core
+    dimension, a local the body declares with one simple type; a parenthesized expression
+    with one of them and no call or integer cast), or whose operands are both of unknown type
+    (calls, unknown names) where T is floating.  An integer operand beside one of unknown type
+    makes it an integer division: ufg_div divides floats plainly, should it be one.  A divisor
+    that is a nonzero number literal (`n / 2`, `n % (T)3`) cannot fail: left as written."""
     clean = blank_c_noise("\n".join(body.lines))
     kinds = {"T": t_kind, **(names or {}), **_declared_kinds(clean, t_kind)}
     found = set()
     for m in _DIVISION.finditer(clean):
-        left = _operand_before(clean, m.start(1), kinds) or t_kind
-        right = _operand_after(clean, m.end(1) + (clean[m.end(1):m.end(1) + 1] == "="), kinds) or t_kind
-        if "f" in (left, right):
-            continue                # a floating division: by 0 it gives inf or nan, defined
         operand = m.group("operand")
         if operand and operand[0].isdigit() and \
                 re.fullmatch(r"0+[uUlL]*|0[xX]0+[uUlL]*", operand) is None:
             continue                # a nonzero literal (or a float one)
+        if m.group(1) == "/":       # `%` takes integers only
+            left = _operand_before(clean, m.start(1), kinds)
+            right = _operand_after(clean, m.end(1) + (clean[m.end(1):m.end(1) + 1] == "="), kinds)
+            if _surely_floating(left, right, t_kind):
+                continue            # a floating division: by 0 it gives inf or nan, defined
         found.add(m.start(1))
     return found
 
 
-def _total_divisions(sink: DiagnosticSink, body: Body, offsets: set[int], what: str) -> Body:
-    """The body with its integer divisions at `offsets` rewritten into the prelude's total
-    ufg_div and ufg_rem (gen/divisions.py); a warning at each one the rewrite cannot follow."""
-    if not offsets:
+def _surely_floating(left: str | None, right: str | None, t_kind: str) -> bool:
+    """Whether an operation whose operands have these kinds ('f', 'i', None: unknown) is
+    floating: an operand is, or T is and neither operand is known to be an integer."""
+    return "f" in (left, right) or (t_kind == "f" and left is None and right is None)
+
+
+def _integer_arithmetic(body: Body, t_kind: str, names: dict[str, str],
+                        accessors: frozenset[str] = frozenset()) -> set[int]:
+    """The offsets of the body's integer `+`, `-` (binary and unary), `*`, `+=`, `-=` and `*=`
+    that gen/operators.py makes wrap in the C++ (nvcc) compile: those arithmetic_operators
+    takes, of no operand surely floating by _integer_divisions' rules."""
+    clean = blank_c_noise("\n".join(body.lines))
+    kinds = {"T": t_kind, **names, **_declared_kinds(clean, t_kind)}
+    found = set()
+    for offset, unary in arithmetic_operators(clean, accessors, typedef_names(clean)):
+        width = 2 if clean[offset + 1:offset + 2] == "=" else 1
+        right = _operand_after(clean, offset + width, kinds)
+        left = right if unary else _operand_before(clean, offset, kinds)
+        if not _surely_floating(left, right, t_kind):
+            found.add(offset)
+    return found
+
+
+def _rewrite_operators(sink: DiagnosticSink, body: Body, divisions: set[int],
+                       arithmetic: set[int], what: str) -> Body:
+    """The body with its integer divisions rewritten into the prelude's total ufg_div and
+    ufg_rem, and in its C++ (nvcc) text its integer +, - and * into the wrapping ufg_add,
+    ufg_sub, ufg_mul and ufg_neg (gen/operators.py); a warning at each division the rewrite
+    cannot follow."""
+    if not divisions and not arithmetic:
         return body
     text = "\n".join(body.lines)
     clean = blank_c_noise(text)
-    rewrite = total_divisions(text, clean, offsets)
-    for offset, why in rewrite.left_alone:
+    types = typedef_names(clean)
+    host = rewrite_operators(text, clean, divisions, types)
+    for offset, why in host.left_alone:
         op = clean[offset] + ("=" if clean[offset + 1:offset + 2] == "=" else "")
         reason, advice = why.split("; ", 1)
         sink.warning(_body_location(body, clean, offset),
                      f"{what} divides integers ('{op}') {reason}, so it is left as written, "
                      f"where C's division by 0 and INT_MIN / -1 are undefined (on x86-64 they "
                      f"stop the process): {advice}")
-    return dataclasses.replace(body, code=tuple(rewrite.code.split("\n")))
+    # What the wrapping rewrite cannot follow keeps nvcc's meaning: -fwrapv's elsewhere.
+    device = rewrite_operators(text, clean, divisions | arithmetic, types).code if arithmetic \
+        else host.code
+    return dataclasses.replace(body, code=tuple(host.code.split("\n")),
+                               device_code=None if device == host.code else tuple(device.split("\n")))
 
 
 def _is_tested(name: str, clean: str) -> bool:

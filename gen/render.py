@@ -47,7 +47,16 @@ def c_body(body: Body, scope_macros: bool = True) -> str:
     A macro the body #defines ends with it (`scope_macros`), so that it cannot rewrite the
     names of the functions after it (a `#define N 4` against a later layout's `n`, `N`)."""
     undefs = [f"#undef {m[1]}" for line in body.lines if (m := _DEFINE.match(line))]
-    lines = [f"#line {body.first_line - 1} {c_string(body.path)}", "{", *body.compiled_lines, "}",
+    if body.cxx_lines == body.compiled_lines:
+        code = list(body.compiled_lines)
+    else:
+        # C++ (nvcc) compiles the text whose signed +, - and * wrap (gen/operators.py); the C
+        # compiles wrap with -fwrapv, on the text as written.
+        start = f"#line {body.first_line} {c_string(body.path)}"
+        code = ["#ifdef __cplusplus", start, *body.cxx_lines, "#else", start,
+                *body.compiled_lines, "#endif",
+                f"#line {body.first_line + len(body.lines)} {c_string(body.path)}"]
+    lines = [f"#line {body.first_line - 1} {c_string(body.path)}", "{", *code, "}",
              _GENERATED_LINE, *(dict.fromkeys(undefs) if scope_macros else ())]
     return "\n".join(lines)
 

@@ -72,7 +72,7 @@ _COMPLEX_CONDITIONAL = re.compile(
     r"['\u2018](?:const )?(?:complex float|_Complex float)['\u2019]) to (?P<to>\S+ double['\u2019]) "
     r"to match other result of conditional(?P<flag> \[-W[\w=-]*\])?")
 # The prelude's total integer division, which a body's `/` and `%` are rewritten into
-# (gen/divisions.py): a message met in its expansion is about the user's operator.
+# (gen/operators.py): a message met in its expansion is about the user's operator.
 _DIVISIONS = {"ufg_div": "/", "ufg_rem": "%"}
 # -Wconversion is on for its complex message alone: its others are not shown.
 _OTHER_CONVERSION = re.compile(r".*\[-W(?:error=)?conversion\]")

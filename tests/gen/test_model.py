@@ -540,7 +540,7 @@ def test_a_signature_error_holds_every_diagnostic_and_formats_like_a_compiler(tm
 # --------------------------------------------------------------------------- integer divisions
 
 def _compiled(text: str) -> str:
-    """The first function's body as it is compiled (gen/divisions.py's rewrite applied)."""
+    """The first function's body as it is compiled (gen/operators.py's rewrite applied)."""
     return "\n".join(model(text).functions[0].body.compiled_lines)
 
 

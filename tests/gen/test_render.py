@@ -361,9 +361,11 @@ def test_each_body_is_preceded_by_a_line_directive_to_its_first_line_in_the_sign
     `helper` line, at the prototype's column there."""
     source = EXAMPLES.read_text().split("\n")
     lines = examples["ex_bodies.h"].split("\n")
-    seen = prototypes = declarations = stores = 0
+    seen = prototypes = declarations = stores = cxx_only = resume = 0
     for i, text in enumerate(lines):
         m = _LINE.fullmatch(text)
+        if i < resume:
+            continue            # inside a body checked whole below
         if not m or m[2] != "examples.ufunc":
             continue
         first = int(m[1])
@@ -382,6 +384,19 @@ def test_each_body_is_preceded_by_a_line_directive_to_its_first_line_in_the_sign
             continue
         seen += 1
         assert source[first - 1] == "{", f"#line {first} is not a '{{' line"
+        if lines[i + 2] == "#ifdef __cplusplus":
+            # C++ (nvcc) gets the text whose signed +, -, * wrap (gen/operators.py), the C
+            # compilers the user's lines; each under a #line naming the body's first line.
+            cxx_only += 1
+            other = lines.index("#else", i)
+            end = lines.index("#endif", other)
+            assert lines[i + 3] == lines[other + 1] == f'#line {first + 1} "examples.ufunc"'
+            assert lines[other + 2:end] == source[first:first + end - other - 2]
+            assert end - other == other - i - 2, "both texts have the body's lines"
+            assert lines[end + 1] == f'#line {first + end - other - 1} "examples.ufunc"'
+            assert lines[end + 2] == "}" == source[first + end - other - 2]
+            resume = end + 3
+            continue
         k = 0
         while not lines[i + 1 + k].startswith("#line"):
             assert lines[i + 1 + k] == source[first - 1 + k]
@@ -398,6 +413,7 @@ def test_each_body_is_preceded_by_a_line_directive_to_its_first_line_in_the_sign
     assert seen == sum(len(f.signatures) for f in module.functions) + widened + helpers == 44
     assert stores == sum(len(f.signatures) * sum(a.is_scalar for a in f.outputs)
                          for f in module.functions) + widened
+    assert cxx_only > 0         # lucas and the integer loops of add, matmul, ...
 
 
 def test_the_store_of_a_scalar_output_reads_it_under_its_name_in_the_declaration(examples):

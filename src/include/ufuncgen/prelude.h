@@ -76,7 +76,7 @@ UFG_UNSIGNED_TYPES(UFG_DEFINE_ORDER)
 UFG_SIGNED_TYPES(UFG_DEFINE_SIGN)
 UFG_UNSIGNED_TYPES(UFG_DEFINE_SIGN_UNSIGNED)
 
-/* Integer division and remainder made total (gen/divisions.py rewrites a body's integer `/`,
+/* Integer division and remainder made total (gen/operators.py rewrites a body's integer `/`,
  * `%`, `/=` and `%=` into these): C leaves a divisor of 0, and INT_MIN / -1, undefined, and
  * x86-64 stops the process with SIGFPE there.  They give NumPy's answers instead: a / 0 and
  * a % 0 are 0 with the divide-by-zero flag raised (np.floor_divide, np.fmod), INT_MIN / -1
@@ -583,7 +583,7 @@ UFG_PRELUDE_FN float _Complex ufg_cexp_f(float _Complex z)
 #define UFG_SUM_ARGS_3(a, b, c) \
     (1 ? (1 ? (a) : (b)) : (c)), (1 ? (0 ? (a) : (b)) : (c)), (0 ? (0 ? (a) : (b)) : (c))
 
-/* A body's integer `/` and `%`, rewritten (gen/divisions.py): total on integers; of floating
+/* A body's integer `/` and `%`, rewritten (gen/operators.py): total on integers; of floating
  * or complex operands (a division the generator took for an integer one), plain division. */
 UFG_PRELUDE_FN long double ufg_div_ld(long double a, long double b) { return a / b; }
 UFG_PRELUDE_FN float _Complex ufg_div_cf(float _Complex a, float _Complex b) { return a / b; }
@@ -743,7 +743,7 @@ UFG_OVERLOADS(sign)
 UFG_OVERLOADS_2(min)
 UFG_OVERLOADS_2(max)
 UFG_OVERLOADS_2(pow)
-/* A body's integer `/` and `%`, rewritten (gen/divisions.py): total on integers, plain
+/* A body's integer `/` and `%`, rewritten (gen/operators.py): total on integers, plain
  * division of anything else (float, double, complex). */
 #define UFG_DIVISION_OVERLOADS(S, TYPE, UTYPE) \
     UFG_PRELUDE_FN TYPE ufg_div_of(TYPE a, TYPE b) { return ufg_div_##S(a, b); } \
@@ -756,6 +756,42 @@ template <class A, class B> UFG_PRELUDE_FN auto ufg_div(A a, B b) -> decltype(a 
 { return ufg_div_of(static_cast<decltype(a / b)>(a), static_cast<decltype(a / b)>(b)); }
 template <class A, class B> UFG_PRELUDE_FN auto ufg_rem(A a, B b) -> decltype(a % b)
 { return ufg_rem_of(static_cast<decltype(a % b)>(a), static_cast<decltype(a % b)>(b)); }
+/* A body's integer +, -, * and unary - in this C++ compile only (gen/operators.py): nvcc has no
+ * -fwrapv, which makes the C compiles' signed overflow wrap, and may fold `x + 1 > x` to true.
+ * A signed type's sum, difference, product and negation are computed in its unsigned twin,
+ * which wraps, and converted back (modulo 2^N in GCC and nvcc); anything else (unsigned types,
+ * floats, pointers, complex values) with the plain operator. */
+template <class R> struct ufg_wraps_in_unsigned {
+    static constexpr bool value =
+        UFG_COMPLEX_STD::is_integral<R>::value && UFG_COMPLEX_STD::is_signed<R>::value;
+};
+#define UFG_DEFINE_WRAPPING(name, op) \
+    template <class A, class B> UFG_PRELUDE_FN auto name(A a, B b) -> decltype(a op b) \
+    { \
+        typedef decltype(a op b) R; \
+        if constexpr (ufg_wraps_in_unsigned<R>::value) { \
+            typedef typename UFG_COMPLEX_STD::make_unsigned<R>::type U; \
+            return static_cast<R>(static_cast<U>(static_cast<R>(a)) op static_cast<U>(static_cast<R>(b))); \
+        } \
+        else { \
+            return a op b; \
+        } \
+    }
+UFG_DEFINE_WRAPPING(ufg_add, +)
+UFG_DEFINE_WRAPPING(ufg_sub, -)
+UFG_DEFINE_WRAPPING(ufg_mul, *)
+#undef UFG_DEFINE_WRAPPING
+template <class A> UFG_PRELUDE_FN auto ufg_neg(A a) -> decltype(-a)
+{
+    typedef decltype(-a) R;
+    if constexpr (ufg_wraps_in_unsigned<R>::value) {
+        typedef typename UFG_COMPLEX_STD::make_unsigned<R>::type U;
+        return static_cast<R>(static_cast<U>(0) - static_cast<U>(static_cast<R>(a)));
+    }
+    else {
+        return -a;
+    }
+}
 template <class A, class B, class C>
 UFG_PRELUDE_FN auto ufg_clamp(A x, B lo, C hi) -> decltype(x + lo + hi)
 {

@@ -1,5 +1,6 @@
-"""gen/divisions.py: a body's integer divisions rewritten into the prelude's total ufg_div and
-ufg_rem, with the operands C's grammar gives them; what it cannot follow is left as written."""
+"""gen/operators.py: a body's integer divisions rewritten into the prelude's total ufg_div and
+ufg_rem, and for C++ (nvcc) its integer +, -, * into the wrapping ufg_add, ufg_sub, ufg_mul,
+ufg_neg, with the operands C's grammar gives them; what it cannot follow is left as written."""
 from __future__ import annotations
 
 import random
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ufuncgen.gen import load_module
-from ufuncgen.gen.divisions import total_divisions
+from ufuncgen.gen.operators import arithmetic_operators, rewrite_operators, typedef_names
 from ufuncgen.gen.parse import blank_c_noise
 from ufuncgen.gen.render import render_module
 
@@ -21,8 +22,8 @@ COMMAND = "python -m ufuncgen.gen (test)"
 def _rewritten(code: str) -> tuple[str, tuple]:
     """Every `/`, `%`, `/=` and `%=` of the code rewritten (comments and strings left out)."""
     clean = blank_c_noise(code)
-    offsets = {m.start(1) for m in re.finditer(r"(?<![/*])(/=?|%=?)(?![/*])", clean)}
-    rewrite = total_divisions(code, clean, offsets)
+    offsets = {m.start(1) for m in re.finditer(r"(?<![/*])(/(?![/*])=?|%=?)", clean)}
+    rewrite = rewrite_operators(code, clean, offsets, typedef_names(clean))
     return rewrite.code, tuple(offset for offset, _ in rewrite.left_alone)
 
 
@@ -58,13 +59,21 @@ def _rewritten(code: str) -> tuple[str, tuple]:
     ("for (i = 0; i < n / k; i++) s += i % k;",
      "for (i = 0; i < ufg_div(n, k); i++) s += ufg_rem(i, k);"),
     ("y = (T)(a / b) + (T)(a % b);", "y = (T)(ufg_div(a, b)) + (T)(ufg_rem(a, b));"),
+    ("q = a%*p;", "q = ufg_rem(a,*p);"),
+    # A name ending in _t is no type unless it is one; a body's typedef is one.
+    ("q = (v_t) - a / b;", "q = (v_t) - ufg_div(a, b);"),
+    ("typedef long long wide;\nq = (wide)a / b;", "typedef long long wide;\nq = ufg_div((wide)a, b);"),
     # Compound assignment: x = ufg_div(x, <the whole right side>).
+    ("bytes /= (int64_t)sizeof(T);", "bytes = ufg_div(bytes, (int64_t)sizeof(T));"),
+    ("a > 0 ? t /= b : 0;", "a > 0 ? t = ufg_div(t, b) : 0;"),
+    ("x /= c ? a : b;", "x = ufg_div(x, c ? a : b);"),
     ("r %= (a + 1);", "r = ufg_rem(r, (a + 1));"),
     ("x(i) /= n + 1;", "x(i) = ufg_div(x(i), n + 1);"),
     ("q /= c ? a : b, k++;", "q = ufg_div(q, c ? a : b), k++;"),
     # Comments and strings are not code, and keep their place.
     ("q = a / b; /* a / b */ w = \"x/y\";", "q = ufg_div(a, b); /* a / b */ w = \"x/y\";"),
     ("q = a /* half */ / b;", "q = ufg_div(a /* half */, b);"),
+    ("q = a /* num *// b;", "q = ufg_div(a /* num */, b);"),
     # In a macro's definition, on its own operands.
     ("#define DIV(a, b) ((a) / (b))", "#define DIV(a, b) (ufg_div((a), (b)))"),
     ("#define QUOT(a, b) \\\n    ((a) / (b))", "#define QUOT(a, b) \\\n    (ufg_div((a), (b)))"),
@@ -85,6 +94,9 @@ def test_a_division_becomes_a_call_on_the_operands_c_gives_it(code, expected):
     "#if N / 2 > 1",                # a preprocessor condition
     "q = a ## b / c;",              # token pasting
     "#define SLASH /\n    q = a SLASH b;",   # an operator without its operands
+    # A macro whose operands its use decides: `x * PER` is (x * a) / b, `HALF(a + 1)` a + 1 / b.
+    "#define PER a / b\n    q = x * PER;",
+    "#define HALF(v) (v / b)\n    q = HALF(a + 1);",
 ])
 def test_what_the_scanner_cannot_follow_is_left_as_written(code):
     rewritten, left_alone = _rewritten(code)
@@ -94,7 +106,35 @@ def test_what_the_scanner_cannot_follow_is_left_as_written(code):
 
 def test_only_the_offsets_given_are_rewritten():
     code = "q = a / b + c / d;"
-    assert total_divisions(code, code, {code.index("/ d")}).code == "q = a / b + ufg_div(c, d);"
+    assert rewrite_operators(code, code, {code.index("/ d")}).code == "q = a / b + ufg_div(c, d);"
+
+
+def _wrapped(code: str, accessors=frozenset()) -> str:
+    """Every +, -, * the wrapping rewrite takes, rewritten (types aside: the model's part)."""
+    clean = blank_c_noise(code)
+    offsets = {offset for offset, _ in arithmetic_operators(clean, frozenset(accessors))}
+    return rewrite_operators(code, clean, offsets).code
+
+
+@pytest.mark.parametrize("code, expected", [
+    ("y = a + b * c - -d;", "y = ufg_sub(ufg_add(a, ufg_mul(b, c)), ufg_neg(d));"),
+    ("y = -a * b;", "y = ufg_mul(ufg_neg(a), b);"),
+    ("y = (a + b) * (c - 1);", "y = ufg_mul((ufg_add(a, b)), (ufg_sub(c, 1)));"),
+    ("y = a < b + c ? a - b : c;", "y = a < ufg_add(b, c) ? ufg_sub(a, b) : c;"),
+    ("acc += x(i) * 3;", "acc = ufg_add(acc, ufg_mul(x(i), 3));"),
+    # Indices, loop headers and core accessors' arguments keep C's operators (nvcc's loop
+    # analysis relies on their overflow being undefined; array bounds stay constant).
+    ("v[i + 1] = a - 1;", "v[i + 1] = ufg_sub(a, 1);"),
+    ("for (int64_t i = 0; i < n - 1; i += 2) s -= i;",
+     "for (int64_t i = 0; i < n - 1; i += 2) s = ufg_sub(s, i);"),
+    ("y = x(n - 1 - i) * k;", "y = ufg_mul(x(n - 1 - i), k);"),
+    # A declarator's or a dereference's star, a unary plus and a negative literal: no arithmetic.
+    ("T *p = &a; int64_t *q; y = *p + -3 + +b;", "T *p = &a; int64_t *q; y = ufg_add(ufg_add(*p, -3), +b);"),
+    ("y = (T)-a * (int64_t)c - b;", "y = ufg_sub(ufg_mul((T)ufg_neg(a), (int64_t)c), b);"),
+    ("#define TWICE(a) (2 * (a))\ny = TWICE(b) + 1;", "#define TWICE(a) (ufg_mul(2, (a)))\ny = ufg_add(TWICE(b), 1);"),
+])
+def test_signed_arithmetic_becomes_a_wrapping_call_where_it_is_arithmetic(code, expected):
+    assert _wrapped(code, {"x"}) == expected
 
 
 TYPED = """\
@@ -138,6 +178,38 @@ def test_a_body_compiles_its_integer_divisions_as_calls_and_its_float_ones_as_wr
     per_item = next(f for f in module.functions if f.name == "per_item")
     assert per_item.body.lines[0].strip() == "const int64_t whole = total / count;"
     assert len(per_item.body.compiled_lines) == len(per_item.body.lines)
+    # nvcc's text: integer +, -, * wrap; a float operation is left as written.
+    mean_step = next(f for f in module.functions if f.name == "mean_step")
+    assert mean_step.body.device_code is None
+    bucket = next(f for f in module.functions if f.name == "bucket")
+    assert bucket.body.cxx_lines[0].strip() == \
+        "for (int64_t i = 0; i < n; i++) b(i) = ufg_div(x(i), width);"
+    assert "#ifdef __cplusplus" not in bodies.split("ufg_body_mean_step")[1].split("ufg_body_")[0]
+
+
+def test_nvcc_text_wraps_integer_arithmetic_and_leaves_float_arithmetic(tmp_path):
+    source = tmp_path / "mixed.ufunc"
+    source.write_text("""\
+ufunc affine(x, a, b) -> y
+    types: int64(int64, int64, int64), float64(float64, float64, float64)
+{
+    y = a * x + b;
+}
+
+ufunc scaled(x, k) -> y
+    types: float64(float64, int64)
+{
+    const int64_t twice = k * 2;
+    y = x * (double)twice - x;
+}
+""")
+    module = load_module("pkg.mixed", [str(source)], source_root=str(tmp_path))
+    affine, scaled = module.functions
+    # One text for every loop of a function: ufg_add of doubles is their plain sum.
+    assert affine.body.compiled_lines == ("    y = a * x + b;",)
+    assert affine.body.cxx_lines == ("    y = ufg_add(ufg_mul(a, x), b);",)
+    assert scaled.body.cxx_lines == ("    const int64_t twice = ufg_mul(k, 2);",
+                                     "    y = x * (double)twice - x;")
 
 
 # --------------------------------------------------------------------------- against C itself
@@ -207,7 +279,7 @@ def test_rewritten_expressions_compute_in_c_what_the_precedence_of_the_original_
     for text, _, _ in cases:
         clean = blank_c_noise(text)
         offsets = {m.start(1) for m in re.finditer(r"(?<![/*])(/|%)(?![/*=])", clean)}
-        rewrite = total_divisions(text, clean, offsets)
+        rewrite = rewrite_operators(text, clean, offsets)
         assert rewrite.left_alone == (), text
         lines.append(f'    printf("%lld\\n", (long long)({rewrite.code}));')
     program = tmp_path / "expressions.c"

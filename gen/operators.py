@@ -1,22 +1,32 @@
-"""Integer division made total: a body's `a / b`, `a % b`, `x /= b` and `x %= b` rewritten
-into the prelude's `ufg_div(a, b)` and `ufg_rem(a, b)` (ufuncgen/prelude.h).
+"""A body's integer operators rewritten into calls of the prelude (ufuncgen/prelude.h), so
+that they mean the same on the host, in the simulator and on the GPU.
 
-C leaves integer division by 0, and INT_MIN / -1, undefined: on x86-64 the host loops and the
-simulator stop the whole process with SIGFPE, and a GPU returns whatever its division
-routine gives.  The prelude's functions give NumPy's answers on all three (0, and INT_MIN for
-INT_MIN / -1), raising NumPy's divide-by-zero or overflow warning on the host; of floating
-operands they are plain division.
+Division, in every compile: a body's integer `a / b`, `a % b`, `x /= b` and `x %= b` become
+`ufg_div(a, b)` and `ufg_rem(a, b)`.  C leaves integer division by 0, and INT_MIN / -1,
+undefined: on x86-64 the host loops and the simulator stop the whole process with SIGFPE, and
+a GPU returns whatever its division routine gives.  The prelude's functions give NumPy's
+answers on all three (0, and INT_MIN for INT_MIN / -1), raising NumPy's divide-by-zero or
+overflow warning on the host; of floating operands they are plain division.
+
+Wrapping, in the C++ (nvcc) compile only: a body's integer `a + b`, `a - b`, `a * b`, `-a`,
+`x += e`, `x -= e` and `x *= e` become `ufg_add`, `ufg_sub`, `ufg_mul`, `ufg_neg`.  The host
+loops and the simulator are C compiled with -fwrapv, where signed overflow wraps as in NumPy's
+integer loops; nvcc has no such switch, and may fold `x + 1 > x` to true.  The C++ functions
+compute a signed type's sum, difference, product and negation in its unsigned twin, which
+wraps, and anything else (floats, pointers, complex values) with the plain operator.
 
 The rewrite edits only around the operator: `ufg_div(` goes before the left operand, the
 operator becomes a comma, and `)` goes after the right operand, so the user's lines, and what
 is between, stay as written (#line directives still name the user's lines).  The operands are
 found on C's grammar: the left operand of a multiplicative operator is the chain of
-cast-expressions joined by `*`, `/` and `%` before it (they group to the left), the right
-operand one cast-expression (prefix operators, casts, a primary, postfix operators).  A
-compound assignment `x /= e` becomes `x = ufg_div(x, e)`, its left side written twice: only
-where it has no side effect (no `++`, `--` or assignment in it).  What the scanner does not
-understand (a compound literal, a line continuation, token pasting, unbalanced brackets) is
-left alone and reported, so that the caller can warn.
+cast-expressions joined by `*`, `/` and `%` before it (they group to the left), its right
+operand one cast-expression (prefix operators, casts, a primary, postfix operators); an
+additive operator's left operand is the chain of multiplicative expressions joined by `+`
+and `-` before it, its right operand one multiplicative expression.  A compound assignment
+`x /= e` becomes `x = ufg_div(x, e)`, its left side written twice: only where it has no side
+effect (no `++`, `--` or assignment in it).  What the scanner does not understand (a compound
+literal, a line continuation, token pasting, unbalanced brackets) is left alone and reported,
+so that the caller can warn.
 """
 from __future__ import annotations
 
@@ -35,9 +45,20 @@ _TOKEN = re.compile(r"""
 # Words after which no operand ends: `return -x / b` starts its operand at the `-`.
 _STATEMENT_WORDS = frozenset("""return case else do if while for switch goto sizeof
     typedef static const volatile register extern""".split())
-# Words that make up a type name in a cast: C's, ufuncgen's `T`, and any `*_t` typedef.
+# Words that make up a type name in a cast: C's, ufuncgen's `T`, the typedefs a body may use
+# (<stdint.h>'s, <stddef.h>'s, the prelude's complex types); a body's own typedefs are added.
 _TYPE_WORDS = frozenset("""void char short int long float double signed unsigned _Bool bool
-    _Complex complex const volatile restrict T npy_intp""".split())
+    _Complex complex const volatile restrict T npy_intp size_t ptrdiff_t intptr_t uintptr_t
+    intmax_t uintmax_t int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t
+    complex64_t complex128_t""".split())
+_TYPEDEF = re.compile(r"\btypedef\b[^;]*?\b([A-Za-z_]\w*)\s*(?:\[[^;]*\])?\s*;")
+
+
+def typedef_names(clean: str) -> frozenset[str]:
+    """The names a body's code declares with `typedef` (comments and strings blanked)."""
+    return frozenset(m.group(1) for m in _TYPEDEF.finditer(clean))
+
+
 _PREFIX = frozenset({"-", "+", "!", "~", "*", "&", "++", "--"})
 _ASSIGNMENTS = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "^=", "|="})
 _CLOSING = {")": "(", "]": "[", "}": "{"}
@@ -58,7 +79,7 @@ def _tokens(code: str) -> list[_Token]:
 
 
 class _Unsupported(Exception):
-    """A construct the scanner does not follow: the division is left as written.  Its
+    """A construct the scanner does not follow: the operator is left as written.  Its
     argument, when given, says why in words for a warning."""
 
     def __init__(self, reason: str = "in an expression the generator cannot follow (a "
@@ -69,8 +90,9 @@ class _Unsupported(Exception):
 
 
 class _Scanner:
-    def __init__(self, tokens: list[_Token]):
+    def __init__(self, tokens: list[_Token], types: frozenset[str] = _TYPE_WORDS):
         self.t = tokens
+        self.types = types
 
     def text(self, i: int) -> str:
         return self.t[i].text if 0 <= i < len(self.t) else ""
@@ -101,14 +123,15 @@ class _Scanner:
         inner = self.t[opening + 1:closing]
         words = [tok.text for tok in inner if tok.text != "*"]
         return bool(words) and all(tok.kind == "id" or tok.text == "*" for tok in inner) and \
-            all(w in _TYPE_WORDS or w.endswith("_t") for w in words)
+            all(w in self.types for w in words)
 
     def ends_operand(self, i: int) -> bool:
         """Whether token i ends an operand, so that an operator after it is binary."""
         tok = self.t[i] if 0 <= i < len(self.t) else None
         if tok is None:
             return False
-        if tok.kind == "num" or (tok.kind == "id" and tok.text not in _STATEMENT_WORDS):
+        if tok.kind == "num" or (tok.kind == "id" and tok.text not in _STATEMENT_WORDS
+                                 and tok.text not in self.types):
             return True
         if tok.text == "]":
             return True
@@ -164,16 +187,17 @@ class _Scanner:
     def assignment_expression_end(self, i: int) -> int:
         """The index after the expression that starts at token i and runs to the end of its
         statement or argument: the right side of `x /= ...`."""
-        j = i
+        j, questions = i, 0
         while j < len(self.t):
             self.check(j)
             word = self.text(j)
             if word in _OPENING:
                 j = self.match_forward(j) + 1
-            elif word in (";", ",", ")", "]", "}") or word in _STATEMENT_WORDS:
-                break
-            else:
-                j += 1
+                continue
+            if word in (";", ",", ")", "]", "}") or (word == ":" and questions == 0):
+                break       # `c ? t /= b : 0`: the `:` of an enclosing conditional
+            questions += (word == "?") - (word == ":")
+            j += 1
         if j == i:
             raise _Unsupported
         return j
@@ -230,34 +254,57 @@ class _Scanner:
         return i
 
 
+    def multiplicative_end(self, i: int) -> int:
+        """The index after the multiplicative expression that starts at token i: the right
+        operand of a `+` or `-`."""
+        j = self.cast_expression_end(i)
+        while self.text(j) in ("*", "/", "%"):
+            j = self.cast_expression_end(j + 1)
+        return j
+
+    def additive_start(self, e: int) -> int:
+        """The first token of the left operand of a binary `+` or `-` after token e."""
+        i = self.multiplicative_start(e)
+        while self.text(i - 1) in ("+", "-") and self.ends_operand(i - 2):
+            i = self.multiplicative_start(i - 2)
+        return i
+
+
 @dataclass(frozen=True)
 class Rewrite:
-    """A body's code after the rewrite, and the divisions left as written: (offset, why)."""
+    """A body's code after the rewrite, and the operators left as written: (offset, why)."""
     code: str
     left_alone: tuple[tuple[int, str], ...]
 
 
-def total_divisions(code: str, clean: str, offsets: set[int]) -> Rewrite:
-    """`code` with the division operators at `offsets` rewritten into ufg_div and ufg_rem,
-    left to right, and the offsets left as written.  `clean` is `code` with its comments and
-    string literals blanked (gen.parse.blank_c_noise: the same offsets), what is scanned.
-    Lines starting with `#` other than `#define` are never touched."""
+def rewrite_operators(code: str, clean: str, offsets: set[int],
+                      types: frozenset[str] = frozenset()) -> Rewrite:
+    """`code` with the operators at `offsets` rewritten into the prelude's calls (ufg_div,
+    ufg_rem; ufg_add, ufg_sub, ufg_mul, ufg_neg), left to right, and the offsets left as
+    written.  `clean` is `code` with its comments and string literals blanked
+    (gen.parse.blank_c_noise: the same offsets), what is scanned; `types` the names of the
+    body's own typedefs.  Lines starting with `#` other than `#define` are never touched; in a
+    `#define`, only an operation whose operands the macro itself delimits (not at either end
+    of its replacement list, and its parameters parenthesized: `((a) / (b))`), since the
+    operands of `#define HALF(v) v / 2` are decided where it is used."""
     left_alone: list[tuple[int, str]] = []
     pending = sorted(offsets)           # in the current text's offsets
     original = dict(zip(pending, pending))
     while pending:
         position = pending.pop(0)
         start = original.pop(position)
-        view = _view(clean, position)
-        if view is None:
+        found = _view(clean, position)
+        if found is None:
             left_alone.append((start, "in a preprocessor directive; move it to the body's code"))
             continue
+        view, parameters = found
         tokens = _tokens(view)
         index = next((k for k, tok in enumerate(tokens) if tok.start == position), None)
         try:
             if index is None:
                 raise _Unsupported
-            pieces = _pieces(_Scanner(tokens), index, code, clean)
+            pieces = _pieces(_Scanner(tokens, _TYPE_WORDS | types), index, code, clean,
+                             parameters)
         except _Unsupported as unsupported:
             left_alone.append((start, unsupported.reason))
             continue
@@ -272,20 +319,58 @@ def total_divisions(code: str, clean: str, offsets: set[int]) -> Rewrite:
     return Rewrite(code, tuple(sorted(left_alone)))
 
 
-def _pieces(scanner: _Scanner, index: int, code: str, clean: str) -> list[tuple[int, int, str, str]]:
-    """The edits that make the division at token `index` a call."""
+# The prelude's function of each operator (unary minus: "neg").
+_CALLS = {"/": "ufg_div", "%": "ufg_rem", "*": "ufg_mul", "+": "ufg_add", "-": "ufg_sub",
+          "neg": "ufg_neg"}
+
+
+_UNHYGIENIC = ("in a macro whose use decides its operands (at an end of its replacement list, "
+               "or a parameter not in parentheses); parenthesize the macro: "
+               "#define F(a, b) ((a) / (b))")
+
+
+def _pieces(scanner: _Scanner, index: int, code: str, clean: str,
+            parameters: frozenset[str] | None) -> list[tuple[int, int, str, str]]:
+    """The edits that make the operator at token `index` a call; `parameters`: those of the
+    `#define` it is in (None in the body's code)."""
+    pieces, first, last = _edits(scanner, index, code, clean)
+    if parameters is not None:
+        tokens = scanner.t
+        if first == 0 or last >= len(tokens) - 1:
+            raise _Unsupported(_UNHYGIENIC)
+        for k in range(first, last + 1):
+            if tokens[k].text in parameters and not (
+                    scanner.text(k - 1) == "(" and scanner.text(k + 1) == ")"):
+                raise _Unsupported(_UNHYGIENIC)
+    return pieces
+
+
+def _edits(scanner: _Scanner, index: int, code: str, clean: str):
+    """The edits that make the operator at token `index` a call, and the first and last tokens
+    of the operation."""
     tokens = scanner.t
     operator = tokens[index].text
-    name = "ufg_div" if operator[0] == "/" else "ufg_rem"
-    if operator in ("/", "%"):
-        first = scanner.multiplicative_start(index - 1)
-        last = scanner.cast_expression_end(index + 1) - 1
-        at = tokens[index].start
-        spaced = at > 0 and clean[at - 1] == " " and tokens[index - 1].end < at    # `a / b`: `a, b`
+    at = tokens[index].start
+    if operator in ("-", "+", "*") and not scanner.ends_operand(index - 1):
+        if operator != "-":
+            raise _Unsupported("a unary plus or a dereference; no arithmetic")
+        last = scanner.cast_expression_end(index + 1) - 1      # -x: ufg_neg(x)
+        call = _CALLS["neg"] + "("
+        return [(at, 1, call, call), (tokens[last].end, 0, ")", ")")], index, last
+    if operator in ("/", "%", "*", "+", "-"):
+        name = _CALLS[operator]
+        if operator in ("+", "-"):
+            first = scanner.additive_start(index - 1)
+            last = scanner.multiplicative_end(index + 1) - 1
+        else:
+            first = scanner.multiplicative_start(index - 1)
+            last = scanner.cast_expression_end(index + 1) - 1
+        spaced = at > 0 and code[at - 1] == " " and tokens[index - 1].end < at     # `a / b`: `a, b`
         return [(tokens[first].start, 0, f"{name}(", f"{name}("),
                 (at - spaced, 1 + spaced, ",", ","),
-                (tokens[last].end, 0, ")", ")")]
-    if operator in ("/=", "%="):
+                (tokens[last].end, 0, ")", ")")], first, last
+    if operator in ("/=", "%=", "*=", "+=", "-="):
+        name = _CALLS[operator[0]]
         first = scanner.cast_expression_start(index - 1)
         if any(tok.text in ("++", "--") or tok.text in _ASSIGNMENTS for tok in tokens[first:index]):
             raise _Unsupported(         # written twice: x = ufg_div(x, e)
@@ -296,28 +381,76 @@ def _pieces(scanner: _Scanner, index: int, code: str, clean: str) -> list[tuple[
         span = slice(tokens[first].start, tokens[index - 1].end)
         if "\n" in code[span] or code[span] != clean[span]:
             raise _Unsupported          # a copy must not add a line, nor copy a comment
-        return [(tokens[index].start, 2, f"= {name}({code[span]},", f"= {name}({clean[span]},"),
-                (tokens[last].end, 0, ")", ")")]
+        return [(at, 2, f"= {name}({code[span]},", f"= {name}({clean[span]},"),
+                (tokens[last].end, 0, ")", ")")], first, last
     raise _Unsupported
 
 
 _DIRECTIVE = re.compile(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", re.MULTILINE)
-_DEFINE_HEAD = re.compile(r"[ \t]*#[ \t]*define[ \t]+[A-Za-z_]\w*(?:\([^)]*\))?")
+_DEFINE_HEAD = re.compile(r"[ \t]*#[ \t]*define[ \t]+[A-Za-z_]\w*(?P<parameters>\([^)]*\))?")
 
 
-def _view(clean: str, position: int) -> str | None:
-    """The text the division at `position` is scanned in, at the same offsets: in the body's
-    code, the code with every preprocessor directive blanked; in a `#define`, its replacement
-    list alone (an operand ends with the directive's line, continuations included); None in
-    any other directive (`#if N / 2`)."""
+def _view(clean: str, position: int) -> tuple[str, frozenset[str] | None] | None:
+    """The text the operator at `position` is scanned in, at the same offsets, and the
+    parameters of the `#define` it is in (None in the body's code): in the body's code, the
+    code with every preprocessor directive blanked; in a `#define`, its replacement list alone
+    (an operand ends with the directive's line, continuations included); None in any other
+    directive (`#if N / 2`)."""
     for m in _DIRECTIVE.finditer(clean):
         if m.start() <= position < m.end():
             head = _DEFINE_HEAD.match(clean, m.start())
             if head is None or position < head.end():
                 return None
-            return _blank(clean[:head.end()]) + clean[head.end():m.end()] + _blank(clean[m.end():])
-    return _DIRECTIVE.sub(lambda m: _blank(m.group(0)), clean)
+            parameters = frozenset(re.findall(r"[A-Za-z_]\w*", head.group("parameters") or ""))
+            return (_blank(clean[:head.end()]) + clean[head.end():m.end()] +
+                    _blank(clean[m.end():]), parameters)
+    return _DIRECTIVE.sub(lambda m: _blank(m.group(0)), clean), None
 
 
 def _blank(text: str) -> str:
     return re.sub(r"[^\n]", " ", text)
+
+
+def arithmetic_operators(clean: str, accessors: frozenset[str] = frozenset(),
+                         types: frozenset[str] = frozenset()) -> list[tuple[int, bool]]:
+    """(offset, unary) of each `+`, `-`, `*`, `+=`, `-=` and `*=` of a body's code that the
+    wrapping rewrite takes: not in a preprocessor directive other than a `#define`'s
+    replacement list, nor in brackets (an array bound must stay a constant expression, and an
+    index that overflows means nothing), nor in a `for (...)` header or the arguments of a core
+    accessor `x(i + 1)` (loop counters and indices: nvcc's loop analysis relies on their
+    overflow being undefined, and they do not overflow); a unary `-` only of something other
+    than a number literal; a unary `+` or `*` (a dereference) never."""
+    view = _DIRECTIVE.sub(_define_replacement_only, clean)
+    tokens = _tokens(view)
+    scanner = _Scanner(tokens, _TYPE_WORDS | types)
+    found = []
+    contexts: list[bool] = []       # per open bracket: whether it excludes what is inside
+    for k, tok in enumerate(tokens):
+        if tok.text in _OPENING:
+            before = scanner.text(k - 1)
+            contexts.append(tok.text == "[" or (tok.text == "(" and (before == "for" or before in accessors)))
+            continue
+        if tok.text in _CLOSING:
+            if contexts:
+                contexts.pop()
+            continue
+        if tok.text not in ("+", "-", "*", "+=", "-=", "*=") or any(contexts):
+            continue
+        try:
+            binary = scanner.ends_operand(k - 1)
+        except _Unsupported:
+            continue
+        if binary or tok.text in ("+=", "-=", "*="):
+            found.append((tok.start, False))
+        elif tok.text == "-" and 0 <= k + 1 < len(tokens) and tokens[k + 1].kind != "num":
+            found.append((tok.start, True))
+    return found
+
+
+def _define_replacement_only(m: re.Match) -> str:
+    """A directive as arithmetic_operators sees it: a `#define`'s replacement list, else
+    nothing."""
+    head = _DEFINE_HEAD.match(m.group(0))
+    if head is None:
+        return _blank(m.group(0))
+    return _blank(m.group(0)[:head.end()]) + m.group(0)[head.end():]
