@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from . import limits
-from .operators import arithmetic_operators, rewrite_operators, typedef_names
+from .operators import arithmetic_operators, body_names, rewrite_operators
 from .element_types import ELEMENT_TYPES, ElementType
 from .diagnostics import DiagnosticSink, Location
 from .parse import (ParseError, RawDimDefinition, RawFile, RawFunction, RawHelper, RawLayout,
@@ -1627,7 +1627,7 @@ def _integer_arithmetic(body: Body, t_kind: str, names: dict[str, str],
     clean = blank_c_noise("\n".join(body.lines))
     kinds = {"T": t_kind, **names, **_declared_kinds(clean, t_kind)}
     found = set()
-    for offset, unary in arithmetic_operators(clean, accessors, typedef_names(clean)):
+    for offset, unary in arithmetic_operators("\n".join(body.lines), accessors, body_names(clean)):
         width = 2 if clean[offset + 1:offset + 2] == "=" else 1
         right = _operand_after(clean, offset + width, kinds)
         left = right if unary else _operand_before(clean, offset, kinds)
@@ -1646,8 +1646,8 @@ def _rewrite_operators(sink: DiagnosticSink, body: Body, divisions: set[int],
         return body
     text = "\n".join(body.lines)
     clean = blank_c_noise(text)
-    types = typedef_names(clean)
-    host = rewrite_operators(text, clean, divisions, types)
+    names = body_names(clean)
+    host = rewrite_operators(text, divisions, names)
     for offset, why in host.left_alone:
         op = clean[offset] + ("=" if clean[offset + 1:offset + 2] == "=" else "")
         reason, advice = why.split("; ", 1)
@@ -1656,7 +1656,7 @@ def _rewrite_operators(sink: DiagnosticSink, body: Body, divisions: set[int],
                      f"where C's division by 0 and INT_MIN / -1 are undefined (on x86-64 they "
                      f"stop the process): {advice}")
     # What the wrapping rewrite cannot follow keeps nvcc's meaning: -fwrapv's elsewhere.
-    device = rewrite_operators(text, clean, divisions | arithmetic, types).code if arithmetic \
+    device = rewrite_operators(text, divisions | arithmetic, names).code if arithmetic \
         else host.code
     return dataclasses.replace(body, code=tuple(host.code.split("\n")),
                                device_code=None if device == host.code else tuple(device.split("\n")))

@@ -33,6 +33,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .parse import _C_NOISE
+
 _TOKEN = re.compile(r"""
     (?P<space>\s+)
   | (?P<id>[A-Za-z_]\w*)
@@ -48,15 +50,58 @@ _STATEMENT_WORDS = frozenset("""return case else do if while for switch goto siz
 # Words that make up a type name in a cast: C's, ufuncgen's `T`, the typedefs a body may use
 # (<stdint.h>'s, <stddef.h>'s, the prelude's complex types); a body's own typedefs are added.
 _TYPE_WORDS = frozenset("""void char short int long float double signed unsigned _Bool bool
-    _Complex complex const volatile restrict T npy_intp size_t ptrdiff_t intptr_t uintptr_t
-    intmax_t uintmax_t int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t
-    complex64_t complex128_t""".split())
+    _Complex complex const volatile restrict T npy_intp size_t ssize_t ptrdiff_t intptr_t
+    uintptr_t intmax_t uintmax_t float_t double_t wchar_t complex64_t complex128_t""".split()
+    + [f"{u}int{kind}{bits}_t" for u in ("", "u") for kind in ("", "_fast", "_least")
+       for bits in (8, 16, 32, 64)])
 _TYPEDEF = re.compile(r"\btypedef\b[^;]*?\b([A-Za-z_]\w*)\s*(?:\[[^;]*\])?\s*;")
+_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(?P<name>[A-Za-z_]\w*)(?P<parameters>\([^)]*\))?"
+                    r"(?P<replacement>(?:[^\n]*\\\n)*[^\n]*)", re.MULTILINE)
 
 
-def typedef_names(clean: str) -> frozenset[str]:
-    """The names a body's code declares with `typedef` (comments and strings blanked)."""
-    return frozenset(m.group(1) for m in _TYPEDEF.finditer(clean))
+@dataclass(frozen=True)
+class BodyNames:
+    """What the scanner must know of a body's own names: its types (typedefs, and macros that
+    name a type, `#define WIDE int64_t`), its constants (macros of numbers, `#define N 4`), and
+    its macros whose uses it cannot take as one operand (`#define DIFF(u, v) u - v`: C
+    expands `DIFF(a, b) * 2` to `a - b * 2`)."""
+    types: frozenset[str] = frozenset()
+    constants: frozenset[str] = frozenset()
+    unsafe_macros: frozenset[str] = frozenset()
+
+
+def body_names(clean: str) -> BodyNames:
+    """The BodyNames of a body's code (comments and strings blanked)."""
+    types = {m.group(1) for m in _TYPEDEF.finditer(clean)}
+    constants, unsafe = set(), set()
+    for m in _MACRO.finditer(clean):
+        words = _tokens(m.group("replacement").replace("\\\n", " \n"))
+        texts = [tok.text for tok in words]
+        if m.group("parameters") is None and texts and all(t in _TYPE_WORDS | types or t == "*"
+                                                           for t in texts):
+            types.add(m.group("name"))
+        elif m.group("parameters") is None and texts and all(
+                tok.kind == "num" or tok.text in constants or
+                (tok.kind == "punct" and tok.text not in _ASSIGNMENTS) for tok in words):
+            constants.add(m.group("name"))
+        if len(words) > 1 and not _parenthesized(words):
+            unsafe.add(m.group("name"))
+    return BodyNames(frozenset(types), frozenset(constants), frozenset(unsafe))
+
+
+def _parenthesized(words: list[_Token]) -> bool:
+    """Whether tokens are one parenthesized group, `(a - b)`."""
+    try:
+        return words[0].text == "(" and _Scanner(words).match_forward(0) == len(words) - 1
+    except _Unsupported:
+        return False
+
+
+def _scan_text(code: str) -> str:
+    """What the scanner reads, at the code's offsets: comments blanked, and string and
+    character literals as numbers of their length (`'a'` is an operand, `111`)."""
+    return _C_NOISE.sub(lambda m: re.sub(r"[^\n]", " " if m.group(0)[0] == "/" else "1",
+                                         m.group(0)), code)
 
 
 _PREFIX = frozenset({"-", "+", "!", "~", "*", "&", "++", "--"})
@@ -89,10 +134,17 @@ class _Unsupported(Exception):
         self.reason = reason
 
 
+class _Constant(_Unsupported):
+    """An operation on constants (`N * 2`, `x / K` of a macro K): C evaluates it at compile
+    time, where it cannot overflow or divide by 0 unseen, and it may have to stay a constant
+    expression (an array bound, a `case` label): left as written, without a word."""
+
+
 class _Scanner:
-    def __init__(self, tokens: list[_Token], types: frozenset[str] = _TYPE_WORDS):
+    def __init__(self, tokens: list[_Token], names: BodyNames = BodyNames()):
         self.t = tokens
-        self.types = types
+        self.names = names
+        self.types = _TYPE_WORDS | names.types
 
     def text(self, i: int) -> str:
         return self.t[i].text if 0 <= i < len(self.t) else ""
@@ -136,10 +188,21 @@ class _Scanner:
         if tok.text == "]":
             return True
         if tok.text == ")":
-            return not self.is_type_group(self.match_backward(i), i)
+            opening = self.match_backward(i)
+            if self.text(opening - 1) in ("if", "while", "for", "switch"):
+                return False        # `if (c) *p = v`: a statement starts after it
+            return not self.is_type_group(opening, i)
         if tok.text in ("++", "--"):
             return self.ends_operand(i - 1)
         return False
+
+    def is_constant(self, first: int, last: int) -> bool:
+        """Whether tokens first..last are a constant expression: numbers, the body's constant
+        macros, operators and `sizeof`."""
+        return first <= last and all(
+            tok.kind == "num" or tok.text in self.names.constants or tok.text in self.types or
+            tok.text == "sizeof" or (tok.kind == "punct" and tok.text not in _ASSIGNMENTS)
+            for tok in self.t[first:last + 1])
 
     def check(self, i: int) -> None:
         if self.text(i) in ("{", "}", "#", "##") or (0 <= i < len(self.t) and self.t[i].kind == "other"):
@@ -242,7 +305,8 @@ class _Scanner:
                 i -= 1
             else:
                 break
-        self.check(i - 1)
+        if self.text(i - 1) in ("#", "##") or (i > 0 and self.t[i - 1].kind == "other"):
+            raise _Unsupported      # token pasting or a line continuation before it
         return i
 
     def multiplicative_start(self, e: int) -> int:
@@ -277,13 +341,11 @@ class Rewrite:
     left_alone: tuple[tuple[int, str], ...]
 
 
-def rewrite_operators(code: str, clean: str, offsets: set[int],
-                      types: frozenset[str] = frozenset()) -> Rewrite:
+def rewrite_operators(code: str, offsets: set[int], names: BodyNames = BodyNames()) -> Rewrite:
     """`code` with the operators at `offsets` rewritten into the prelude's calls (ufg_div,
     ufg_rem; ufg_add, ufg_sub, ufg_mul, ufg_neg), left to right, and the offsets left as
-    written.  `clean` is `code` with its comments and string literals blanked
-    (gen.parse.blank_c_noise: the same offsets), what is scanned; `types` the names of the
-    body's own typedefs.  Lines starting with `#` other than `#define` are never touched; in a
+    written (not those on constants, which need no rewrite).  `names`: the body's own types,
+    constants and macros (body_names).  Lines starting with `#` other than `#define` are never touched; in a
     `#define`, only an operation whose operands the macro itself delimits (not at either end
     of its replacement list, and its parameters parenthesized: `((a) / (b))`), since the
     operands of `#define HALF(v) v / 2` are decided where it is used."""
@@ -293,7 +355,8 @@ def rewrite_operators(code: str, clean: str, offsets: set[int],
     while pending:
         position = pending.pop(0)
         start = original.pop(position)
-        found = _view(clean, position)
+        scan = _scan_text(code)
+        found = _view(scan, position)
         if found is None:
             left_alone.append((start, "in a preprocessor directive; move it to the body's code"))
             continue
@@ -303,15 +366,15 @@ def rewrite_operators(code: str, clean: str, offsets: set[int],
         try:
             if index is None:
                 raise _Unsupported
-            pieces = _pieces(_Scanner(tokens, _TYPE_WORDS | types), index, code, clean,
-                             parameters)
+            pieces = _pieces(_Scanner(tokens, names), index, code, scan, parameters)
+        except _Constant:
+            continue
         except _Unsupported as unsupported:
             left_alone.append((start, unsupported.reason))
             continue
-        # (offset, length replaced, text in code, text in clean), applied from the last.
-        for at, length, text, blanked in sorted(pieces, reverse=True):
+        # (offset, length replaced, text), applied from the last.
+        for at, length, text in sorted(pieces, reverse=True):
             code = code[:at] + text + code[at + length:]
-            clean = clean[:at] + blanked + clean[at + length:]
             delta = len(text) - length
             moved = [p + delta if p >= at + length else p for p in pending]
             original = {moved[k]: original[p] for k, p in enumerate(pending)}
@@ -319,6 +382,7 @@ def rewrite_operators(code: str, clean: str, offsets: set[int],
     return Rewrite(code, tuple(sorted(left_alone)))
 
 
+_ZERO = re.compile(r"0+[uUlL]*|0[xX]0+[uUlL]*")
 # The prelude's function of each operator (unary minus: "neg").
 _CALLS = {"/": "ufg_div", "%": "ufg_rem", "*": "ufg_mul", "+": "ufg_add", "-": "ufg_sub",
           "neg": "ufg_neg"}
@@ -329,11 +393,30 @@ _UNHYGIENIC = ("in a macro whose use decides its operands (at an end of its repl
                "#define F(a, b) ((a) / (b))")
 
 
-def _pieces(scanner: _Scanner, index: int, code: str, clean: str,
-            parameters: frozenset[str] | None) -> list[tuple[int, int, str, str]]:
+def _pieces(scanner: _Scanner, index: int, code: str, scan: str,
+            parameters: frozenset[str] | None) -> list[tuple[int, int, str]]:
     """The edits that make the operator at token `index` a call; `parameters`: those of the
     `#define` it is in (None in the body's code)."""
-    pieces, first, last = _edits(scanner, index, code, clean)
+    pieces, first, last = _edits(scanner, index, code, scan)
+    tokens = scanner.t
+    operator = tokens[index].text
+    unary = first == index
+    divisor = [tok for tok in tokens[index + 1:last + 1] if tok.text not in ("(", ")")]
+    if operator in ("/", "%") and scanner.is_constant(index + 1, last) and (
+            (len(divisor) == 1 and divisor[0].kind == "num" and not _ZERO.fullmatch(divisor[0].text))
+            or (any(tok.kind == "id" for tok in divisor) and
+                not any(tok.text in ("-", "~") for tok in divisor))):
+        # `x / 2`, `x % (2)`; `N / K` of macros or sizeof, which may have to stay a constant
+        # expression (an array bound).  Not `x / 0`, `x / -1`, `x / (2 - 2)`.
+        raise _Constant
+    if operator in ("+", "-", "*") and scanner.is_constant(first, index - 1 if not unary else first) \
+            and scanner.is_constant(index + 1, last):
+        raise _Constant
+    unsafe = [tok.text for tok in tokens[first:last + 1] if tok.text in scanner.names.unsafe_macros]
+    if unsafe:
+        raise _Unsupported(f"beside '{unsafe[0]}', a macro whose replacement list is not "
+                           f"parenthesized (C decides the operands where it expands); "
+                           f"parenthesize the macro's replacement list")
     if parameters is not None:
         tokens = scanner.t
         if first == 0 or last >= len(tokens) - 1:
@@ -345,7 +428,7 @@ def _pieces(scanner: _Scanner, index: int, code: str, clean: str,
     return pieces
 
 
-def _edits(scanner: _Scanner, index: int, code: str, clean: str):
+def _edits(scanner: _Scanner, index: int, code: str, scan: str):
     """The edits that make the operator at token `index` a call, and the first and last tokens
     of the operation."""
     tokens = scanner.t
@@ -355,8 +438,7 @@ def _edits(scanner: _Scanner, index: int, code: str, clean: str):
         if operator != "-":
             raise _Unsupported("a unary plus or a dereference; no arithmetic")
         last = scanner.cast_expression_end(index + 1) - 1      # -x: ufg_neg(x)
-        call = _CALLS["neg"] + "("
-        return [(at, 1, call, call), (tokens[last].end, 0, ")", ")")], index, last
+        return [(at, 1, _CALLS["neg"] + "("), (tokens[last].end, 0, ")")], index, last
     if operator in ("/", "%", "*", "+", "-"):
         name = _CALLS[operator]
         if operator in ("+", "-"):
@@ -366,9 +448,8 @@ def _edits(scanner: _Scanner, index: int, code: str, clean: str):
             first = scanner.multiplicative_start(index - 1)
             last = scanner.cast_expression_end(index + 1) - 1
         spaced = at > 0 and code[at - 1] == " " and tokens[index - 1].end < at     # `a / b`: `a, b`
-        return [(tokens[first].start, 0, f"{name}(", f"{name}("),
-                (at - spaced, 1 + spaced, ",", ","),
-                (tokens[last].end, 0, ")", ")")], first, last
+        return [(tokens[first].start, 0, f"{name}("), (at - spaced, 1 + spaced, ","),
+                (tokens[last].end, 0, ")")], first, last
     if operator in ("/=", "%=", "*=", "+=", "-="):
         name = _CALLS[operator[0]]
         first = scanner.cast_expression_start(index - 1)
@@ -379,10 +460,9 @@ def _edits(scanner: _Scanner, index: int, code: str, clean: str):
                 f"its own")
         last = scanner.assignment_expression_end(index + 1) - 1
         span = slice(tokens[first].start, tokens[index - 1].end)
-        if "\n" in code[span] or code[span] != clean[span]:
+        if "\n" in code[span] or "/*" in code[span] or "//" in code[span]:
             raise _Unsupported          # a copy must not add a line, nor copy a comment
-        return [(at, 2, f"= {name}({code[span]},", f"= {name}({clean[span]},"),
-                (tokens[last].end, 0, ")", ")")], first, last
+        return [(at, 2, f"= {name}({code[span]},"), (tokens[last].end, 0, ")")], first, last
     raise _Unsupported
 
 
@@ -411,8 +491,8 @@ def _blank(text: str) -> str:
     return re.sub(r"[^\n]", " ", text)
 
 
-def arithmetic_operators(clean: str, accessors: frozenset[str] = frozenset(),
-                         types: frozenset[str] = frozenset()) -> list[tuple[int, bool]]:
+def arithmetic_operators(code: str, accessors: frozenset[str] = frozenset(),
+                         names: BodyNames = BodyNames()) -> list[tuple[int, bool]]:
     """(offset, unary) of each `+`, `-`, `*`, `+=`, `-=` and `*=` of a body's code that the
     wrapping rewrite takes: not in a preprocessor directive other than a `#define`'s
     replacement list, nor in brackets (an array bound must stay a constant expression, and an
@@ -420,9 +500,9 @@ def arithmetic_operators(clean: str, accessors: frozenset[str] = frozenset(),
     accessor `x(i + 1)` (loop counters and indices: nvcc's loop analysis relies on their
     overflow being undefined, and they do not overflow); a unary `-` only of something other
     than a number literal; a unary `+` or `*` (a dereference) never."""
-    view = _DIRECTIVE.sub(_define_replacement_only, clean)
+    view = _DIRECTIVE.sub(_define_replacement_only, _scan_text(code))
     tokens = _tokens(view)
-    scanner = _Scanner(tokens, _TYPE_WORDS | types)
+    scanner = _Scanner(tokens, names)
     found = []
     contexts: list[bool] = []       # per open bracket: whether it excludes what is inside
     for k, tok in enumerate(tokens):

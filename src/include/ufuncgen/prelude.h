@@ -761,15 +761,16 @@ template <class A, class B> UFG_PRELUDE_FN auto ufg_rem(A a, B b) -> decltype(a 
  * A signed type's sum, difference, product and negation are computed in its unsigned twin,
  * which wraps, and converted back (modulo 2^N in GCC and nvcc); anything else (unsigned types,
  * floats, pointers, complex values) with the plain operator. */
-template <class R> struct ufg_wraps_in_unsigned {
+template <class R, class A, class B = A> struct ufg_wraps_in_unsigned {
     static constexpr bool value =
-        UFG_COMPLEX_STD::is_integral<R>::value && UFG_COMPLEX_STD::is_signed<R>::value;
-};
+        UFG_COMPLEX_STD::is_integral<R>::value && UFG_COMPLEX_STD::is_signed<R>::value &&
+        UFG_COMPLEX_STD::is_arithmetic<A>::value && UFG_COMPLEX_STD::is_arithmetic<B>::value;
+};      /* not a pointer difference, q - p, whose result is a signed integer too */
 #define UFG_DEFINE_WRAPPING(name, op) \
     template <class A, class B> UFG_PRELUDE_FN auto name(A a, B b) -> decltype(a op b) \
     { \
         typedef decltype(a op b) R; \
-        if constexpr (ufg_wraps_in_unsigned<R>::value) { \
+        if constexpr (ufg_wraps_in_unsigned<R, A, B>::value) { \
             typedef typename UFG_COMPLEX_STD::make_unsigned<R>::type U; \
             return static_cast<R>(static_cast<U>(static_cast<R>(a)) op static_cast<U>(static_cast<R>(b))); \
         } \
@@ -784,7 +785,7 @@ UFG_DEFINE_WRAPPING(ufg_mul, *)
 template <class A> UFG_PRELUDE_FN auto ufg_neg(A a) -> decltype(-a)
 {
     typedef decltype(-a) R;
-    if constexpr (ufg_wraps_in_unsigned<R>::value) {
+    if constexpr (ufg_wraps_in_unsigned<R, A>::value) {
         typedef typename UFG_COMPLEX_STD::make_unsigned<R>::type U;
         return static_cast<R>(static_cast<U>(0) - static_cast<U>(static_cast<R>(a)));
     }
