@@ -540,6 +540,16 @@ def test_nvcc_compiles_every_corpus_body_for_every_type(corpus, tmp_path):
             assert f"ufg_kernel_{case.name}_" in ptx
 
 
+def _including(bodies_name: str, device: bool) -> str:
+    """The start of C++ that includes a generated bodies header as a kernel file does (nvcc,
+    device functions) or as a host harness (g++, with <math.h>)."""
+    body, helper = (("static __device__ __forceinline__", "static __device__ inline") if device
+                    else ("static inline", "static inline"))
+    return ("#include <stdint.h>\n" + ("" if device else "#include <math.h>\n") +
+            f"#define UFG_BODY_FN {body}\n#define UFG_HELPER_FN {helper}\n"
+            f'typedef int64_t ufg_stride_t;\n#include "{bodies_name}"\n')
+
+
 WRAP_PROBE = """\
 ufunc increment_compares(x) -> y
     types: int64(int64)
@@ -558,11 +568,7 @@ def test_nvcc_keeps_the_comparison_that_wrapping_makes_false_at_the_maximum(tmp_
     generate("ufg_wrap_probe", [str(tmp_path / "probe.ufunc")], str(tmp_path / "generated"))
     # The body alone in a kernel without a loop: any comparison in its PTX is the body's.
     probe = tmp_path / "generated" / "probe.cu"
-    probe.write_text('#include <stdint.h>\n'
-                     '#define UFG_BODY_FN static __device__ __forceinline__\n'
-                     '#define UFG_HELPER_FN static __device__ inline\n'
-                     'typedef int64_t ufg_stride_t;\n'
-                     '#include "ufg_wrap_probe_bodies.h"\n'
+    probe.write_text(_including("ufg_wrap_probe_bodies.h", device=True) +
                      'extern "C" __global__ void probe(const int64_t *x, int64_t *y)\n'
                      '{ ufg_body_increment_compares_int64(*x, y); }\n'
                      'extern "C" __global__ void control(const int64_t *x, int64_t *y)\n'
@@ -590,9 +596,7 @@ def _cxx_harness(bodies: Path) -> str:
     """C++ that includes the generated bodies as nvcc does (the prelude's overloads, not
     _Generic) and exports one loop per corpus function and type."""
     text = bodies.read_text()
-    lines = ["#include <stdint.h>", "#include <math.h>",
-             "#define UFG_BODY_FN static inline", "#define UFG_HELPER_FN static inline",
-             "typedef int64_t ufg_stride_t;", f'#include "{bodies.name}"']
+    lines = [_including(bodies.name, device=False).rstrip("\n")]
     for case in CXX_CASES:
         for t in case.types:
             # A mixed signature's body is named for its inputs and output: f_int8_int8__int32.
@@ -678,9 +682,7 @@ def test_c_refuses_a_complex_argument_to_a_real_function_at_the_users_line(tmp_p
 def test_cplusplus_refuses_a_complex_argument_to_a_real_function_at_the_users_line(tmp_path):
     bodies = _refused_bodies(tmp_path)
     source = tmp_path / "harness.cpp"
-    source.write_text("#include <stdint.h>\n#include <math.h>\n#define UFG_BODY_FN static inline\n"
-                      "#define UFG_HELPER_FN static inline\ntypedef int64_t ufg_stride_t;\n"
-                      f'#include "{bodies.name}"\n')
+    source.write_text(_including(bodies.name, device=False))
     result = subprocess.run([GXX, "-std=c++17", "-fsyntax-only", f"-I{_include_dir()}",
                              f"-I{bodies.parent}", str(source)],
                             capture_output=True, text=True, timeout=300)
@@ -693,9 +695,7 @@ def test_cplusplus_refuses_a_complex_argument_to_a_real_function_at_the_users_li
 def test_nvcc_refuses_a_complex_argument_to_a_real_function_at_the_users_line(tmp_path):
     bodies = _refused_bodies(tmp_path)
     source = tmp_path / "probe.cu"
-    source.write_text("#include <stdint.h>\n#define UFG_BODY_FN static __device__ __forceinline__\n"
-                      "#define UFG_HELPER_FN static __device__ inline\n"
-                      f'typedef int64_t ufg_stride_t;\n#include "{bodies.name}"\n')
+    source.write_text(_including(bodies.name, device=True))
     result = subprocess.run([str(NVCC), "-ptx", "-arch=compute_90", f"-I{_include_dir()}",
                              f"-I{bodies.parent}", str(source), "-o", str(tmp_path / "p.ptx")],
                             capture_output=True, text=True, timeout=300)
