@@ -126,10 +126,26 @@ def test_a_specialized_gufunc_tests_its_sizes_first_and_passes_them_as_constants
                      for k in (2, 3, 4)]
     assert "const npy_intp ufg_dimensions[4] = {dimensions[0], 4, 4, 4};" in loop
     # The general contiguous loop comes last, for every other size.
-    assert loop.rstrip().endswith("ufg_range_body_matmul_float64(args, dimensions, ufg_steps, ufg_begin, ufg_end);")
+    assert loop.rstrip().endswith("ufg_range_prefetched_matmul_float64(args, dimensions, ufg_steps, ufg_begin, ufg_end);")
     unspecialized = module_c.split("ufg_range_contiguous_pairwise_distances_float64(")[1].split("\n}")[0]
     assert "specialize" not in unspecialized
 
+
+
+def test_only_the_contiguous_gufunc_loop_prefetches_counting_its_inputs_and_core_dims(examples):
+    # ufuncgen/prefetch.h decides per call from the inputs' steps and the core sizes; the
+    # strided loop and the elementwise kernels never prefetch.
+    module_c = examples["ex_module.c"]
+    prefetched = module_c.split("ufg_range_prefetched_matmul_float64(char")[1].split("\n}")[0]
+    assert ("ufg_prefetch_chunk(steps, 2, dimensions, 3, ufg_begin, ufg_end)" in prefetched)
+    assert "ufg_prefetch_inputs(args, steps, 2, ufg_k0, ufg_k1)" in prefetched
+    assert "ufg_range_body_matmul_float64(args, dimensions, steps, ufg_k0, ufg_k1)" in prefetched
+    strided = module_c.split("ufg_range_matmul_float64(char")[1].split("\n}")[0]
+    assert "prefetch" not in strided
+    rgb = module_c.split("ufg_range_prefetched_rgb_to_gray_float32(char")[1].split("\n}")[0]
+    assert "ufg_prefetch_chunk(steps, 1, dimensions, 1, ufg_begin, ufg_end)" in rgb
+    elementwise = module_c.split("ufg_kernel_add_float32(")[1].split("\n}")[0]
+    assert "prefetch" not in elementwise
 
 def _clones_of(module_c, function):
     """The dispatch macro in front of `static void function(`."""

@@ -29,6 +29,7 @@
 #include "ufuncgen/fp_errors.h"
 #include "ufuncgen/host_threads.h"
 #include "ufuncgen/half_blocks.h"   /* float16 converted a block at a time */
+#include "ufuncgen/prefetch.h"      /* a gufunc's contiguous inputs, ahead of its loop */
 
 /* UFG_MAX_ARGS and UFG_MAX_ITEMSIZE: generated from the generator's tables (gen/limits.py,
  * gen/element_types.py). */

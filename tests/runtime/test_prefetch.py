@@ -1,0 +1,62 @@
+"""The software prefetch of a gufunc's contiguous loop (src/include/ufuncgen/prefetch.h): which
+calls it prefetches for.  That a prefetched call gives the bits of the general loop is
+tests/examples/test_gufuncs.py's."""
+from __future__ import annotations
+
+import pathlib
+import shutil
+import subprocess
+import sysconfig
+
+import numpy as np
+import pytest
+
+from ufuncgen.build import tool_environment
+
+SOURCE_INCLUDE = pathlib.Path(__file__).resolve().parents[2] / "src" / "include"
+
+# (label, input steps in bytes, core sizes, outer iterations): the chunk the header picks.
+DECISIONS = [
+    ("l2_norm float64 rows of 10, 1M rows", (80,), (10,), 1_000_000),
+    ("rgb_to_gray float32 pixels, 4M", (12,), (3,), 4_000_000),
+    ("inner1d float64 rows of 9, two inputs", (72, 72), (9,), 100_000),
+    ("a short call, 100 rows of 10 doubles", (80,), (10,), 100),
+    ("matmul 5x5 float64: 3.2 bytes per core step", (200, 200), (5, 5, 5), 100_000),
+    ("matmul 4x4 float64: exactly 4 bytes per core step", (128, 128), (4, 4, 4), 100_000),
+    ("rows wider than a chunk: 129 doubles", (1032,), (129,), 100_000),
+    ("rows exactly a chunk: 128 doubles", (1024,), (128,), 100_000),
+    ("a broadcast input (step 0) beside a streamed one", (0, 80), (10,), 100_000),
+    ("only broadcast inputs", (0,), (10,), 100_000),
+    ("an empty core", (0,), (0,), 100_000),
+]
+EXPECTED = [12, 80, 14, 100, 100_000, 8, 100_000, 1, 12, 100_000, 100_000]
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_the_loops_that_are_prefetched_are_the_ones_waiting_on_memory(tmp_path):
+    # The chunk is the whole call (nothing prefetched) for short calls, rows wider than a
+    # chunk, and loops that compute more than 4 bytes' worth per core step; otherwise the
+    # chunk holds 1 KiB of the widest input, whole 16-iteration vectors where it holds more.
+    lines = []
+    for label, steps, core, iterations in DECISIONS:
+        lines.append(
+            f'    {{ npy_intp steps[] = {{{", ".join(map(str, steps))}}}, '
+            f'dims[] = {{{iterations}, {", ".join(map(str, core))}}}; '
+            f'printf("%ld\\n", (long)ufg_prefetch_chunk(steps, {len(steps)}, dims, {len(core)}, '
+            f'0, {iterations})); }}  /* {label} */')
+    source = tmp_path / "probe.c"
+    source.write_text('#include <Python.h>\n#include <stdio.h>\n#include "ufuncgen/prefetch.h"\n'
+                      'int main(void)\n{\n' + "\n".join(lines) + "\n    return 0;\n}\n")
+    binary = tmp_path / "probe"
+    compiled = subprocess.run(
+        ["gcc", "-std=c11", "-O1", "-Wall", "-Werror", f"-I{SOURCE_INCLUDE}",
+         f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}", str(source),
+         "-o", str(binary)],
+        capture_output=True, text=True, env=tool_environment())
+    assert compiled.returncode == 0, compiled.stderr
+    chunks = [int(v) for v in subprocess.run([str(binary)], capture_output=True, text=True,
+                                             check=True).stdout.split()]
+    assert len(chunks) == len(DECISIONS)
+    for (label, *_), got, want in zip(DECISIONS, chunks, EXPECTED):
+        assert got == want, label
+
