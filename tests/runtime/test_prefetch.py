@@ -28,20 +28,21 @@ DECISIONS = [
     ("a broadcast input (step 0) beside a streamed one", (0, 80), (10,), 100_000),
     ("only broadcast inputs", (0,), (10,), 100_000),
     ("an empty core", (0,), (0,), 100_000),
+    ("an output's core size near 2**62 beside the input's", (80,), (10, 2**62 - 1), 100_000),
 ]
-EXPECTED = [12, 80, 14, 100, 100_000, 8, 100_000, 1, 12, 100_000, 100_000]
+EXPECTED = [12, 80, 14, 100, 100_000, 8, 100_000, 1, 12, 100_000, 100_000, 100_000]
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 def test_the_loops_that_are_prefetched_are_the_ones_waiting_on_memory(tmp_path):
     # The chunk is the whole call (nothing prefetched) for short calls, rows wider than a
-    # chunk, and loops that compute more than 4 bytes' worth per core step; otherwise the
-    # chunk holds 1 KiB of the widest input, whole 16-iteration vectors where it holds more.
+    # chunk, and loops reading under 4 bytes per core step; otherwise the chunk holds 1 KiB of
+    # the widest input, in whole 16-iteration vectors where it holds more.
     lines = []
     for label, steps, core, iterations in DECISIONS:
         lines.append(
             f'    {{ npy_intp steps[] = {{{", ".join(map(str, steps))}}}, '
-            f'dims[] = {{{iterations}, {", ".join(map(str, core))}}}; '
+            f'dims[] = {{{iterations}, {", ".join(f"{c}L" for c in core)}}}; '
             f'printf("%ld\\n", (long)ufg_prefetch_chunk(steps, {len(steps)}, dims, {len(core)}, '
             f'0, {iterations})); }}  /* {label} */')
     source = tmp_path / "probe.c"
@@ -49,13 +50,15 @@ def test_the_loops_that_are_prefetched_are_the_ones_waiting_on_memory(tmp_path):
                       'int main(void)\n{\n' + "\n".join(lines) + "\n    return 0;\n}\n")
     binary = tmp_path / "probe"
     compiled = subprocess.run(
-        ["gcc", "-std=c11", "-O1", "-Wall", "-Werror", f"-I{SOURCE_INCLUDE}",
+        ["gcc", "-std=c11", "-O1", "-Wall", "-Werror", "-fsanitize=undefined",
+         "-fno-sanitize-recover=all", f"-I{SOURCE_INCLUDE}",
          f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}", str(source),
          "-o", str(binary)],
         capture_output=True, text=True, env=tool_environment())
     assert compiled.returncode == 0, compiled.stderr
-    chunks = [int(v) for v in subprocess.run([str(binary)], capture_output=True, text=True,
-                                             check=True).stdout.split()]
+    run = subprocess.run([str(binary)], capture_output=True, text=True, env=tool_environment())
+    assert run.returncode == 0, run.stderr       # UBSan: no signed overflow on the way
+    chunks = [int(v) for v in run.stdout.split()]
     assert len(chunks) == len(DECISIONS)
     for (label, *_), got, want in zip(DECISIONS, chunks, EXPECTED):
         assert got == want, label

@@ -71,10 +71,16 @@ ufg_prefetch_chunk(npy_intp const *steps, int nin, npy_intp const *dimensions, i
         widest = steps[i] > widest ? steps[i] : widest;
         per_iteration += steps[i];
     }
-    /* The inputs lie in memory, so their bytes fit in an npy_intp; the product of core sizes
-     * is bounded by them once it passes per_iteration. */
-    for (int d = 1; d <= ncore && core_steps <= per_iteration; d++) {
-        core_steps *= dimensions[d] > 1 ? dimensions[d] : 1;
+    /* The inputs lie in memory, so their bytes fit in an npy_intp.  The product of the core
+     * sizes (an output's may be huge beside an empty one) is only compared with
+     * per_iteration, so it stops just past it. */
+    for (int d = 1; d <= ncore; d++) {
+        const npy_intp size = dimensions[d] > 1 ? dimensions[d] : 1;
+        if (size > per_iteration / core_steps) {
+            core_steps = per_iteration + 1;
+            break;
+        }
+        core_steps *= size;
     }
     if (widest == 0 || per_iteration * iterations < UFG_PREFETCH_MIN_BYTES
             || per_iteration < UFG_PREFETCH_MIN_BYTES_PER_STEP * core_steps) {
