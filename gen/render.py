@@ -236,6 +236,18 @@ def reduce_clones(fn: Function, sig, module: Module) -> str:
     return clones
 
 
+def aligns_stores(fn: Function, sig, module: Module) -> bool:
+    """Whether an elementwise kernel runs the elements before its first output's next cache
+    line apart, so that its vector loop stores whole lines (ufg_elements_to_cache_line).  Only
+    where every element's bits are the same in the scalar and the vector loop, wherever the
+    split falls: no vector math (libmvec differs from scalar libm by a few ULP), no fast math
+    (a vector reciprocal estimate), no complex values, no float16 or bfloat16 (their blocks
+    convert apart)."""
+    return (not fn.is_gufunc and not fn.fastmath
+            and fn.name not in module.vector_math_functions
+            and all(t.storage is None and not t.is_complex for t in sig.all_types))
+
+
 def dtype_code(t: ElementType) -> str:
     """The runtime's code of an element type (ufuncgen/cast_element.h's UFG_DT_<NAME>)."""
     return f"UFG_DT_{t.name.upper()}"
@@ -261,6 +273,7 @@ def environment() -> jinja2.Environment:
         load=load, store=store, dtype_code=dtype_code,
         wrapper_doc=wrapper_doc, ufunc_doc=ufunc_doc, identity_spec=identity_spec,
         descriptor_flags=descriptor_flags, target_clones=target_clones, reduce_clones=reduce_clones,
+        aligns_stores=aligns_stores,
         call_signature=call_signature, py_doc=py_doc, contiguous_steps=contiguous_steps,
         core_elements=core_elements,
         specialization_test=specialization_test, specialized_dimensions=specialized_dimensions,

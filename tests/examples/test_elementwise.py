@@ -280,3 +280,33 @@ def test_elementwise_result_bits_do_not_depend_on_how_near_its_arrays_lie(name, 
             fn(*both[:fn.nin], out=tuple(both[fn.nin:]))
             for got, want in zip(both[fn.nin:], expected):
                 assert_exactly_equal(got, want)
+
+
+def _at_line_offset(a, offset):
+    """A copy of `a` starting `offset` bytes past a 64-byte boundary."""
+    buffer = np.empty(a.nbytes + 128, np.uint8)
+    start = (-buffer.ctypes.data) % 64 + offset
+    view = buffer[start:start + a.nbytes].view(a.dtype)
+    view[...] = a
+    return view
+
+
+@pytest.mark.parametrize("name, dtype", CASES)
+def test_elementwise_result_bits_do_not_depend_on_where_in_a_cache_line_the_arrays_start(
+        name, dtype, rng):
+    # A kernel without vector math runs the elements before its output's next cache line apart
+    # from the rest (NumPy's large arrays start 16 bytes past one): that split moves with the
+    # arrays' offset in the line, and must not change a bit.  Every function is checked; those
+    # calling vector math do not split.
+    fn = getattr(ex, name)
+    out_dtypes = next(outs for ins, outs in loop_dtypes(fn) if ins[0] == dtype)
+    step = np.dtype(out_dtypes[0]).itemsize
+    for n in (1, 3, 16, 17, 100, 1000):
+        inputs = elementwise_inputs(name, dtype, (n,), rng)
+        expected = as_tuple(fn(*inputs))
+        for offset in range(0, 64, step):
+            placed = [_at_line_offset(a, offset) for a in inputs]
+            outs = tuple(_at_line_offset(np.zeros(n, d), offset) for d in out_dtypes)
+            fn(*placed, out=outs)
+            for got, want in zip(outs, expected):
+                assert_exactly_equal(got, want)

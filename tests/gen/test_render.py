@@ -147,6 +147,36 @@ def test_only_the_contiguous_gufunc_loop_prefetches_counting_its_inputs_and_core
     elementwise = module_c.split("ufg_kernel_add_float32(")[1].split("\n}")[0]
     assert "prefetch" not in elementwise
 
+
+def _kernel_of(module_c, cname):
+    return module_c.split(f"static void\nufg_kernel_{cname}(npy_intp n, char **args)\n{{")[1].split("\n}")[0]
+
+
+def test_kernels_without_vector_math_store_from_their_outputs_next_cache_line(
+        examples, tmp_path, fastmath_signatures):
+    # The head before the first output's next 64-byte boundary runs apart (host_loops.h's
+    # ufg_elements_to_cache_line), only where the scalar and the vector loop give the same
+    # bits: not with vector math, float16 or bfloat16 blocks, complex values or fast math.
+    module_c = examples["ex_module.c"]
+    for cname, out_index, itemsize in [("add_float32", 2, 4), ("custom_op_float64", 2, 8),
+                                       ("lucas_int64", 1, 8), ("hypot_float32", 2, 4)]:
+        kernel = _kernel_of(module_c, cname)
+        assert f"ufg_elements_to_cache_line(args[{out_index}], {itemsize}, n)" in kernel, cname
+        assert f"ufg_span_{cname}(ufg_head, args);" in kernel
+        assert f"ufg_span_{cname}(n - ufg_head, ufg_rest);" in kernel
+    assert ("char *ufg_rest[3] = { args[0] + ufg_head * 8, args[1] + ufg_head * 8, "
+            "args[2] + ufg_head * 8 };") in _kernel_of(module_c, "custom_op_float64")
+    # hypot is the prelude's, inline and bit for bit the same vectorized or not.
+    for cname in ("gaussian_pdf_float64", "gelu_float32", "sincos_float64",
+                  "add_float16", "mandelbrot_complex64__int32"):
+        assert "ufg_head" not in _kernel_of(module_c, cname), cname
+    source = tmp_path / "fm.ufunc"
+    source.write_text(fastmath_signatures)
+    fast = render_module(load_module("pkg.fm", [str(source)], source_root=str(tmp_path)),
+                         COMMAND)["fm_module.c"]
+    assert "ufg_head" not in _kernel_of(fast, "ratio_fast_float32")
+    assert "ufg_elements_to_cache_line" in _kernel_of(fast, "ratio_exact_float32")
+
 def _clones_of(module_c, function):
     """The dispatch macro in front of `static void function(`."""
     return re.search(rf"(\w+) static void\n{function}\(", module_c).group(1)

@@ -90,6 +90,20 @@ typedef void (*ufg_contiguous_kernel)(npy_intp n, char **args);
 #define UFG_NO_ALIAS_CHECK
 #endif
 
+/* How many elements of `itemsize` bytes lie from p to the next 64-byte boundary (0 if p is on
+ * one, or not aligned to its itemsize, when no whole element reaches one), at most n: a
+ * kernel runs those apart, so that its vector loop stores whole cache lines. */
+static inline npy_intp
+ufg_elements_to_cache_line(const char *p, int itemsize, npy_intp n)
+{
+    const uintptr_t offset = (uintptr_t)p % UFG_CACHE_LINE_BYTES;
+    if (offset % (uintptr_t)itemsize != 0) {
+        return 0;
+    }
+    const npy_intp head = (npy_intp)((UFG_CACHE_LINE_BYTES - offset) % UFG_CACHE_LINE_BYTES / (uintptr_t)itemsize);
+    return head < n ? head : n;
+}
+
 /* Keeps a generated scalar kernel's loop from being vectorized. */
 #if defined(__GNUC__)
 #define UFG_NO_VECTORIZE_BARRIER() __asm__ volatile("" ::: "memory")
