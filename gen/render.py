@@ -237,12 +237,12 @@ def reduce_clones(fn: Function, sig, module: Module) -> str:
 
 
 def aligns_stores(fn: Function, sig, module: Module) -> bool:
-    """Whether an elementwise kernel runs the elements before its first output's next cache
-    line apart, so that its vector loop stores whole lines (ufg_elements_to_cache_line).  Only
-    where every element's bits are the same in the scalar and the vector loop, wherever the
-    split falls: no vector math (libmvec differs from scalar libm by a few ULP), no fast math
-    (a vector reciprocal estimate), no complex values, no float16 or bfloat16 (their blocks
-    convert apart)."""
+    """Whether a contiguous call of an elementwise loop runs the elements before its first
+    output's next cache line apart, so that the kernel's vector loop stores whole lines
+    (host_loops.h, ufg_run_kernel).  Only where every element's bits are the same in the
+    scalar and the vector loop, wherever the split falls: no vector math (libmvec differs from
+    scalar libm by a few ULP), no fast math (a vector reciprocal estimate), no complex values,
+    no float16 or bfloat16 (their blocks convert apart)."""
     return (not fn.is_gufunc and not fn.fastmath
             and fn.name not in module.vector_math_functions
             and all(t.storage is None and not t.is_complex for t in sig.all_types))

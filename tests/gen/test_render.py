@@ -105,7 +105,7 @@ def test_only_associative_functions_get_host_reductions_and_pass_them_to_the_loo
     assert "&ufg_reduce_add_int64_ops," in module_c
     assert "ufg_reduce_hypot" not in module_c and "ufg_reduce_custom_op" not in module_c
     hypot_loop = module_c.split("ufg_loop_hypot_float64(")[1].split("\n}")[0]
-    assert hypot_loop.rstrip().endswith("NULL, NULL, true);")     # no exact kernel, no reduction
+    assert hypot_loop.rstrip().endswith("NULL, NULL, true, true);")   # no exact kernel, no reduction
 
 
 def test_a_gufunc_loop_picks_a_contiguous_specialization_with_constant_frozen_strides(examples):
@@ -148,34 +148,35 @@ def test_only_the_contiguous_gufunc_loop_prefetches_counting_its_inputs_and_core
     assert "prefetch" not in elementwise
 
 
-def _kernel_of(module_c, cname):
-    return module_c.split(f"static void\nufg_kernel_{cname}(npy_intp n, char **args)\n{{")[1].split("\n}")[0]
+
+def _runs_from_line(module_c, cname):
+    """The last argument of the loop's ufg_run_elementwise call: from_line."""
+    call = module_c.split(f"ufg_run_elementwise(args, dimensions[0], steps, ")[1:]
+    mine = [c for c in call if f"ufg_kernel_{cname}," in c.split(")")[0]]
+    assert len(mine) == 1, cname
+    return mine[0].split(");")[0].rsplit(", ", 1)[1]
 
 
-def test_kernels_without_vector_math_store_from_their_outputs_next_cache_line(
+def test_loops_without_vector_math_start_their_vector_loop_at_the_outputs_cache_line(
         examples, tmp_path, fastmath_signatures):
-    # The head before the first output's next 64-byte boundary runs apart (host_loops.h's
-    # ufg_elements_to_cache_line), only where the scalar and the vector loop give the same
-    # bits: not with vector math, float16 or bfloat16 blocks, complex values or fast math.
+    # The elements before the first output's next 64-byte boundary run apart (host_loops.h's
+    # ufg_run_kernel), only where the scalar and the vector loop give the same bits: not with
+    # vector math, float16 or bfloat16 blocks, complex values or fast math.  hypot is the
+    # prelude's, inline and bit for bit the same vectorized or not.
     module_c = examples["ex_module.c"]
-    for cname, out_index, itemsize in [("add_float32", 2, 4), ("custom_op_float64", 2, 8),
-                                       ("lucas_int64", 1, 8), ("hypot_float32", 2, 4)]:
-        kernel = _kernel_of(module_c, cname)
-        assert f"ufg_elements_to_cache_line(args[{out_index}], {itemsize}, n)" in kernel, cname
-        assert f"ufg_span_{cname}(ufg_head, args);" in kernel
-        assert f"ufg_span_{cname}(n - ufg_head, ufg_rest);" in kernel
-    assert ("char *ufg_rest[3] = { args[0] + ufg_head * 8, args[1] + ufg_head * 8, "
-            "args[2] + ufg_head * 8 };") in _kernel_of(module_c, "custom_op_float64")
-    # hypot is the prelude's, inline and bit for bit the same vectorized or not.
-    for cname in ("gaussian_pdf_float64", "gelu_float32", "sincos_float64",
-                  "add_float16", "mandelbrot_complex64__int32"):
-        assert "ufg_head" not in _kernel_of(module_c, cname), cname
+    for cname in ("add_float32", "custom_op_float64", "lucas_int64", "hypot_float32"):
+        assert _runs_from_line(module_c, cname) == "true", cname
+    for cname in ("gaussian_pdf_float64", "gelu_float32", "sincos_float64", "add_float16",
+                  "mandelbrot_complex64__int32"):
+        assert _runs_from_line(module_c, cname) == "false", cname
+    # One copy of the kernel's loop: the split is the runtime's.
+    assert "ufg_elements_to_cache_line" not in module_c
     source = tmp_path / "fm.ufunc"
     source.write_text(fastmath_signatures)
     fast = render_module(load_module("pkg.fm", [str(source)], source_root=str(tmp_path)),
                          COMMAND)["fm_module.c"]
-    assert "ufg_head" not in _kernel_of(fast, "ratio_fast_float32")
-    assert "ufg_elements_to_cache_line" in _kernel_of(fast, "ratio_exact_float32")
+    assert _runs_from_line(fast, "ratio_fast_float32") == "false"
+    assert _runs_from_line(fast, "ratio_exact_float32") == "true"
 
 def _clones_of(module_c, function):
     """The dispatch macro in front of `static void function(`."""

@@ -91,8 +91,7 @@ typedef void (*ufg_contiguous_kernel)(npy_intp n, char **args);
 #endif
 
 /* How many elements of `itemsize` bytes lie from p to the next 64-byte boundary (0 if p is on
- * one, or not aligned to its itemsize, when no whole element reaches one), at most n: a
- * kernel runs those apart, so that its vector loop stores whole cache lines. */
+ * one, or not aligned to its itemsize, when no whole element reaches one), at most n. */
 static inline npy_intp
 ufg_elements_to_cache_line(const char *p, int itemsize, npy_intp n)
 {
@@ -317,13 +316,41 @@ ufg_run_elementwise_serial(char **args, npy_intp n, const npy_intp *steps, int n
 
 #include "ufuncgen/host_reduce.h"
 
+/*
+ * A contiguous kernel call, its vector loop started at the first output's next cache line
+ * when `from_line` (the elements before it in a call of their own).  NumPy's large arrays
+ * start 16 bytes past a line, where every vector store, and every load of an input at the
+ * same offset, would span two.  Only for kernels whose elements get the same bits from the
+ * scalar and the vector loop (render.aligns_stores): which loop computes an element then
+ * depends on where the arrays lie.  Done here, not in the kernel, so that the kernel keeps
+ * one copy of its loop: two inlined copies changed GCC 12's register allocation of hypot's
+ * float64 loop, which then carried a false dependency from one iteration to the next
+ * (2.4x slower).
+ */
+static inline void
+ufg_run_kernel(ufg_contiguous_kernel kernel, npy_intp n, char **args, int nin, int nargs,
+               const int *itemsizes, bool from_line)
+{
+    const npy_intp head = from_line ? ufg_elements_to_cache_line(args[nin], itemsizes[nin], n) : 0;
+    if (head == 0) {
+        kernel(n, args);
+        return;
+    }
+    char *rest[UFG_MAX_ARGS];
+    for (int k = 0; k < nargs; k++) {
+        rest[k] = args[k] + head * itemsizes[k];
+    }
+    kernel(head, args);
+    kernel(n - head, rest);
+}
+
 /* A call, or one part of a multi-threaded call: elements [offset + index * part, ...). */
 typedef struct {
     char **args;
     npy_intp n, offset, part;
     const npy_intp *steps;
     int nin, nargs;
-    bool contiguous;
+    bool contiguous, from_line;
     const int *itemsizes;
     ufg_contiguous_kernel kernel, exact;
 } ufg_elementwise_job;
@@ -337,7 +364,8 @@ ufg_elementwise_range(const ufg_elementwise_job *job, npy_intp start, npy_intp m
         part_args[k] = job->args[k] + start * job->steps[k];
     }
     if (job->contiguous && job->exact == NULL) {
-        job->kernel(m, part_args);
+        ufg_run_kernel(job->kernel, m, part_args, job->nin, job->nargs, job->itemsizes,
+                       job->from_line);
     }
     else if (job->contiguous) {
         ufg_run_contiguous_checked(part_args, m, job->steps, job->nin, job->nargs,
@@ -386,12 +414,14 @@ ufg_run_elementwise_parallel(ufg_elementwise_job *job, int threads)
  * (one element per kernel call: the kernel's scalar tail, flag-exact).
  * `exact` is the loop's scalar kernel when its body calls vector math (see ufg_run_block),
  * else NULL: a contiguous call is then checked in chunks (ufg_run_contiguous_checked).
+ * `from_line`: a contiguous call without `exact` starts its vector loop at the first output's
+ * cache line (ufg_run_kernel).
  */
 static inline void
 ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
                     const int *itemsizes, ufg_contiguous_kernel kernel,
                     ufg_contiguous_kernel exact, const ufg_reduce_ops *reduce,
-                    bool threads_allowed)
+                    bool threads_allowed, bool from_line)
 {
     /* Shorter reductions keep NumPy's order: the lanes need two rows of elements. */
     if (reduce != NULL && n >= UFG_REDUCE_MIN && ufg_is_reduce_call(args, n, steps, itemsizes[0])) {
@@ -408,13 +438,13 @@ ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int
     }
     const int threads = ufg_parallel_threads(threads_allowed, n, &ufg_threads->min_elements);
     if (threads > 1 && n > 2 * UFG_PARALLEL_SAMPLE) {
-        ufg_elementwise_job job = {args, n, 0, n, steps, nin, nargs, contiguous, itemsizes,
-                                   kernel, exact};
+        ufg_elementwise_job job = {args, n, 0, n, steps, nin, nargs, contiguous, from_line,
+                                   itemsizes, kernel, exact};
         ufg_run_elementwise_parallel(&job, threads);
         return;
     }
     if (contiguous && exact == NULL) {
-        kernel(n, args);
+        ufg_run_kernel(kernel, n, args, nin, nargs, itemsizes, from_line);
     }
     else if (contiguous) {
         ufg_run_contiguous_checked(args, n, steps, nin, nargs, itemsizes, kernel, exact);
