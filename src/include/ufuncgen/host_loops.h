@@ -316,32 +316,48 @@ ufg_run_elementwise_serial(char **args, npy_intp n, const npy_intp *steps, int n
 
 #include "ufuncgen/host_reduce.h"
 
+/* A contiguous call: the kernel, or with `exact` the kernel checked in chunks. */
+static void
+ufg_run_contiguous_part(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
+                        const int *itemsizes, ufg_contiguous_kernel kernel,
+                        ufg_contiguous_kernel exact)
+{
+    if (exact == NULL) {
+        kernel(n, args);
+    }
+    else {
+        ufg_run_contiguous_checked(args, n, steps, nin, nargs, itemsizes, kernel, exact);
+    }
+}
+
 /*
- * A contiguous kernel call, its vector loop started at the first output's next cache line
+ * A contiguous call, its kernel's vector loop started at the first output's next cache line
  * when `from_line` (the elements before it in a call of their own).  NumPy's large arrays
  * start 16 bytes past a line, where every vector store, and every load of an input at the
  * same offset, would span two.  Only for kernels whose elements get the same bits from the
  * scalar and the vector loop (render.aligns_stores): which loop computes an element then
- * depends on where the arrays lie.  Done here, not in the kernel, so that the kernel keeps
- * one copy of its loop: two inlined copies changed GCC 12's register allocation of hypot's
- * float64 loop, which then carried a false dependency from one iteration to the next
- * (2.4x slower).
+ * depends on where the arrays lie.  A flag-exact re-run of a block gives the flags of that
+ * block's elements, wherever the blocks start.  Done here, not in the kernel, so that the
+ * kernel keeps one copy of its loop: with two inlined copies, hypot's float64 AVX-512 kernel
+ * ran 2.4x slower (GCC 12 rebuilt an all-ones constant with vpternlogd, which reads its
+ * destination, into the register holding the last iteration's result).
  */
 static inline void
-ufg_run_kernel(ufg_contiguous_kernel kernel, npy_intp n, char **args, int nin, int nargs,
-               const int *itemsizes, bool from_line)
+ufg_run_contiguous(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
+                   const int *itemsizes, ufg_contiguous_kernel kernel,
+                   ufg_contiguous_kernel exact, bool from_line)
 {
     const npy_intp head = from_line ? ufg_elements_to_cache_line(args[nin], itemsizes[nin], n) : 0;
     if (head == 0) {
-        kernel(n, args);
+        ufg_run_contiguous_part(args, n, steps, nin, nargs, itemsizes, kernel, exact);
         return;
     }
     char *rest[UFG_MAX_ARGS];
     for (int k = 0; k < nargs; k++) {
         rest[k] = args[k] + head * itemsizes[k];
     }
-    kernel(head, args);
-    kernel(n - head, rest);
+    ufg_run_contiguous_part(args, head, steps, nin, nargs, itemsizes, kernel, exact);
+    ufg_run_contiguous_part(rest, n - head, steps, nin, nargs, itemsizes, kernel, exact);
 }
 
 /* A call, or one part of a multi-threaded call: elements [offset + index * part, ...). */
@@ -363,13 +379,9 @@ ufg_elementwise_range(const ufg_elementwise_job *job, npy_intp start, npy_intp m
     for (int k = 0; k < job->nargs; k++) {
         part_args[k] = job->args[k] + start * job->steps[k];
     }
-    if (job->contiguous && job->exact == NULL) {
-        ufg_run_kernel(job->kernel, m, part_args, job->nin, job->nargs, job->itemsizes,
-                       job->from_line);
-    }
-    else if (job->contiguous) {
-        ufg_run_contiguous_checked(part_args, m, job->steps, job->nin, job->nargs,
-                                   job->itemsizes, job->kernel, job->exact);
+    if (job->contiguous) {
+        ufg_run_contiguous(part_args, m, job->steps, job->nin, job->nargs, job->itemsizes,
+                           job->kernel, job->exact, job->from_line);
     }
     else {
         ufg_run_elementwise_blocked(part_args, m, job->steps, job->nin, job->nargs,
@@ -414,8 +426,8 @@ ufg_run_elementwise_parallel(ufg_elementwise_job *job, int threads)
  * (one element per kernel call: the kernel's scalar tail, flag-exact).
  * `exact` is the loop's scalar kernel when its body calls vector math (see ufg_run_block),
  * else NULL: a contiguous call is then checked in chunks (ufg_run_contiguous_checked).
- * `from_line`: a contiguous call without `exact` starts its vector loop at the first output's
- * cache line (ufg_run_kernel).
+ * `from_line`: a contiguous call starts its kernel's vector loop at the first output's cache
+ * line (ufg_run_contiguous).
  */
 static inline void
 ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
@@ -443,11 +455,8 @@ ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int
         ufg_run_elementwise_parallel(&job, threads);
         return;
     }
-    if (contiguous && exact == NULL) {
-        ufg_run_kernel(kernel, n, args, nin, nargs, itemsizes, from_line);
-    }
-    else if (contiguous) {
-        ufg_run_contiguous_checked(args, n, steps, nin, nargs, itemsizes, kernel, exact);
+    if (contiguous) {
+        ufg_run_contiguous(args, n, steps, nin, nargs, itemsizes, kernel, exact, from_line);
     }
     else {
         ufg_run_elementwise_blocked(args, n, steps, nin, nargs, itemsizes, kernel, exact);
