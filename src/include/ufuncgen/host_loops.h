@@ -99,7 +99,8 @@ ufg_elements_to_cache_line(const char *p, int itemsize, npy_intp n)
     if (offset % (uintptr_t)itemsize != 0) {
         return 0;
     }
-    const npy_intp head = (npy_intp)((UFG_CACHE_LINE_BYTES - offset) % UFG_CACHE_LINE_BYTES / (uintptr_t)itemsize);
+    const uintptr_t to_line = (UFG_CACHE_LINE_BYTES - offset) % UFG_CACHE_LINE_BYTES;
+    const npy_intp head = (npy_intp)(to_line / (uintptr_t)itemsize);
     return head < n ? head : n;
 }
 

@@ -100,7 +100,8 @@ ufg_prefetch_inputs(char *const *args, npy_intp const *steps, int nin, npy_intp 
     for (int i = 0; i < nin; i++) {
         const uintptr_t base = (uintptr_t)args[i] + UFG_PREFETCH_DISTANCE_BYTES;
         const uintptr_t stop = base + (uintptr_t)(to * steps[i]);
-        uintptr_t line = (base + (uintptr_t)(from * steps[i])) & ~(uintptr_t)(UFG_CACHE_LINE_BYTES - 1);
+        const uintptr_t first = base + (uintptr_t)(from * steps[i]);
+        uintptr_t line = first & ~(uintptr_t)(UFG_CACHE_LINE_BYTES - 1);
         for (; line < stop; line += UFG_CACHE_LINE_BYTES) {
             __builtin_prefetch((const void *)line, 0, 3);
         }
