@@ -3,7 +3,6 @@ size and layout, broadcasting, axes=/axis=/keepdims=, frozen and computed core d
 import numpy as np
 import pytest
 
-import ufuncgen
 import ufuncgen.examples as ex
 
 from .conftest import (
@@ -447,11 +446,10 @@ def test_float16_core_inputs_converted_a_block_at_a_time_give_the_general_loops_
     check_gufunc(name, contiguous, inputs)
 
 
-@pytest.mark.parametrize("threads", [1, None], ids=["one thread", "default threads"])
 @pytest.mark.parametrize("size", [3, 9, 128, 129])
 @pytest.mark.parametrize("name, dtype", CASES)
 def test_a_call_large_enough_to_be_prefetched_gives_the_bits_of_the_strided_call(
-        name, dtype, size, threads, rng):
+        name, dtype, size, threading_mode, rng):
     # Over 256 KiB of input per thread (ufuncgen/prefetch.h's threshold), with an outer count
     # that no chunk divides, so the chunked loop runs whole chunks and a short last one; core
     # sizes around the 1 KiB chunk (128 and 129 doubles).  The strided call runs the general
@@ -463,13 +461,8 @@ def test_a_call_large_enough_to_be_prefetched_gives_the_bits_of_the_strided_call
         pytest.skip("a core this wide is never prefetched")
     inputs = gufunc_inputs(name, dtype, loop, size, rng)
     fn = getattr(ex, name)
-    default_threads = ufuncgen.get_num_threads()
-    ufuncgen.set_num_threads(threads or default_threads)
-    try:
-        contiguous = fn(*inputs)
-        strided = fn(*[with_layout(a, "strided") for a in inputs])
-    finally:
-        ufuncgen.set_num_threads(default_threads)
+    contiguous = fn(*inputs)
+    strided = fn(*[with_layout(a, "strided") for a in inputs])
     assert contiguous.tobytes() == np.ascontiguousarray(strided).tobytes()
     for ends in (slice(None, 37), slice(-37, None)):    # the first and the last chunks
         check_gufunc(name, contiguous[ends], [a[ends] for a in inputs])

@@ -184,7 +184,7 @@ ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int 
                             const int *itemsizes, ufg_contiguous_kernel kernel,
                             ufg_contiguous_kernel exact)
 {
-    _Alignas(64) char buffers[UFG_MAX_ARGS][UFG_BLOCK * UFG_MAX_ITEMSIZE];
+    _Alignas(UFG_CACHE_LINE_BYTES) char buffers[UFG_MAX_ARGS][UFG_BLOCK * UFG_MAX_ITEMSIZE];
     char *block_args[UFG_MAX_ARGS];
 
     for (int k = 0; k < nin; k++) {

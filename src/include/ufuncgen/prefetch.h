@@ -6,10 +6,10 @@
  * rgb_to_gray's pixels) does not overlap its memory traffic with its arithmetic as a
  * vectorized stream does: l2_norm float64 over 1M rows of 10 took 2.9 ms, where a plain read
  * of its 80 MB took 1.8 ms and its arithmetic on rows in cache 2.0 ms.  Asking for the inputs
- * a fixed distance ahead overlaps the two.  The
- * loop runs a chunk of outer iterations at a time, each chunk's prefetches first, so the
- * iterations themselves are the same loop as before: a loop the compiler vectorized stays
- * vectorized, and every result is the same bit for bit.
+ * a fixed distance ahead overlaps the two.  The loop runs a chunk of outer iterations at a
+ * time, each chunk's prefetches first, so the iterations themselves are the same loop as
+ * before: a loop the compiler vectorized stays vectorized, and every result is the same bit
+ * for bit.
  *
  * Measured on an AMD EPYC (Zen 5), one thread, inputs larger than the caches, the same module
  * built with and without it and timed in one process: l2_norm float64 over 1M rows of 10 took
@@ -46,6 +46,7 @@
 #ifndef UFG_PREFETCH_MIN_BYTES_PER_STEP
 #define UFG_PREFETCH_MIN_BYTES_PER_STEP 4
 #endif
+/* Also host_loops.h's: where a kernel starts its vector loop, the alignment of its blocks. */
 #define UFG_CACHE_LINE_BYTES 64
 
 /*
