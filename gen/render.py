@@ -132,6 +132,12 @@ def contiguous_steps(fn: Function, sig, widened: bool = False) -> list[str]:
     return outer + core
 
 
+def step_walks(fn: Function) -> list[int]:
+    """For each of contiguous_steps' steps, the index in NumPy's `dimensions` of the dimension
+    it moves along: 0 (the outer loop) for the outer steps, then 1 + each core dimension's."""
+    return [0 for _ in fn.args] + [d.index + 1 for a in fn.args for d in a.core_dims]
+
+
 def core_elements(arg: Arg) -> str:
     """C: how many elements one outer iteration of `arg` holds, the product of its core sizes."""
     return " * ".join(_core_size(d) for d in arg.core_dims) or "1"
@@ -275,6 +281,7 @@ def environment() -> jinja2.Environment:
         descriptor_flags=descriptor_flags, target_clones=target_clones, reduce_clones=reduce_clones,
         aligns_stores=aligns_stores,
         call_signature=call_signature, py_doc=py_doc, contiguous_steps=contiguous_steps,
+        step_walks=step_walks,
         core_elements=core_elements,
         specialization_test=specialization_test, specialized_dimensions=specialized_dimensions,
     )

@@ -366,7 +366,7 @@ def test_gufunc_nan_and_inf_propagate_like_the_math(rng):
     assert ex.matmul(np.zeros((2, 0)), np.zeros((0, 3))).tolist() == [[0.0] * 3] * 2
 
 
-@pytest.mark.parametrize("loop", [(1,), (7,), (300,)], ids=str)
+@pytest.mark.parametrize("loop", [(), (1,), (7,), (300,)], ids=str)
 @pytest.mark.parametrize("name, dtype", CASES)
 def test_contiguous_and_strided_gufunc_calls_give_the_same_bits(name, dtype, loop, rng):
     # A C-contiguous call runs the loop's contiguous specialization (constant strides the
@@ -388,6 +388,8 @@ def test_contiguous_and_strided_gufunc_calls_give_the_same_bits(name, dtype, loo
 SPECIALIZED = [
     ("matmul", (2, 3, 4), lambda r, k: [r(k, k), r(k, k)]),
     ("l2_norm", (2, 3, 4), lambda r, k: [r(k)]),
+    ("pairwise_distances", (2, 3), lambda r, k: [r(19, k)]),
+    ("condensed_distances", (2, 3), lambda r, k: [r(19, k)]),
 ]
 
 
@@ -406,8 +408,9 @@ def test_specialized_sizes_give_the_bits_of_the_general_loop(name, sizes, make, 
     # (the general loop), and both are within the reference's bound.
     fn = getattr(ex, name)
     for k in sizes:     # the docstring lists each specialization
-        assert (f"Specialized loop: m={k}, n={k}, p={k}" if name == "matmul"
-                else f"Specialized loop: n={k}") in fn.__doc__
+        assert {"matmul": f"Specialized loop: m={k}, n={k}, p={k}",
+                "l2_norm": f"Specialized loop: n={k}"}.get(
+                    name, f"Specialized loop: d={k}") in fn.__doc__
 
     def r(*shape):
         return rng.uniform(-2.0, 2.0, loop + shape).astype(dtype)
@@ -418,6 +421,39 @@ def test_specialized_sizes_give_the_bits_of_the_general_loop(name, sizes, make, 
         strided = fn(*[with_layout(a, "strided") for a in inputs])
         assert contiguous.tobytes() == np.ascontiguousarray(strided).tobytes(), k
         check_gufunc(name, contiguous, inputs)
+
+
+def size_one_axes_with_odd_strides(a):
+    """A C-contiguous copy of `a` whose axes of size 1 have the stride 7 elements, which no
+    C-contiguous array has (nothing is read through it: the index along such an axis is 0)."""
+    copy = np.ascontiguousarray(a)
+    strides = tuple(7 * a.itemsize if n == 1 else s for n, s in zip(a.shape, copy.strides))
+    return np.lib.stride_tricks.as_strided(copy, strides=strides)
+
+
+@pytest.mark.parametrize("name, shapes", [
+    ("matmul", [(1, 4), (4, 1)]),          # a row times a column: every size-1 axis odd
+    ("matmul", [(3, 1, 5), (3, 5, 1)]),
+    ("pairwise_distances", [(1, 3)]),
+    ("pairwise_distances", [(1, 40, 3)]),
+    ("l2_norm", [(1, 9)]),
+    ("inner1d", [(1, 1), (1, 1)]),
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_strides_of_size_one_axes_do_not_keep_a_call_off_the_contiguous_loop(
+        name, shapes, dtype, rng):
+    # An axis of size 1 is never stepped along, so its stride is whatever the view had (NumPy
+    # passes 0 for the outer loop of a call with no loop dimensions): the call is contiguous
+    # for the loop, and gives the bits of a C-contiguous copy and of a strided call.
+    fn = getattr(ex, name)
+    inputs = [rng.uniform(-2, 2, shape).astype(dtype) for shape in shapes]
+    odd = [size_one_axes_with_odd_strides(a) for a in inputs]
+    assert all(v.strides != a.strides for v, a in zip(odd, inputs))
+    got = fn(*odd)
+    assert got.tobytes() == fn(*inputs).tobytes()
+    strided = fn(*[with_layout(a, "strided") for a in inputs])
+    assert got.tobytes() == np.ascontiguousarray(strided).tobytes()
+    check_gufunc(name, got, inputs)
 
 
 def test_a_call_matching_some_specialized_sizes_only_takes_the_general_loop(rng):

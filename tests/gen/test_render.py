@@ -115,7 +115,12 @@ def test_a_gufunc_loop_picks_a_contiguous_specialization_with_constant_frozen_st
     matmul = module_c.split("ufg_contiguous_steps_matmul_float32(npy_intp const *dimensions, npy_intp *steps)")[1]
     assert "steps[3] = 4 * dimensions[2];" in matmul.split("}")[0]       # a(i, k): row of n
     loop = module_c.split("ufg_loop_matmul_float32(")[1].split("\n}")[0]
-    assert "ufg_same_steps(steps, ufg_steps, 9) ? ufg_range_contiguous_matmul_float32 : ufg_range_matmul_float32" in loop
+    assert ("ufg_same_steps(steps, ufg_steps, ufg_step_walks_matmul, dimensions, 9) ? "
+            "ufg_range_contiguous_matmul_float32 : ufg_range_matmul_float32") in loop
+    # Steps: a, b and out's outer ones along dimensions[0], then a's along m (1) and n (2),
+    # b's along n and p (3), out's along m and p; rgb_to_gray's core (3) is dimensions[1].
+    assert "ufg_step_walks_matmul[] = {0, 0, 0, 1, 2, 2, 3, 1, 3};" in module_c
+    assert "ufg_step_walks_rgb_to_gray[] = {0, 0, 1};" in module_c
 
 
 def test_a_specialized_gufunc_tests_its_sizes_first_and_passes_them_as_constants(examples):
@@ -127,7 +132,7 @@ def test_a_specialized_gufunc_tests_its_sizes_first_and_passes_them_as_constants
     assert "const npy_intp ufg_dimensions[4] = {dimensions[0], 4, 4, 4};" in loop
     # The general contiguous loop comes last, for every other size.
     assert loop.rstrip().endswith("ufg_range_prefetched_matmul_float64(args, dimensions, ufg_steps, ufg_begin, ufg_end);")
-    unspecialized = module_c.split("ufg_range_contiguous_pairwise_distances_float64(")[1].split("\n}")[0]
+    unspecialized = module_c.split("ufg_range_contiguous_centroid_distances_float64(")[1].split("\n}")[0]
     assert "specialize" not in unspecialized
 
 

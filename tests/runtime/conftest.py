@@ -1,5 +1,42 @@
-"""Fixtures of the Function tests."""
+"""Fixtures of the Function tests, and the C probes of the runtime's headers."""
+import pathlib
+import shutil
+import subprocess
+import sysconfig
+
+import numpy as np
 import pytest
+
+from ufuncgen.build import tool_environment
+
+SOURCE_INCLUDE = pathlib.Path(__file__).resolve().parents[2] / "src" / "include"
+
+
+@pytest.fixture
+def c_probe(tmp_path):
+    """run(header, statements): compile `statements` (the body of main, printing what they
+    find) against one of the runtime's headers under UBSan, run it, and return its standard
+    output's words."""
+    if shutil.which("gcc") is None:
+        pytest.skip("needs gcc")
+    return lambda header, statements: _run_c_probe(tmp_path, header, statements)
+
+
+def _run_c_probe(tmp_path, header, statements):
+    source = tmp_path / "probe.c"
+    source.write_text(f'#include <Python.h>\n#include <stdio.h>\n#include "{header}"\n'
+                      "int main(void)\n{\n" + "\n".join(statements) + "\n    return 0;\n}\n")
+    binary = tmp_path / "probe"
+    compiled = subprocess.run(
+        ["gcc", "-std=c11", "-O1", "-Wall", "-Werror", "-Wno-unused-function",
+         "-fsanitize=undefined", "-fno-sanitize-recover=all", f"-I{SOURCE_INCLUDE}",
+         f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}", str(source),
+         "-o", str(binary)],
+        capture_output=True, text=True, env=tool_environment())
+    assert compiled.returncode == 0, compiled.stderr
+    run = subprocess.run([str(binary)], capture_output=True, text=True, env=tool_environment())
+    assert run.returncode == 0, run.stderr       # UBSan: no undefined behaviour on the way
+    return run.stdout.split()
 
 @pytest.fixture
 def forbidden_device_hook():

@@ -3,18 +3,6 @@ calls it prefetches for.  That a prefetched call gives the bits of the general l
 tests/examples/test_gufuncs.py's."""
 from __future__ import annotations
 
-import pathlib
-import shutil
-import subprocess
-import sysconfig
-
-import numpy as np
-import pytest
-
-from ufuncgen.build import tool_environment
-
-SOURCE_INCLUDE = pathlib.Path(__file__).resolve().parents[2] / "src" / "include"
-
 # (label, input steps in bytes, core sizes, outer iterations): the chunk the header picks.
 DECISIONS = [
     ("l2_norm float64 rows of 10, 1M rows", (80,), (10,), 1_000_000),
@@ -33,8 +21,7 @@ DECISIONS = [
 EXPECTED = [12, 80, 14, 100, 100_000, 8, 100_000, 1, 12, 100_000, 100_000, 100_000]
 
 
-@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
-def test_the_loops_that_are_prefetched_are_the_ones_waiting_on_memory(tmp_path):
+def test_the_loops_that_are_prefetched_are_the_ones_waiting_on_memory(c_probe):
     # The chunk is the whole call (nothing prefetched) for short calls, rows wider than a
     # chunk, and loops reading under 4 bytes per core step; otherwise the chunk holds 1 KiB of
     # the widest input, in whole 16-iteration vectors where it holds more.
@@ -45,21 +32,7 @@ def test_the_loops_that_are_prefetched_are_the_ones_waiting_on_memory(tmp_path):
             f'dims[] = {{{iterations}, {", ".join(f"{c}L" for c in core)}}}; '
             f'printf("%ld\\n", (long)ufg_prefetch_chunk(steps, {len(steps)}, dims, {len(core)}, '
             f'0, {iterations})); }}  /* {label} */')
-    source = tmp_path / "probe.c"
-    source.write_text('#include <Python.h>\n#include <stdio.h>\n#include "ufuncgen/prefetch.h"\n'
-                      'int main(void)\n{\n' + "\n".join(lines) + "\n    return 0;\n}\n")
-    binary = tmp_path / "probe"
-    compiled = subprocess.run(
-        ["gcc", "-std=c11", "-O1", "-Wall", "-Werror", "-fsanitize=undefined",
-         "-fno-sanitize-recover=all", f"-I{SOURCE_INCLUDE}",
-         f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}", str(source),
-         "-o", str(binary)],
-        capture_output=True, text=True, env=tool_environment())
-    assert compiled.returncode == 0, compiled.stderr
-    run = subprocess.run([str(binary)], capture_output=True, text=True, env=tool_environment())
-    assert run.returncode == 0, run.stderr       # UBSan: no signed overflow on the way
-    chunks = [int(v) for v in run.stdout.split()]
+    chunks = [int(v) for v in c_probe("ufuncgen/prefetch.h", lines)]
     assert len(chunks) == len(DECISIONS)
     for (label, *_), got, want in zip(DECISIONS, chunks, EXPECTED):
         assert got == want, label
-

@@ -123,12 +123,17 @@ ufg_parallel_part(npy_intp n, int64_t unit, int threads, npy_intp align)
 /* ------------------------------------------------------------------ gufunc outer loops */
 
 /* Whether NumPy's `steps` are those of a C-contiguous call (the generated loop's
- * contiguous specialization then runs). */
+ * contiguous specialization then runs, with `contiguous` as its steps).  `walks[k]` is the
+ * index in `dimensions` of the dimension step k moves along: a step along a dimension of
+ * size 0 or 1 is never taken, and NumPy leaves it whatever its iterator had (0 for the outer
+ * step of a call with no loop dimensions, a single matrix or point set), so it is not
+ * compared. */
 static inline bool
-ufg_same_steps(npy_intp const *steps, const npy_intp *contiguous, int count)
+ufg_same_steps(npy_intp const *steps, const npy_intp *contiguous, const unsigned char *walks,
+               npy_intp const *dimensions, int count)
 {
     for (int k = 0; k < count; k++) {
-        if (steps[k] != contiguous[k]) {
+        if (steps[k] != contiguous[k] && dimensions[walks[k]] > 1) {
             return false;
         }
     }
