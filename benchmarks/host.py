@@ -18,10 +18,11 @@ What it measures, all on one core, in one process, so that ratios are comparable
    Every call allocates its outputs (no ``out=``).  Before timing, each peer's result is
    checked against ufuncgen's; a mismatch is flagged in the table.
 2. A few gufuncs (l2_norm, matmul, rgb_to_gray, pairwise_distances) against NumPy
-   and ``@numba.guvectorize`` (matmul twice: 4x4 stacks, one of its ``specialize:`` sizes,
-   and 5x5, which takes the general loop); then two functions whose bodies cannot vectorize (integer
-   power by squaring, Collatz steps: data-dependent loops), built with ``ufuncgen.load()``,
-   against the same algorithm under ``@numba.vectorize``.
+   and ``@numba.guvectorize`` (matmul three times: 4x4 stacks, one of its ``specialize:``
+   sizes; 5x5, which takes the general loop; a 4x4 stack by one matrix, broadcast); then two
+   functions whose bodies cannot vectorize (integer power by squaring, Collatz steps:
+   data-dependent loops), built with ``ufuncgen.load()``, against the same algorithm under
+   ``@numba.vectorize``.
 3. Targets, printed PASS/FAIL with the measured value:
    - every elementwise row >= 1.0x NumPy composed and >= 1.0x Numba @vectorize, every gufunc
      row >= 1.2x Numba @guvectorize (where the peer has the function);
@@ -385,6 +386,15 @@ def numba_gufuncs(dt):
             "pairwise_distances": pairwise_distances}
 
 
+def gufunc_label(name, inputs):
+    """A gufunc row's name in the Targets: matmul's carry the core shape ("matmul 4x4"), and
+    " by one matrix" where b is shared by the whole stack."""
+    if name != "matmul":
+        return name
+    shared = " by one matrix" if inputs[1].ndim == 2 else ""
+    return f"{name} {'x'.join(map(str, inputs[0].shape[1:]))}{shared}"
+
+
 def gufunc_cases(dt, rng, scale):
     """(name, inputs, NumPy callable, NumPy spelled out) for each gufunc row."""
     c = dt.type
@@ -405,6 +415,8 @@ def gufunc_cases(dt, rng, scale):
         # 4x4 is one of matmul's `specialize:` sizes; 5x5 is not, and takes the general loop.
         ("matmul", (array(stacks, 4, 4), array(stacks, 4, 4)), np.matmul, "np.matmul(a, b)"),
         ("matmul", (array(stacks, 5, 5), array(stacks, 5, 5)), np.matmul, "np.matmul(a, b)"),
+        # One matrix for the whole stack: b broadcast along the loop (outer step 0).
+        ("matmul", (array(stacks, 4, 4), array(4, 4)), np.matmul, "np.matmul(a, b), b one 4x4"),
         ("rgb_to_gray", (rng.random((side, side, 3)).astype(dt),),
          lambda rgb: w0 * rgb[..., 0] + w1 * rgb[..., 1] + w2 * rgb[..., 2],
          "0.299*rgb[...,0] + 0.587*rgb[...,1] + 0.114*rgb[...,2]"),
@@ -439,7 +451,7 @@ def bench_gufuncs(n, repeat, rng):
             ours = times.pop("ufuncgen")
             cells.update(times)
             shapes = ", ".join("x".join(map(str, a.shape)) for a in args)
-            label = name if name != "matmul" else f"{name} {'x'.join(map(str, args[0].shape[1:]))}"
+            label = gufunc_label(name, args)
             results[label, dtype_name] = dict(cells, ufuncgen=ours)
             print(f"| {name} | {shapes} | {dtype_name} | {fmt_ms(ours)} "
                   f"| {fmt_ms(cells['NumPy'])} | {fmt_ms(cells['Numba'])} "

@@ -78,9 +78,7 @@ def main():
                     {"on": lambda: with_on(*inputs), "off": lambda: with_off(*inputs),
                      "Numba": lambda f=peers[name]: f(*inputs)},
                     3 if args.quick else 7)
-                label = name if name != "matmul" else \
-                    f"{name} {'x'.join(map(str, inputs[0].shape[1:]))}"
-                print(f"| {label} | {dtype} | {times['on'] * 1e3:.2f} | {times['off'] * 1e3:.2f} "
+                print(f"| {host.gufunc_label(name, inputs)} | {dtype} | {times['on'] * 1e3:.2f} | {times['off'] * 1e3:.2f} "
                       f"| {times['Numba'] * 1e3:.2f} | {times['Numba'] / times['on']:.2f}x "
                       f"| {times['Numba'] / times['off']:.2f}x "
                       f"| {times['off'] / times['on']:.2f}x |", flush=True)

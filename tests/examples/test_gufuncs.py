@@ -383,11 +383,32 @@ def test_contiguous_and_strided_gufunc_calls_give_the_same_bits(name, dtype, loo
     check_gufunc(name, contiguous, inputs)
 
 
+@pytest.mark.parametrize("loop", [(7,), (300,)], ids=str)
+@pytest.mark.parametrize("name, dtype", CASES)
+def test_an_input_broadcast_along_the_loop_gives_the_bits_of_its_repeated_copy(
+        name, dtype, loop, rng):
+    # One input shared by every outer iteration (outer step 0: one matrix for a stack of
+    # them), its core slice C-contiguous: the loop takes its contiguous-cores copy, the same
+    # operations per element as the general loop, so the bits of the input repeated in memory
+    # (a strided copy, the general loop), and within the reference's bound.
+    fn = getattr(ex, name)
+    inputs = gufunc_inputs(name, dtype, loop, 9, rng)
+    shape = fn(*inputs).shape
+    for which in range(len(inputs)):
+        shared = [a[:1] if k == which else a for k, a in enumerate(inputs)]
+        repeated = [np.broadcast_to(a, inputs[k].shape) for k, a in enumerate(shared)]
+        got = fn(*shared, out=np.empty(shape, inputs[0].dtype))
+        strided = fn(*[with_layout(a, "strided") for a in repeated])
+        assert got.tobytes() == np.ascontiguousarray(strided).tobytes(), which
+        check_gufunc(name, got, repeated)
+
+
 # `specialize:` lines of signatures/examples.ufunc: (name, the sizes each line fixes, inputs of
 # core size k).  Sizes around them take the general contiguous loop.
 SPECIALIZED = [
     ("matmul", (2, 3, 4), lambda r, k: [r(k, k), r(k, k)]),
     ("l2_norm", (2, 3, 4), lambda r, k: [r(k)]),
+    ("centroid_distances", (2, 3), lambda r, k: [r(k), r(6, k)]),
     ("pairwise_distances", (2, 3), lambda r, k: [r(19, k)]),
     ("condensed_distances", (2, 3), lambda r, k: [r(19, k)]),
 ]

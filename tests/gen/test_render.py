@@ -114,9 +114,18 @@ def test_a_gufunc_loop_picks_a_contiguous_specialization_with_constant_frozen_st
     assert steps.split("}")[0].split("\n")[3:6] == ["    steps[0] = 8 * 3;", "    steps[1] = 8;", "    steps[2] = 8;"]
     matmul = module_c.split("ufg_contiguous_steps_matmul_float32(npy_intp const *dimensions, npy_intp *steps)")[1]
     assert "steps[3] = 4 * dimensions[2];" in matmul.split("}")[0]       # a(i, k): row of n
+    # The core steps (3 to 9) decide between the general loop and the contiguous ones, the
+    # outer steps (0 to 3) between the contiguous loop and the contiguous-cores one.
     loop = module_c.split("ufg_loop_matmul_float32(")[1].split("\n}")[0]
-    assert ("ufg_same_steps(steps, ufg_steps, ufg_step_walks_matmul, dimensions, 9) ? "
-            "ufg_range_contiguous_matmul_float32 : ufg_range_matmul_float32") in loop
+    assert "ufg_gufunc_range ufg_range = ufg_range_matmul_float32;" in loop
+    assert "if (ufg_same_steps(steps, ufg_steps, ufg_step_walks_matmul, dimensions, 3, 9)) {" in loop
+    assert ("ufg_range = ufg_same_steps(steps, ufg_steps, ufg_step_walks_matmul, dimensions, 0, 3)\n"
+            "                    ? ufg_range_contiguous_matmul_float32 : "
+            "ufg_range_contiguous_cores_matmul_float32;") in loop
+    for copy, outer_from_call in (("contiguous", "false"), ("contiguous_cores", "true")):
+        body = module_c.split(f"ufg_range_{copy}_matmul_float32(char")[1].split("\n}")[0]
+        assert (f"ufg_range_cores_matmul_float32(args, dimensions, steps, ufg_begin, ufg_end, "
+                f"{outer_from_call});") in body
     # Steps: a, b and out's outer ones along dimensions[0], then a's along m (1) and n (2),
     # b's along n and p (3), out's along m and p; rgb_to_gray's core (3) is dimensions[1].
     assert "ufg_step_walks_matmul[] = {0, 0, 0, 1, 2, 2, 3, 1, 3};" in module_c
@@ -125,14 +134,16 @@ def test_a_gufunc_loop_picks_a_contiguous_specialization_with_constant_frozen_st
 
 def test_a_specialized_gufunc_tests_its_sizes_first_and_passes_them_as_constants(examples):
     module_c = examples["ex_module.c"]
-    loop = module_c.split("ufg_range_contiguous_matmul_float64(")[1].split("\n}")[0]
+    loop = module_c.split("ufg_range_cores_matmul_float64(")[1].split("\n}")[0]
     tests = re.findall(r"if \((.*)\) \{   /\* specialize: (.*) \*/", loop)
     assert tests == [(" && ".join(f"dimensions[{i}] == {k}" for i in (1, 2, 3)), f"m={k}, n={k}, p={k}")
                      for k in (2, 3, 4)]
     assert "const npy_intp ufg_dimensions[4] = {dimensions[0], 4, 4, 4};" in loop
+    # Each size, specialized or not, takes the call's outer steps in the contiguous-cores copy.
+    assert loop.count("ufg_take_outer_steps(ufg_steps, steps, ufg_outer_from_call ? 3 : 0);") == 4
     # The general contiguous loop comes last, for every other size.
     assert loop.rstrip().endswith("ufg_range_prefetched_matmul_float64(args, dimensions, ufg_steps, ufg_begin, ufg_end);")
-    unspecialized = module_c.split("ufg_range_contiguous_centroid_distances_float64(")[1].split("\n}")[0]
+    unspecialized = module_c.split("ufg_range_cores_inner1d_float64(")[1].split("\n}")[0]
     assert "specialize" not in unspecialized
 
 

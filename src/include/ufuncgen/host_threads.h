@@ -122,22 +122,32 @@ ufg_parallel_part(npy_intp n, int64_t unit, int threads, npy_intp align)
 
 /* ------------------------------------------------------------------ gufunc outer loops */
 
-/* Whether NumPy's `steps` are those of a C-contiguous call (the generated loop's
- * contiguous specialization then runs, with `contiguous` as its steps).  `walks[k]` is the
- * index in `dimensions` of the dimension step k moves along: a step along a dimension of
- * size 0 or 1 is never taken, and NumPy leaves it whatever its iterator had (0 for the outer
- * step of a call with no loop dimensions, a single matrix or point set), so it is not
- * compared. */
+/* Whether NumPy's steps [from, to) are those of a C-contiguous call, `contiguous` (the outer
+ * steps, one per argument, come first, then the core ones: the generated loop takes its
+ * contiguous copy when all match, its contiguous-cores copy when the core ones do).
+ * `walks[k]` is the index in `dimensions` of the dimension step k moves along: a step along
+ * a dimension of size 0 or 1 is never taken, and NumPy leaves it whatever its iterator had
+ * (0 for the outer step of a call with no loop dimensions, a single matrix or point set), so
+ * it is not compared. */
 static inline bool
 ufg_same_steps(npy_intp const *steps, const npy_intp *contiguous, const unsigned char *walks,
-               npy_intp const *dimensions, int count)
+               npy_intp const *dimensions, int from, int to)
 {
-    for (int k = 0; k < count; k++) {
+    for (int k = from; k < to; k++) {
         if (steps[k] != contiguous[k] && dimensions[walks[k]] > 1) {
             return false;
         }
     }
     return true;
+}
+
+/* The call's first `count` (outer) steps in place of the C-contiguous ones. */
+static inline void
+ufg_take_outer_steps(npy_intp *steps, npy_intp const *call_steps, int count)
+{
+    for (int k = 0; k < count; k++) {
+        steps[k] = call_steps[k];
+    }
 }
 
 /* Runs the body for outer iterations [begin, end) (generated, one per type signature). */
