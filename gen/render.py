@@ -245,7 +245,7 @@ def reduce_clones(fn: Function, sig, module: Module) -> str:
 def aligns_stores(fn: Function, sig, module: Module) -> bool:
     """Whether a contiguous call of an elementwise loop runs the elements before its first
     output's next cache line apart, so that the kernel's vector loop stores whole lines
-    (host_loops.h, ufg_run_contiguous).  Only where every element's bits are the same in the
+    (host_loops.h, ufg_run_aligned).  Only where every element's bits are the same in the
     scalar and the vector loop, wherever the split falls: no vector math (libmvec differs from
     scalar libm by a few ULP), no fast math (a vector reciprocal estimate), no complex values,
     no float16 or bfloat16 (their blocks convert apart)."""

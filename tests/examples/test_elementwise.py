@@ -111,6 +111,27 @@ def test_elementwise_function_broadcasts_stride_0_and_scalar_operands_mixed_with
 
 
 @pytest.mark.parametrize("name, dtype", CASES)
+def test_a_broadcast_input_gives_the_bits_of_its_repeated_copy_at_every_block_length(
+        name, dtype, rng, threading_mode):
+    # A call whose arguments are contiguous but for stride-0 inputs runs blocks longer than
+    # 256 elements (up to a quarter of the call, and what the broadcast buffers hold): the same
+    # elements go through the kernel's vector loop and its tail as in a contiguous call of the
+    # input repeated in memory, so the same bits, on one thread or split across two, around
+    # every block length.
+    fn = getattr(ex, name)
+    for n in (255, 1024, 1031, 4 * 4096 + 5, 70_001):
+        inputs = elementwise_inputs(name, dtype, (n,), rng)
+        for k in range(len(inputs)):
+            shared = np.broadcast_to(inputs[k][n // 2:n // 2 + 1], (n,))
+            args = [shared if i == k else a for i, a in enumerate(inputs)]
+            repeated = [np.ascontiguousarray(a) for a in args]
+            for got, want in zip(as_tuple(fn(*args)), as_tuple(fn(*repeated))):
+                assert_exactly_equal(got, want)
+            if len(inputs) == 1:
+                break
+
+
+@pytest.mark.parametrize("name, dtype", CASES)
 def test_elementwise_function_broadcasts_row_and_column_operands(name, dtype, rng):
     fn = getattr(ex, name)
     nin = fn.nin

@@ -176,7 +176,7 @@ def _runs_from_line(module_c, cname):
 def test_loops_without_vector_math_start_their_vector_loop_at_the_outputs_cache_line(
         examples, tmp_path, fastmath_signatures):
     # The elements before the first output's next 64-byte boundary run apart (host_loops.h's
-    # ufg_run_contiguous), only where the scalar and the vector loop give the same bits: not with
+    # ufg_run_aligned), only where the scalar and the vector loop give the same bits: not with
     # vector math, float16 or bfloat16 blocks, complex values or fast math.  hypot is the
     # prelude's, inline and bit for bit the same vectorized or not.
     module_c = examples["ex_module.c"]

@@ -158,20 +158,98 @@ ufg_run_block(npy_intp m, char **block_args, int nin, int nargs, const int *item
     ufg_fp_restore(saved);
 }
 
+/* n elements of `size` bytes from src (every `from_step` bytes) to dst (every `to_step`).
+ * The size is a constant in each case, so that each copy is one load and one store, not a
+ * call to memcpy: a strided call copies every element of its strided arguments. */
+#define UFG_COPY_ELEMENTS(size)                                                            \
+    for (npy_intp i = 0; i < n; i++, dst += to_step, src += from_step) {                   \
+        memcpy(dst, src, size);                                                            \
+    }                                                                                      \
+    return
+
+static void
+ufg_copy_elements(char *dst, npy_intp to_step, const char *src, npy_intp from_step, npy_intp n,
+                  int itemsize)
+{
+    switch (itemsize) {
+    case 1: UFG_COPY_ELEMENTS(1);
+    case 2: UFG_COPY_ELEMENTS(2);
+    case 4: UFG_COPY_ELEMENTS(4);
+    case 8: UFG_COPY_ELEMENTS(8);
+    case 16: UFG_COPY_ELEMENTS(16);
+    default: UFG_COPY_ELEMENTS((size_t)itemsize);
+    }
+}
+#undef UFG_COPY_ELEMENTS
+
 static void
 ufg_gather(char *dst, const char *src, npy_intp stride, npy_intp n, int itemsize)
 {
-    for (npy_intp i = 0; i < n; i++, src += stride, dst += itemsize) {
-        memcpy(dst, src, (size_t)itemsize);
+    ufg_copy_elements(dst, itemsize, src, stride, n, itemsize);
+}
+
+/* n copies of the element at src: the block buffer of an input broadcast along the call.
+ * The element is read once, and the stores vectorize. */
+#define UFG_FILL_ELEMENTS(type)                                                            \
+    {                                                                                      \
+        type value;                                                                        \
+        memcpy(&value, src, sizeof value);                                                 \
+        for (npy_intp i = 0; i < n; i++) {                                                 \
+            memcpy(dst + i * (npy_intp)sizeof value, &value, sizeof value);                \
+        }                                                                                  \
+        return;                                                                            \
+    }
+
+static void
+ufg_fill(char *dst, const char *src, npy_intp n, int itemsize)
+{
+    switch (itemsize) {
+    case 1: UFG_FILL_ELEMENTS(uint8_t)
+    case 2: UFG_FILL_ELEMENTS(uint16_t)
+    case 4: UFG_FILL_ELEMENTS(uint32_t)
+    case 8: UFG_FILL_ELEMENTS(uint64_t)
+    default: ufg_copy_elements(dst, itemsize, src, 0, n, itemsize);
     }
 }
+#undef UFG_FILL_ELEMENTS
 
 static void
 ufg_scatter(char *dst, npy_intp stride, const char *src, npy_intp n, int itemsize)
 {
-    for (npy_intp i = 0; i < n; i++, dst += stride, src += itemsize) {
-        memcpy(dst, src, (size_t)itemsize);
+    ufg_copy_elements(dst, stride, src, itemsize, n, itemsize);
+}
+
+/*
+ * The elements of a strided call's blocks: UFG_BLOCK, or for a call of n elements that only
+ * broadcasts (every argument contiguous, or an input of stride 0: `a + 2.0`) and re-runs no
+ * block (`exact` NULL), up to as many as its broadcast inputs' buffers hold (16x more for
+ * inputs of one byte, 4x for float32) but no more than a quarter of n, for the buffers are
+ * filled at each call (a row of an outer sum `a[:, None] + b` is one).  Such a call copies
+ * nothing per block, and the kernel's call and loop set-up around a cheap body's 256 elements
+ * were a fifth of its time.  Always a multiple of UFG_BLOCK, so that every block but the call's
+ * last one ends on whole iterations of a vector loop whatever the thread parts (multiples of
+ * UFG_PARALLEL_ALIGN), and starts on a cache line after the first.
+ */
+static inline npy_intp
+ufg_block_length(npy_intp n, const npy_intp *steps, int nin, int nargs, const int *itemsizes,
+                 ufg_contiguous_kernel exact)
+{
+    if (exact != NULL) {
+        return UFG_BLOCK;
     }
+    int widest = 1;
+    for (int k = 0; k < nargs; k++) {
+        if (steps[k] == itemsizes[k]) {
+            continue;
+        }
+        if (k >= nin || steps[k] != 0) {
+            return UFG_BLOCK;
+        }
+        widest = itemsizes[k] > widest ? itemsizes[k] : widest;
+    }
+    const npy_intp most = (npy_intp)UFG_BLOCK * (UFG_MAX_ITEMSIZE / widest);
+    const npy_intp quarter = n / 4 / UFG_BLOCK * UFG_BLOCK;
+    return quarter < UFG_BLOCK ? UFG_BLOCK : quarter < most ? quarter : most;
 }
 
 /*
@@ -186,14 +264,15 @@ ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int 
 {
     _Alignas(UFG_CACHE_LINE_BYTES) char buffers[UFG_MAX_ARGS][UFG_BLOCK * UFG_MAX_ITEMSIZE];
     char *block_args[UFG_MAX_ARGS];
+    const npy_intp block = ufg_block_length(n, steps, nin, nargs, itemsizes, exact);
 
     for (int k = 0; k < nin; k++) {
         if (steps[k] == 0) {
-            ufg_gather(buffers[k], args[k], 0, n < UFG_BLOCK ? n : UFG_BLOCK, itemsizes[k]);
+            ufg_fill(buffers[k], args[k], n < block ? n : block, itemsizes[k]);
         }
     }
-    for (npy_intp start = 0; start < n; start += UFG_BLOCK) {
-        const npy_intp m = n - start < UFG_BLOCK ? n - start : UFG_BLOCK;
+    for (npy_intp start = 0; start < n; start += block) {
+        const npy_intp m = n - start < block ? n - start : block;
         for (int k = 0; k < nargs; k++) {
             char *base = args[k] + start * steps[k];
             if (steps[k] == itemsizes[k]) {
@@ -332,33 +411,43 @@ ufg_run_contiguous_part(char **args, npy_intp n, const npy_intp *steps, int nin,
 }
 
 /*
- * A contiguous call, its kernel's vector loop started at the first output's next cache line
- * when `from_line` (the elements before it in a call of their own).  NumPy's large arrays
- * start 16 bytes past a line, where every vector store, and every load of an input at the
- * same offset, would span two.  Only for kernels whose elements get the same bits from the
- * scalar and the vector loop (render.aligns_stores): which loop computes an element then
- * depends on where the arrays lie.  A flag-exact re-run of a block gives the flags of that
- * block's elements, wherever the blocks start.  Done here, not in the kernel, so that the
- * kernel keeps one copy of its loop: with two inlined copies, hypot's float64 AVX-512 kernel
- * ran 2.4x slower (GCC 12 rebuilt an all-ones constant with vpternlogd, which reads its
- * destination, into the register holding the last iteration's result).
+ * A call, contiguous or strided (ufg_run_elementwise_blocked), its kernel's vector loop started
+ * at the first output's next cache line when `from_line` and that output is contiguous (the
+ * elements before it in a call of their own; UFG_BLOCK elements are whole lines, so every
+ * block of a strided call then starts on one too: `a + 2.0`, an input broadcast against
+ * another).  NumPy's large arrays start 16 bytes past a line, where every vector store, and
+ * every load of an input at the same offset, would span two.  Only for kernels whose elements
+ * get the same bits from the scalar and the vector loop (render.aligns_stores): which loop
+ * computes an element then depends on where the arrays lie.  A flag-exact re-run of a block
+ * gives the flags of that block's elements, wherever the blocks start.  Done here, not in the
+ * kernel, so that the kernel keeps one copy of its loop: with two inlined copies, hypot's
+ * float64 AVX-512 kernel ran 2.4x slower (GCC 12 rebuilt an all-ones constant with
+ * vpternlogd, which reads its destination, into the register holding the last iteration's
+ * result).
  */
 static inline void
-ufg_run_contiguous(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
-                   const int *itemsizes, ufg_contiguous_kernel kernel,
-                   ufg_contiguous_kernel exact, bool from_line)
+ufg_run_aligned(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
+                const int *itemsizes, ufg_contiguous_kernel kernel, ufg_contiguous_kernel exact,
+                bool contiguous, bool from_line)
 {
-    const npy_intp head = from_line ? ufg_elements_to_cache_line(args[nin], itemsizes[nin], n) : 0;
-    if (head == 0) {
-        ufg_run_contiguous_part(args, n, steps, nin, nargs, itemsizes, kernel, exact);
-        return;
-    }
+    const bool lines_up = from_line && steps[nin] == itemsizes[nin];
+    const npy_intp head = lines_up ? ufg_elements_to_cache_line(args[nin], itemsizes[nin], n) : 0;
     char *rest[UFG_MAX_ARGS];
     for (int k = 0; k < nargs; k++) {
-        rest[k] = args[k] + head * itemsizes[k];
+        rest[k] = args[k] + head * steps[k];
     }
-    ufg_run_contiguous_part(args, head, steps, nin, nargs, itemsizes, kernel, exact);
-    ufg_run_contiguous_part(rest, n - head, steps, nin, nargs, itemsizes, kernel, exact);
+    if (contiguous) {
+        if (head > 0) {
+            ufg_run_contiguous_part(args, head, steps, nin, nargs, itemsizes, kernel, exact);
+        }
+        ufg_run_contiguous_part(rest, n - head, steps, nin, nargs, itemsizes, kernel, exact);
+    }
+    else {
+        if (head > 0) {
+            ufg_run_elementwise_blocked(args, head, steps, nin, nargs, itemsizes, kernel, exact);
+        }
+        ufg_run_elementwise_blocked(rest, n - head, steps, nin, nargs, itemsizes, kernel, exact);
+    }
 }
 
 /* A call, or one part of a multi-threaded call: elements [offset + index * part, ...). */
@@ -380,14 +469,8 @@ ufg_elementwise_range(const ufg_elementwise_job *job, npy_intp start, npy_intp m
     for (int k = 0; k < job->nargs; k++) {
         part_args[k] = job->args[k] + start * job->steps[k];
     }
-    if (job->contiguous) {
-        ufg_run_contiguous(part_args, m, job->steps, job->nin, job->nargs, job->itemsizes,
-                           job->kernel, job->exact, job->from_line);
-    }
-    else {
-        ufg_run_elementwise_blocked(part_args, m, job->steps, job->nin, job->nargs,
-                                    job->itemsizes, job->kernel, job->exact);
-    }
+    ufg_run_aligned(part_args, m, job->steps, job->nin, job->nargs, job->itemsizes, job->kernel,
+                    job->exact, job->contiguous, job->from_line);
 }
 
 static void
@@ -427,8 +510,8 @@ ufg_run_elementwise_parallel(ufg_elementwise_job *job, int threads)
  * (one element per kernel call: the kernel's scalar tail, flag-exact).
  * `exact` is the loop's scalar kernel when its body calls vector math (see ufg_run_block),
  * else NULL: a contiguous call is then checked in chunks (ufg_run_contiguous_checked).
- * `from_line`: a contiguous call starts its kernel's vector loop at the first output's cache
- * line (ufg_run_contiguous).
+ * `from_line`: a call whose first output is contiguous starts its kernel's vector loop at that
+ * output's cache line (ufg_run_aligned).
  */
 static inline void
 ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
@@ -456,12 +539,7 @@ ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int
         ufg_run_elementwise_parallel(&job, threads);
         return;
     }
-    if (contiguous) {
-        ufg_run_contiguous(args, n, steps, nin, nargs, itemsizes, kernel, exact, from_line);
-    }
-    else {
-        ufg_run_elementwise_blocked(args, n, steps, nin, nargs, itemsizes, kernel, exact);
-    }
+    ufg_run_aligned(args, n, steps, nin, nargs, itemsizes, kernel, exact, contiguous, from_line);
 }
 
 /*
