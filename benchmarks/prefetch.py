@@ -78,7 +78,8 @@ def main():
                     {"on": lambda: with_on(*inputs), "off": lambda: with_off(*inputs),
                      "Numba": lambda f=peers[name]: f(*inputs)},
                     3 if args.quick else 7)
-                print(f"| {host.gufunc_label(name, inputs)} | {dtype} | {times['on'] * 1e3:.2f} | {times['off'] * 1e3:.2f} "
+                print(f"| {host.gufunc_label(name, inputs)} | {dtype} | {times['on'] * 1e3:.2f} "
+                      f"| {times['off'] * 1e3:.2f} "
                       f"| {times['Numba'] * 1e3:.2f} | {times['Numba'] / times['on']:.2f}x "
                       f"| {times['Numba'] / times['off']:.2f}x "
                       f"| {times['off'] / times['on']:.2f}x |", flush=True)
