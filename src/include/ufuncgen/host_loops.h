@@ -432,22 +432,17 @@ ufg_run_aligned(char **args, npy_intp n, const npy_intp *steps, int nin, int nar
 {
     const bool lines_up = from_line && steps[nin] == itemsizes[nin];
     const npy_intp head = lines_up ? ufg_elements_to_cache_line(args[nin], itemsizes[nin], n) : 0;
+    void (*const run)(char **, npy_intp, const npy_intp *, int, int, const int *,
+                      ufg_contiguous_kernel, ufg_contiguous_kernel) =
+        contiguous ? ufg_run_contiguous_part : ufg_run_elementwise_blocked;
     char *rest[UFG_MAX_ARGS];
     for (int k = 0; k < nargs; k++) {
         rest[k] = args[k] + head * steps[k];
     }
-    if (contiguous) {
-        if (head > 0) {
-            ufg_run_contiguous_part(args, head, steps, nin, nargs, itemsizes, kernel, exact);
-        }
-        ufg_run_contiguous_part(rest, n - head, steps, nin, nargs, itemsizes, kernel, exact);
+    if (head > 0) {
+        run(args, head, steps, nin, nargs, itemsizes, kernel, exact);
     }
-    else {
-        if (head > 0) {
-            ufg_run_elementwise_blocked(args, head, steps, nin, nargs, itemsizes, kernel, exact);
-        }
-        ufg_run_elementwise_blocked(rest, n - head, steps, nin, nargs, itemsizes, kernel, exact);
-    }
+    run(rest, n - head, steps, nin, nargs, itemsizes, kernel, exact);
 }
 
 /* A call, or one part of a multi-threaded call: elements [offset + index * part, ...). */
