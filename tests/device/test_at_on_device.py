@@ -11,7 +11,7 @@ import pytest
 import ufuncgen.examples as ex
 from ufuncgen import _device, device
 
-from .conftest import ForeignArray, assert_same as _same, host, to_dev, view
+from .conftest import DEVICE_CUDA_ARCH, ON_GPU, ForeignArray, assert_same as _same, host, to_dev, view
 
 LAYOUTS = ["contiguous", "strided", "reversed", "fortran"]
 
@@ -143,7 +143,12 @@ def test_a_1d_array_with_integer_and_slice_indices(rng):
 def test_unary_at_matches_numpys_at(name, dtype, index_name, rng):
     x = rng.integers(0, 12, (5, 6)).astype(dtype) if name == "lucas" else _data(dtype, (5, 6), rng)
     got, want = _both(getattr(ex, name), x, INDICES_2D[index_name])
-    _same(got, want)
+    if ON_GPU and name == "gelu" and dtype != "float16":
+        # The GPU's erfc is CUDA's, within a few ULP of glibc's (README), applied up to three
+        # times to one element here; float16 rounds that difference away.
+        np.testing.assert_allclose(got, want, rtol=32 * np.finfo(dtype).eps, atol=0)
+    else:
+        _same(got, want)
 
 
 def test_a_loop_whose_result_type_is_not_the_arrays_converts_back_after_each_update():
@@ -318,7 +323,7 @@ def test_index_errors_are_numpys_own():
 def test_a_complex_function_and_arrays_converted_to_and_from_complex():
     from ufuncgen import load
     m = load("ufunc cmul(x, y) -> z\n    types: complex128(complex128, complex128)\n"
-             "{\n    z = x * y;\n}\n", "ufg_at_complex", cuda_arch="none")
+             "{\n    z = x * y;\n}\n", "ufg_at_complex", cuda_arch=DEVICE_CUDA_ARCH)
     x = (np.arange(5) + 1j * np.arange(5)[::-1]).astype(np.complex128)
     got, want = _both(m.cmul, x, [0, 3, 3, 0], to_dev(np.array([1j, 2 - 1j, 0.5, 3j])))
     _same(got, want)

@@ -9,6 +9,8 @@ import pytest
 
 from ufuncgen import device
 
+from .conftest import DEVICE_CUDA_ARCH
+
 COMPLEX_FILE = """\
 ufunc cfma(x, y, z) -> out
     doc: x * y + z
@@ -56,7 +58,7 @@ CTYPES = [np.complex64, np.complex128]
 @pytest.fixture(scope="module")
 def cx(tmp_path_factory, module_importer):
     return module_importer(tmp_path_factory.mktemp("complex"), "ufg_complex_module",
-                           COMPLEX_FILE, "--cuda-arch", "none")
+                           COMPLEX_FILE, "--cuda-arch", DEVICE_CUDA_ARCH)
 
 
 def _device_or_skip():

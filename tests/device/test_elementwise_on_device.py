@@ -112,7 +112,10 @@ def test_nan_inf_and_negative_zero_come_out_as_the_host_gives_them(dtype):
         with np.errstate(all="ignore"):
             want = getattr(ex, name)(x, y)
         got = host(getattr(ex, name)(to_dev(x), to_dev(y)))
-        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+        # A NaN's sign is nobody's promise: x86 makes Inf - Inf a negative NaN, a GPU's
+        # float32 arithmetic its canonical positive one.  Every other sign, -0.0's included, is.
+        number = ~np.isnan(want)
+        np.testing.assert_array_equal(np.signbit(got[number]), np.signbit(want[number]))
         np.testing.assert_array_equal(got, want)
 
 

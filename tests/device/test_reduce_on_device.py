@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import ufuncgen.examples as ex
-from ufuncgen import device
+from ufuncgen import _device, device
 
 from .conftest import host, to_dev, view
 
@@ -24,6 +24,22 @@ def test_add_reduce_matches_numpys_sum(dtype, axis, keepdims, rng):
 def test_long_reductions_split_into_chunks_give_exact_integer_sums(n, rng):
     x = rng.integers(-2**40, 2**40, n)
     assert int(host(ex.add.reduce(to_dev(x)))) == int(x.sum())
+
+
+@pytest.mark.parametrize("shape, axis", [((2**20 + 1,), 0), ((3, 300_001), 1),
+                                         ((300_001, 3), 0), ((100_000, 2), 0)])
+def test_a_split_reduction_reduces_its_partial_results_in_steps_until_few_are_left(
+        shape, axis, rng):
+    # issue 12: one thread per output added up every partial result of the first launch
+    # (131,072 of them for a sum of 2**27 float32 on an H200: 7.5 ms of the 7.7)
+    x = rng.integers(-2**40, 2**40, shape)
+    d = to_dev(x)
+    before = _device.launch_count()
+    got = host(ex.add.reduce(d, axis=axis))
+    last = _device.last_launch()
+    np.testing.assert_array_equal(got, x.sum(axis=axis))
+    assert _device.launch_count() - before >= 3
+    assert last["kind"] == "reduce" and np.prod(last["reduce_shape"]) < 128, last
 
 
 @pytest.mark.parametrize("n", [1, 4095, 4096, 10_000, 100_003])

@@ -9,7 +9,7 @@ import pytest
 import ufuncgen.examples as ex
 from ufuncgen import device
 
-from .conftest import assert_same as _same, host, to_dev, view
+from .conftest import DEVICE_CUDA_ARCH, assert_same as _same, host, to_dev, view
 
 LAYOUTS = ["contiguous", "strided", "reversed", "fortran"]
 
@@ -93,7 +93,7 @@ def test_reduceat_of_complex_values():
     from ufuncgen import load
     x = (np.arange(8) + 1j * np.arange(8)[::-1]).astype(np.complex128)
     m = load("ufunc cmul(x, y) -> z\n    types: complex128(complex128, complex128)\n"
-             "{\n    z = x * y;\n}\n", "ufg_reduceat_complex", cuda_arch="none")
+             "{\n    z = x * y;\n}\n", "ufg_reduceat_complex", cuda_arch=DEVICE_CUDA_ARCH)
     _same(host(m.cmul.reduceat(to_dev(x), [0, 3, 3, 6])), m.cmul.reduceat(x, [0, 3, 3, 6]))
 
 

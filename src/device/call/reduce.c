@@ -6,9 +6,10 @@
  * The whole call is checked first (arguments, axes, out=, NumPy's reduction type
  * resolution, alignment, the kernel's dimension limit, the launch configuration), so a
  * refused call writes nothing.  Then the input is cast to the accumulator's dtype when it
- * differs, the generated reduction kernel runs (twice, through a buffer of partial results,
- * when an `associative: true` function splits long reductions into chunks), and the result
- * is cast into an out= of another dtype.  Everything is queued on the call's stream.
+ * differs, the generated reduction kernel runs (once per step when an `associative: true`
+ * function splits long reductions into chunks: the array into partial results, those into
+ * fewer, until one thread per output can finish), and the result is cast into an out= of
+ * another dtype.  Everything is queued on the call's stream.
  */
 #include "reduction.h"
 #include "dtypes.h"
@@ -251,6 +252,7 @@ typedef struct {
     int64_t out_keep[UFG_CALL_MAX_NDIM];
     int64_t out_chunk_stride, n_chunks;
     int32_t grid;
+    int outputs_fastest;
 } ufg_reduce_step;
 
 typedef struct {
@@ -275,8 +277,9 @@ typedef struct {
     const int64_t *mask_strides;    /* where=: the copy holds the identity where it is False */
     int direct;                     /* the kernel writes into out= itself */
     int cast_result;                /* a temporary result is cast into out= */
-    int nsteps;                     /* 0 (an empty result), 1, or 2 (chunks, then partials) */
-    ufg_reduce_step steps[2];
+    int nsteps;                     /* 0 (an empty result), 1, or more: the array into
+                                     * chunks' partial results, those into fewer, ... */
+    ufg_reduce_step steps[UFG_REDUCE_MAX_STEPS];
 } ufg_reduce_plan;
 
 /* The entries of `values` (one per axis of the array) on the kept (reduced = 0) or reduced
@@ -346,6 +349,57 @@ ufg_reduce_select_nothing(const char *name, ufg_operand *array, ufg_reduce_plan 
     return 0;
 }
 
+/* How many chunks to split each of n_out outputs' n elements into: enough to give every
+ * one of `threads` threads a chunk, none shorter than `least`; 1 for no split. */
+static int64_t
+ufg_reduce_chunk_count(int64_t n, int64_t n_out, int64_t threads, int64_t least)
+{
+    const int64_t by_threads = n_out < threads ? threads / n_out : 1;
+    const int64_t n_chunks = n / least < by_threads ? n / least : by_threads;
+
+    return n_chunks > 1 ? n_chunks : 1;
+}
+
+/* Whether a step's threads take neighbouring outputs (rather than neighbouring chunks of one
+ * output): when that reads neighbouring memory, as when reducing the rows of a C array. */
+static int
+ufg_reduce_outputs_fastest(const ufg_reduce_step *step)
+{
+    int64_t keep, reduce;
+
+    if (step->keep_ndim == 0 || step->n_chunks == 1) {
+        return 0;
+    }
+    keep = step->in_keep[step->keep_ndim - 1];
+    reduce = step->in_reduce[step->reduce_ndim - 1];
+    return (keep < 0 ? -keep : keep) < (reduce < 0 ? -reduce : reduce);
+}
+
+/* Step k > 0 of a split reduction: the previous step's partial results (n_out by n_in,
+ * C-contiguous) into n_chunks per output, or into the target when n_chunks is 1. */
+static void
+ufg_reduce_partials_step(const ufg_reduce_step *previous, int64_t itemsize, int64_t n_chunks,
+                         const int64_t *target_keep_strides, ufg_reduce_step *step)
+{
+    const int keep_ndim = previous->keep_ndim;
+
+    step->keep_ndim = keep_ndim;
+    memcpy(step->keep_shape, previous->keep_shape, sizeof(int64_t) * (size_t)keep_ndim);
+    memcpy(step->in_keep, previous->out_keep, sizeof(int64_t) * (size_t)keep_ndim);
+    step->reduce_ndim = 1;
+    step->reduce_shape[0] = previous->n_chunks;
+    step->in_reduce[0] = itemsize;
+    step->n_chunks = n_chunks;
+    if (n_chunks == 1) {
+        memcpy(step->out_keep, target_keep_strides, sizeof(int64_t) * (size_t)keep_ndim);
+        step->out_chunk_stride = 0;
+    }
+    else {
+        ufg_c_strides(keep_ndim, step->keep_shape, n_chunks * itemsize, step->out_keep);
+        step->out_chunk_stride = itemsize;
+    }
+}
+
 /* The launches for a source with `in_strides` (over the array's axes) and a target with
  * `out_keep_strides` (over the kept axes): collapsed, checked against the dimension limit,
  * split into chunks where the function allows, with their launch configuration. */
@@ -355,9 +409,9 @@ ufg_reduce_plan_steps(const ufg_backend *backend, int device, int associative,
                       const int64_t *out_keep_strides, ufg_reduce_plan *plan)
 {
     int64_t keep_strides[2][UFG_CALL_MAX_NDIM], reduce_strides[1][UFG_CALL_MAX_NDIM];
-    ufg_reduce_step *first = &plan->steps[0], *second = &plan->steps[1];
+    ufg_reduce_step *first = &plan->steps[0];
     const int64_t itemsize = ufg_dtype_itemsize(plan->acc);
-    int64_t n_reduce, n_chunks = 1;
+    int64_t n_reduce, threads = 0, n_chunks = 1;
     int keep_ndim, reduce_ndim;
 
     plan->nsteps = 0;
@@ -379,54 +433,52 @@ ufg_reduce_plan_steps(const ufg_backend *backend, int device, int associative,
         return -1;
     }
     /* Enough threads to fill the GPU: split each output's elements into interleaved chunks,
-     * whose partial results a second launch reduces.  That reorders the reduction, which
-     * only an `associative: true` function allows; any other reduces each output on one
-     * thread, in NumPy's order. */
+     * whose partial results the next step reduces in chunks again, as long as there are
+     * enough of them.  That reorders the reduction, which only an `associative: true`
+     * function allows; any other reduces each output on one thread, in NumPy's order. */
     if (associative && n_reduce >= UFG_REDUCE_MIN_SPLIT) {
         const int multiprocessors = ufg_runtime_multiprocessors(backend, device);
-        int64_t threads, by_threads;
 
         if (multiprocessors < 0) {
             return -1;
         }
         threads = (int64_t)multiprocessors * UFG_REDUCE_THREADS_PER_SM;
-        if (plan->n_out < threads) {
-            by_threads = threads / plan->n_out;
-            n_chunks = n_reduce / UFG_REDUCE_MIN_CHUNK;
-            if (n_chunks > (by_threads > 1 ? by_threads : 1)) {
-                n_chunks = by_threads > 1 ? by_threads : 1;
-            }
-        }
+        n_chunks = ufg_reduce_chunk_count(n_reduce, plan->n_out, threads, UFG_REDUCE_CHUNK);
     }
     first->keep_ndim = keep_ndim;
     first->reduce_ndim = reduce_ndim;
     memcpy(first->in_keep, keep_strides[0], sizeof(int64_t) * (size_t)keep_ndim);
     memcpy(first->in_reduce, reduce_strides[0], sizeof(int64_t) * (size_t)reduce_ndim);
-    if (n_chunks <= 1) {
+    first->n_chunks = n_chunks;
+    if (n_chunks == 1) {
         memcpy(first->out_keep, keep_strides[1], sizeof(int64_t) * (size_t)keep_ndim);
         first->out_chunk_stride = 0;
-        first->n_chunks = 1;
-        plan->nsteps = 1;
-        return ufg_launch_grid(backend, device, plan->n_out, &first->grid);
     }
-    /* Partial results: n_chunks per output, the outputs C-contiguous over the kept axes. */
-    ufg_c_strides(keep_ndim, first->keep_shape, n_chunks * itemsize, first->out_keep);
-    first->out_chunk_stride = itemsize;
-    first->n_chunks = n_chunks;
-    second->keep_ndim = keep_ndim;
-    memcpy(second->keep_shape, first->keep_shape, sizeof(int64_t) * (size_t)keep_ndim);
-    memcpy(second->in_keep, first->out_keep, sizeof(int64_t) * (size_t)keep_ndim);
-    second->reduce_ndim = 1;
-    second->reduce_shape[0] = n_chunks;
-    second->in_reduce[0] = itemsize;
-    memcpy(second->out_keep, keep_strides[1], sizeof(int64_t) * (size_t)keep_ndim);
-    second->out_chunk_stride = 0;
-    second->n_chunks = 1;
-    plan->nsteps = 2;
-    if (ufg_launch_grid(backend, device, plan->n_out * n_chunks, &first->grid) < 0) {
-        return -1;
+    else {
+        /* Partial results: n_chunks per output, the outputs C-contiguous over the kept axes. */
+        ufg_c_strides(keep_ndim, first->keep_shape, n_chunks * itemsize, first->out_keep);
+        first->out_chunk_stride = itemsize;
     }
-    return ufg_launch_grid(backend, device, plan->n_out, &second->grid);
+    plan->nsteps = 1;
+    while (plan->steps[plan->nsteps - 1].n_chunks > 1) {
+        const ufg_reduce_step *previous = &plan->steps[plan->nsteps - 1];
+        const int64_t next = plan->nsteps + 1 < UFG_REDUCE_MAX_STEPS
+            ? ufg_reduce_chunk_count(previous->n_chunks, plan->n_out, threads, UFG_REDUCE_CHUNK)
+            : 1;
+
+        ufg_reduce_partials_step(previous, itemsize, next, keep_strides[1],
+                                 &plan->steps[plan->nsteps]);
+        plan->nsteps++;
+    }
+    for (int k = 0; k < plan->nsteps; k++) {
+        ufg_reduce_step *step = &plan->steps[k];
+
+        step->outputs_fastest = ufg_reduce_outputs_fastest(step);
+        if (ufg_launch_grid(backend, device, plan->n_out * step->n_chunks, &step->grid) < 0) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* One launch of the plan's reduction kernel. */
@@ -455,13 +507,17 @@ ufg_reduce_launch(const ufg_backend *backend, const ufg_reduce_plan *plan,
     p.block = UFG_DEVICE_BLOCK;
     p.in = in;
     p.out = out;
-    if (plan->nsteps == 2 && step == &plan->steps[0]) {
+    p.outputs_fastest = step->outputs_fastest;
+    if (step == &plan->steps[plan->nsteps - 1]) {
+        p.identity = plan->identity;                /* initial= counts once, here */
+        p.start_from_first = plan->from_first;
+    }
+    else if (step == &plan->steps[0]) {
         p.identity = plan->chunk_start;
         p.start_from_first = plan->chunks_from_first;
     }
     else {
-        p.identity = plan->identity;
-        p.start_from_first = plan->from_first;
+        p.start_from_first = 1;                     /* partial results: none is empty */
     }
     launch.reduce = plan->launcher;
     launch.reduce_params = &p;
@@ -548,13 +604,44 @@ ufg_reduce_first_through_out(ufg_call *c, const ufg_reduce_plan *plan, const ufg
            ufg_call_cast(c, &passed, &first_in_source, NULL) < 0 ? -1 : 0;
 }
 
+/* The plan's launches, from `in` to `target`: each step's partial results go to one of two
+ * buffers in turn (the first step's, the largest, is also the third's, and so on). */
+static int
+ufg_reduce_run_steps(ufg_call *c, const ufg_reduce_plan *plan, const char *in, char *target)
+{
+    ufg_DeviceArrayObject *partials[2] = {NULL, NULL};
+
+    for (int k = 0; k < plan->nsteps; k++) {
+        const ufg_reduce_step *step = &plan->steps[k];
+        const char *source = k == 0 ? in : partials[(k - 1) % 2]->ptr;
+        char *destination = target;
+
+        if (k < plan->nsteps - 1) {
+            if (partials[k % 2] == NULL) {
+                const int64_t shape[2] = {plan->n_out, step->n_chunks};
+
+                partials[k % 2] = ufg_call_empty(c, 2, shape, plan->acc);
+                if (partials[k % 2] == NULL) {
+                    return -1;
+                }
+            }
+            destination = partials[k % 2]->ptr;
+        }
+        if (ufg_reduce_launch(c->backend, plan, step, source, destination, c->device,
+                              c->stream) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Everything is checked: queues the casts and launches, and returns the result. */
 static PyObject *
 ufg_reduce_run(ufg_call *c, const ufg_reduce_plan *plan, PyObject *array_obj,
                const ufg_operand *array, PyObject *out_obj, const ufg_operand *out,
                const ufg_operand *mask)
 {
-    ufg_DeviceArrayObject *source = NULL, *result = NULL, *partial = NULL;
+    ufg_DeviceArrayObject *source = NULL, *result = NULL;
     ufg_operand source_op, result_op;
     const char *in;
     char *target;
@@ -597,23 +684,8 @@ ufg_reduce_run(ufg_call *c, const ufg_reduce_plan *plan, PyObject *array_obj,
         }
         target = result->ptr;
     }
-    if (plan->nsteps == 1) {
-        if (ufg_reduce_launch(c->backend, plan, &plan->steps[0], in, target, c->device,
-                              c->stream) < 0) {
-            return NULL;
-        }
-    }
-    else if (plan->nsteps == 2) {
-        const int64_t partial_shape[2] = {plan->n_out, plan->steps[0].n_chunks};
-
-        partial = ufg_call_empty(c, 2, partial_shape, plan->acc);
-        if (partial == NULL ||
-            ufg_reduce_launch(c->backend, plan, &plan->steps[0], in, partial->ptr, c->device,
-                              c->stream) < 0 ||
-            ufg_reduce_launch(c->backend, plan, &plan->steps[1], partial->ptr, target,
-                              c->device, c->stream) < 0) {
-            return NULL;
-        }
+    if (ufg_reduce_run_steps(c, plan, in, target) < 0) {
+        return NULL;
     }
     if (plan->cast_result) {
         memset(&result_op, 0, sizeof(result_op));

@@ -53,10 +53,11 @@ typedef struct {
 /*
  * A reduction with a binary elementwise body (out = f(acc, x)) over the `reduce` dimensions of
  * `in`, for each element of the `keep` dimensions.  Thread t reduces chunk t % n_chunks of
- * output t / n_chunks, starting from `identity` (or, with start_from_first, from the chunk's
- * first element: the function has no identity, and every chunk has one element at least), in
- * index order; with n_chunks > 1 the partial results land `out_chunk_stride` bytes apart and
- * the runtime reduces them in a second launch.
+ * output t / n_chunks (or chunk t / n_out of output t % n_out: outputs_fastest), starting
+ * from `identity` (or, with start_from_first, from the chunk's first element: the function
+ * has no identity, and every chunk has one element at least), in index order; chunk c holds
+ * elements c, c + n_chunks, ...  With n_chunks > 1 the partial results land
+ * `out_chunk_stride` bytes apart and the runtime reduces them in further launches.
  *
  * An accumulation takes the same parameters with one reduced dimension, the axis, and no
  * chunks: thread m scans kept element m, writing every partial result out_scan_stride bytes
@@ -86,6 +87,9 @@ typedef struct {
     char *out;
     int64_t out_keep_strides[UFG_DEVICE_MAX_DIMS];
     int64_t out_chunk_stride;
+    int32_t outputs_fastest;        /* thread t takes chunk t / n_out of output t % n_out
+                                     * (neighbouring threads, neighbouring outputs), not
+                                     * chunk t % n_chunks of output t / n_chunks */
     ufg_value identity;
     int32_t start_from_first;
     int64_t out_scan_stride;        /* accumulate: bytes between the results along the axis;
