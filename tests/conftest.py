@@ -120,6 +120,15 @@ def module_importer():
     return build_and_import
 
 
+@pytest.fixture(scope="session")
+def device_cuda_arch():
+    """`--cuda-arch` of a module a test builds to run on the device path: kernels for the card
+    at hand on a GPU (UFUNCGEN_DEVICE=cuda), host code alone where the simulator runs it (a
+    host-only module has no kernels for a GPU's arrays)."""
+    from ufuncgen import device
+    return "native" if device.backend() == "cuda" and device.is_available() else "none"
+
+
 # Two functions alike but for `fastmath: true` (tests/gen/test_render.py,
 # tests/device/test_fastmath_on_device.py).  plus_zero: IEEE gives +0.0 for -0.0 + 0, fast
 # math (no signed zeros) may fold x + 0 to x; ratio: IEEE division, or an approximate one.

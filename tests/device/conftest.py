@@ -10,11 +10,6 @@ from ufuncgen import _device, device
 SIM = device.backend() == "sim"
 ON_GPU = device.backend() == "cuda" and device.is_available()
 
-# `--cuda-arch` of a module a test builds for the device path: host code alone where the
-# simulator runs it, kernels for the card at hand on a GPU (a host-only module there has no
-# kernels for device arrays).
-DEVICE_CUDA_ARCH = "native" if ON_GPU else "none"
-
 
 def to_dev(a, layout="contiguous"):
     """A device view of `a` with the given memory layout (made on the device)."""

@@ -11,7 +11,7 @@ import pytest
 import ufuncgen.examples as ex
 from ufuncgen import _device, device
 
-from .conftest import DEVICE_CUDA_ARCH, ON_GPU, ForeignArray, assert_same as _same, host, to_dev, view
+from .conftest import ON_GPU, ForeignArray, assert_same as _same, host, to_dev, view
 
 LAYOUTS = ["contiguous", "strided", "reversed", "fortran"]
 
@@ -320,10 +320,10 @@ def test_index_errors_are_numpys_own():
         ex.add.at(d, [0, 1], to_dev(np.ones(3)))
 
 
-def test_a_complex_function_and_arrays_converted_to_and_from_complex():
+def test_a_complex_function_and_arrays_converted_to_and_from_complex(device_cuda_arch):
     from ufuncgen import load
     m = load("ufunc cmul(x, y) -> z\n    types: complex128(complex128, complex128)\n"
-             "{\n    z = x * y;\n}\n", "ufg_at_complex", cuda_arch=DEVICE_CUDA_ARCH)
+             "{\n    z = x * y;\n}\n", "ufg_at_complex", cuda_arch=device_cuda_arch)
     x = (np.arange(5) + 1j * np.arange(5)[::-1]).astype(np.complex128)
     got, want = _both(m.cmul, x, [0, 3, 3, 0], to_dev(np.array([1j, 2 - 1j, 0.5, 3j])))
     _same(got, want)

@@ -9,7 +9,7 @@ import pytest
 
 from ufuncgen import _device, device
 
-from .conftest import DEVICE_CUDA_ARCH, host, to_dev, view
+from .conftest import host, to_dev, view
 
 ml_dtypes = pytest.importorskip("ml_dtypes", reason="bfloat16 arrays are ml_dtypes' (pip "
                                 "install '.[test]' brings it)")
@@ -69,9 +69,9 @@ gufunc bdot(x, y) -> d
 
 
 @pytest.fixture(scope="module")
-def bf(tmp_path_factory, module_importer):
+def bf(tmp_path_factory, module_importer, device_cuda_arch):
     return module_importer(tmp_path_factory.mktemp("bfloat16_device"), "ufg_bfloat16_device",
-                           BFLOAT16_FILE, "--cuda-arch", DEVICE_CUDA_ARCH)
+                           BFLOAT16_FILE, "--cuda-arch", device_cuda_arch)
 
 
 def bits(a):

@@ -9,8 +9,6 @@ import pytest
 
 from ufuncgen import device
 
-from .conftest import DEVICE_CUDA_ARCH
-
 COMPLEX_FILE = """\
 ufunc cfma(x, y, z) -> out
     doc: x * y + z
@@ -56,9 +54,9 @@ CTYPES = [np.complex64, np.complex128]
 
 
 @pytest.fixture(scope="module")
-def cx(tmp_path_factory, module_importer):
+def cx(tmp_path_factory, module_importer, device_cuda_arch):
     return module_importer(tmp_path_factory.mktemp("complex"), "ufg_complex_module",
-                           COMPLEX_FILE, "--cuda-arch", DEVICE_CUDA_ARCH)
+                           COMPLEX_FILE, "--cuda-arch", device_cuda_arch)
 
 
 def _device_or_skip():

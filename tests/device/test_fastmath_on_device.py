@@ -17,15 +17,13 @@ import pytest
 
 from ufuncgen import device
 
-from .conftest import DEVICE_CUDA_ARCH
-
 NVCC = shutil.which("nvcc") or (Path("/usr/local/cuda/bin/nvcc")
                                 if Path("/usr/local/cuda/bin/nvcc").exists() else None)
 
 @pytest.fixture(scope="module")
-def host_and_sim(tmp_path_factory, module_importer, fastmath_signatures):
+def host_and_sim(tmp_path_factory, module_importer, fastmath_signatures, device_cuda_arch):
     return module_importer(tmp_path_factory.mktemp("fastmath"), "ufg_fastmath",
-                           fastmath_signatures, "--cuda-arch", DEVICE_CUDA_ARCH)
+                           fastmath_signatures, "--cuda-arch", device_cuda_arch)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

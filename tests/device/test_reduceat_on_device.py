@@ -9,7 +9,7 @@ import pytest
 import ufuncgen.examples as ex
 from ufuncgen import device
 
-from .conftest import DEVICE_CUDA_ARCH, assert_same as _same, host, to_dev, view
+from .conftest import assert_same as _same, host, to_dev, view
 
 LAYOUTS = ["contiguous", "strided", "reversed", "fortran"]
 
@@ -89,11 +89,11 @@ def test_reduceat_into_an_out_that_overlaps_the_array_reads_the_array_first(rng)
     _same(host(d), want)
 
 
-def test_reduceat_of_complex_values():
+def test_reduceat_of_complex_values(device_cuda_arch):
     from ufuncgen import load
     x = (np.arange(8) + 1j * np.arange(8)[::-1]).astype(np.complex128)
     m = load("ufunc cmul(x, y) -> z\n    types: complex128(complex128, complex128)\n"
-             "{\n    z = x * y;\n}\n", "ufg_reduceat_complex", cuda_arch=DEVICE_CUDA_ARCH)
+             "{\n    z = x * y;\n}\n", "ufg_reduceat_complex", cuda_arch=device_cuda_arch)
     _same(host(m.cmul.reduceat(to_dev(x), [0, 3, 3, 6])), m.cmul.reduceat(x, [0, 3, 3, 6]))
 
 

@@ -423,11 +423,11 @@ def _assert_close_normwise(got, want, scale, what):
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory, module_importer):
+def corpus(tmp_path_factory, module_importer, device_cuda_arch):
     """The corpus built once: for the GPU present when the tests run on one, else host and
     simulator only (the nvcc compile of the same text is checked below)."""
     return module_importer(tmp_path_factory.mktemp("prelude"), "ufg_prelude_corpus",
-                           _corpus_file(), "--cuda-arch", "native" if ON_GPU else "none")
+                           _corpus_file(), "--cuda-arch", device_cuda_arch)
 
 
 def _cases():

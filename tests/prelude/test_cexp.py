@@ -42,10 +42,9 @@ TYPES = ["complex64", "complex128"]
 
 
 @pytest.fixture(scope="module")
-def fns(tmp_path_factory, module_importer):
-    on_gpu = device.backend() == "cuda" and device.is_available()
+def fns(tmp_path_factory, module_importer, device_cuda_arch):
     return module_importer(tmp_path_factory.mktemp("cexp"), "ufg_cexp_module", SIGNATURES,
-                           "--cuda-arch", "native" if on_gpu else "none")
+                           "--cuda-arch", device_cuda_arch)
 
 
 def _specials(t):

@@ -101,9 +101,9 @@ gufunc half_of_sum(x) -> s
 
 
 @pytest.fixture(scope="module")
-def half(tmp_path_factory, module_importer):
+def half(tmp_path_factory, module_importer, device_cuda_arch):
     return module_importer(tmp_path_factory.mktemp("half"), "ufg_half", HALF_FILE,
-                           "--cuda-arch", "native" if ON_GPU else "none")
+                           "--cuda-arch", device_cuda_arch)
 
 
 def _on_device(fn, *arrays, **kwargs):

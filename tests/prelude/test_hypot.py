@@ -43,10 +43,9 @@ ULPS = 0 if SAME_AS_GLIBC else 1
 
 
 @pytest.fixture(scope="module")
-def fns(tmp_path_factory, module_importer):
-    on_gpu = device.backend() == "cuda" and device.is_available()
+def fns(tmp_path_factory, module_importer, device_cuda_arch):
     return module_importer(tmp_path_factory.mktemp("hypot"), "ufg_hypot_module", SIGNATURES,
-                           "--cuda-arch", "native" if on_gpu else "none")
+                           "--cuda-arch", device_cuda_arch)
 
 
 def _random_floats(dtype, n, rng):

@@ -92,9 +92,9 @@ ufunc {name}_of(a, b) -> y
 
 
 @pytest.fixture(scope="module")
-def fns(tmp_path_factory, module_importer):
+def fns(tmp_path_factory, module_importer, device_cuda_arch):
     return module_importer(tmp_path_factory.mktemp("nan_flags"), "ufg_nan_flags", SIGNATURES,
-                           "--cuda-arch", "native" if ON_GPU else "none")
+                           "--cuda-arch", device_cuda_arch)
 
 
 def _unsigned(dtype):

@@ -266,8 +266,9 @@ typedef struct {
     int loop_index;
     ufg_reduce_launcher launcher;
     ufg_value identity;             /* where each result starts: initial=, or the identity */
-    ufg_value chunk_start;          /* where the chunks of a two-step reduction start: the
-                                     * identity, so that initial= counts once, in step 2 */
+    ufg_value chunk_start;          /* where the chunks of a split reduction's first step
+                                     * start: the identity, so that initial= counts once, in
+                                     * the last step */
     int from_first;                 /* no initial= nor identity: results start from their
                                      * first element (or first partial result) */
     int chunks_from_first;          /* no identity: the chunks of step 1 start from theirs */
@@ -375,6 +376,23 @@ ufg_reduce_outputs_fastest(const ufg_reduce_step *step)
     return (keep < 0 ? -keep : keep) < (reduce < 0 ? -reduce : reduce);
 }
 
+/* Where a step with its n_chunks set writes: the target when it leaves one result per
+ * output, else its partial results, n_chunks per output, the outputs C-contiguous over the
+ * kept axes. */
+static void
+ufg_reduce_step_output(ufg_reduce_step *step, int64_t itemsize, const int64_t *target_keep_strides)
+{
+    if (step->n_chunks == 1) {
+        memcpy(step->out_keep, target_keep_strides, sizeof(int64_t) * (size_t)step->keep_ndim);
+        step->out_chunk_stride = 0;
+    }
+    else {
+        ufg_c_strides(step->keep_ndim, step->keep_shape, step->n_chunks * itemsize,
+                      step->out_keep);
+        step->out_chunk_stride = itemsize;
+    }
+}
+
 /* Step k > 0 of a split reduction: the previous step's partial results (n_out by n_in,
  * C-contiguous) into n_chunks per output, or into the target when n_chunks is 1. */
 static void
@@ -390,14 +408,7 @@ ufg_reduce_partials_step(const ufg_reduce_step *previous, int64_t itemsize, int6
     step->reduce_shape[0] = previous->n_chunks;
     step->in_reduce[0] = itemsize;
     step->n_chunks = n_chunks;
-    if (n_chunks == 1) {
-        memcpy(step->out_keep, target_keep_strides, sizeof(int64_t) * (size_t)keep_ndim);
-        step->out_chunk_stride = 0;
-    }
-    else {
-        ufg_c_strides(keep_ndim, step->keep_shape, n_chunks * itemsize, step->out_keep);
-        step->out_chunk_stride = itemsize;
-    }
+    ufg_reduce_step_output(step, itemsize, target_keep_strides);
 }
 
 /* The launches for a source with `in_strides` (over the array's axes) and a target with
@@ -450,15 +461,7 @@ ufg_reduce_plan_steps(const ufg_backend *backend, int device, int associative,
     memcpy(first->in_keep, keep_strides[0], sizeof(int64_t) * (size_t)keep_ndim);
     memcpy(first->in_reduce, reduce_strides[0], sizeof(int64_t) * (size_t)reduce_ndim);
     first->n_chunks = n_chunks;
-    if (n_chunks == 1) {
-        memcpy(first->out_keep, keep_strides[1], sizeof(int64_t) * (size_t)keep_ndim);
-        first->out_chunk_stride = 0;
-    }
-    else {
-        /* Partial results: n_chunks per output, the outputs C-contiguous over the kept axes. */
-        ufg_c_strides(keep_ndim, first->keep_shape, n_chunks * itemsize, first->out_keep);
-        first->out_chunk_stride = itemsize;
-    }
+    ufg_reduce_step_output(first, itemsize, keep_strides[1]);
     plan->nsteps = 1;
     while (plan->steps[plan->nsteps - 1].n_chunks > 1) {
         const ufg_reduce_step *previous = &plan->steps[plan->nsteps - 1];
