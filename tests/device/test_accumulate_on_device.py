@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import ufuncgen.examples as ex
+from ufuncgen import device
 
 from .conftest import assert_same as _same, host, to_dev
 
@@ -22,10 +23,14 @@ def _data(dtype, shape, rng):
 ASSOCIATIVE = ("add",)
 
 
+# The least line length the device scans in chunks (UFG_ACCUMULATE_MIN_SPLIT in
+# src/device/call/reduction.h).
+MIN_SPLIT = 1024
+
+
 def _reordered(fn, x, axis):
-    """Whether the device may scan in chunks: an associative function over a long axis
-    (UFG_REDUCE_MIN_SPLIT, 4096 elements, in src/device/call/reduction.h)."""
-    return fn.ufunc.__name__ in ASSOCIATIVE and x.ndim > 0 and x.shape[axis] >= 4096
+    """Whether the device may scan in chunks: an associative function over a long axis."""
+    return fn.ufunc.__name__ in ASSOCIATIVE and x.ndim > 0 and x.shape[axis] >= MIN_SPLIT
 
 
 def _close_to_exact(got, x, axis):
@@ -60,7 +65,7 @@ def test_accumulate_matches_numpys_accumulate(name, dtype, shape, axis, layout, 
         _same(got, want)
 
 
-@pytest.mark.parametrize("n", [4095, 4096, 4097, 5000, 8191, 100_003])
+@pytest.mark.parametrize("n", [1023, 1024, 1025, 4096, 5000, 8191, 100_003])
 @pytest.mark.parametrize("lines", [1, 3])
 def test_long_lines_of_an_associative_function_are_scanned_in_chunks_exactly(n, lines, rng):
     from ufuncgen import _device
@@ -69,9 +74,48 @@ def test_long_lines_of_an_associative_function_are_scanned_in_chunks_exactly(n, 
     got = host(ex.add.accumulate(to_dev(x), axis=1))
     launches = _device.launch_count() - before
     np.testing.assert_array_equal(got, np.cumsum(x, axis=1))
-    # the chunks, the chunks' totals, combining (and the rest, when n is no multiple of the
-    # chunk length): more than the one scan
-    assert launches == 1 if n < 4096 else launches >= 3
+    # the chunks' totals, their scan, the first chunk, the chunks after it (and the rest,
+    # when n is no multiple of the chunk length): more than the one scan
+    assert launches == 1 if n < MIN_SPLIT else launches >= 4
+
+
+@pytest.mark.parametrize("n, axis", [(1023, 0), (4096, 0), (200_001, 0), (70_000, 1)])
+def test_a_split_scan_of_floats_keeps_nans_infinities_and_signed_zeros(n, axis, rng):
+    # the chunks' totals carry a NaN or an infinity into every later chunk, as the in-order
+    # scan does; -0.0 + -0.0 stays -0.0 across the chunk boundaries
+    x = rng.uniform(-1, 1, (2, n)) if axis == 1 else rng.uniform(-1, 1, n)
+    line = x[0] if axis == 1 else x
+    line[n // 3] = np.nan
+    line[n // 2] = np.inf
+    got = host(ex.add.accumulate(to_dev(x), axis=axis))
+    want = np.cumsum(x, axis=axis)
+    assert (np.isnan(got) == np.isnan(want)).all()
+    assert (np.isposinf(got) == np.isposinf(want)).all()
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-12, atol=1e-9)
+    zeros = np.full(n, -0.0)
+    assert np.signbit(host(ex.add.accumulate(to_dev(zeros)))).all()
+
+
+@pytest.mark.skipif(device.backend() != "sim", reason="sets the simulator's multiprocessor count")
+def test_an_h100s_chunking_of_long_scans_scans_the_totals_in_levels_exactly():
+    # issue 12: one thread scanned all the chunks' totals of a line (131,072 of them for 2**27
+    # elements on an H100), 37x slower than cupy.cumsum; they are now split again, level by
+    # level: 2**23 + 5 elements on 132 SMs make 129,056 chunks of 65, their totals 1,986
+    # chunks, those 31, and 30 totals are left for one thread
+    from .test_runtime import run_python
+    probe = ("import numpy as np, ufuncgen.examples as ex, ufuncgen._device as d\n"
+             "from ufuncgen import device\n"
+             "x = np.random.default_rng(7).integers(-2**40, 2**40, 2**23 + 5)\n"
+             "before = d.launch_count()\n"
+             "got = ex.add.accumulate(device.to_device(x)).copy_to_host()\n"
+             "print(d.launch_count() - before, (got == np.cumsum(x)).all())\n")
+    result = run_python(probe, UFUNCGEN_DEVICE="sim", UFUNCGEN_SIM_MULTIPROCESSORS="132")
+    launches, exact = result.stdout.split()
+    assert exact == "True", result.stderr
+    # three launches at least (the totals, chunk 0, the chunks after it) on each of three
+    # split levels, and the last, unsplit scan: two split levels could not make 10
+    assert int(launches) >= 3 * 3 + 1, launches
 
 
 def test_a_function_not_declared_associative_is_never_split(rng):

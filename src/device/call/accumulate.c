@@ -11,10 +11,11 @@
  * an out= of another dtype.  Everything is queued on the call's stream.
  *
  * Lines too few to fill the GPU and long enough are split into chunks when the function is
- * `associative: true` (a reordering it allows): each chunk is scanned on a thread of its
- * own, the chunks' last elements are scanned in place (each becomes the total up to its
- * chunk's end), and every other element of a chunk is combined with the total before it, by
- * the function's own elementwise kernel: f(total, scan) = scan from the line's start.
+ * `associative: true` (a reordering it allows): the function's reduce kernel adds up each
+ * chunk (but the last), those totals are scanned in place (by the same plan, split again
+ * when they are many: one thread scanning 131,072 totals in turn made a 2**27-element scan
+ * 37x slower than cupy.cumsum on an H200), and each chunk is scanned from the total before
+ * it.  Every element is read twice and written once.
  */
 #include "reduction.h"
 
@@ -32,19 +33,24 @@ _Static_assert(UFG_A_COUNT <= UFG_REDUCTION_MAX_ARGS, "a session holds every arg
 static const char *const ufg_accumulate_names[UFG_A_COUNT] = {
     "array", "axis", "dtype", "out", "stream"};
 
+/* How one level of a scan runs: the lines, their length and strides, and the chunks. */
+typedef struct {
+    ufg_reduction_lines lines;
+    int64_t n, in_step, out_step;
+    int64_t chunk_len;              /* 0: a line per thread; else chunks of this length */
+} ufg_accumulate_level;
+
 /* What one accumulation does, decided before anything runs. */
 typedef struct {
     int axis;
     int loop_index;
     ufg_dtype_code acc;
     ufg_reduce_launcher launcher;
-    ufg_elementwise_launcher combine;   /* the function's elementwise kernel, for chunks */
+    ufg_reduce_launcher totals;     /* the function's reduce kernel, for chunks; NULL: the
+                                     * function may not be split */
     int copy_input;                 /* cast (or copy) the array into a C-contiguous temporary */
     int direct;                     /* the kernel writes out= itself */
-    /* The lines along the axis, the axis' length and strides. */
-    ufg_reduction_lines lines;
-    int64_t n, in_step, out_step;
-    int64_t chunk_len;              /* 0: a line per thread; else full chunks of this length */
+    ufg_accumulate_level top;       /* the lines along the axis */
 } ufg_accumulate_plan;
 
 /* axis= (reduction.h), then NumPy's two refusals: a 0-d array, and any count of axes but
@@ -86,164 +92,178 @@ static int
 ufg_accumulate_plan_lines(const ufg_operand *array, const int64_t *in_strides,
                           const int64_t *out_strides, ufg_accumulate_plan *plan)
 {
+    ufg_accumulate_level *top = &plan->top;
+
     if (ufg_reduction_plan_lines(array->ndim, array->shape, plan->axis, in_strides,
-                                 out_strides, &plan->lines) < 0) {
+                                 out_strides, &top->lines) < 0) {
         return -1;
     }
-    plan->n = array->shape[plan->axis];
-    plan->in_step = in_strides[plan->axis];
-    plan->out_step = out_strides[plan->axis];
+    top->n = array->shape[plan->axis];
+    top->in_step = in_strides[plan->axis];
+    top->out_step = out_strides[plan->axis];
     return 0;
 }
 
-/* Chunks for an associative function whose lines are too few to fill the device: as many
- * as fill it, of UFG_REDUCE_MIN_CHUNK elements at least; 0 (no split) otherwise.  The
- * combining launch adds two dimensions to the lines'. */
+/* Chunks when the plan may split and the level's lines are too few to fill the device and
+ * UFG_ACCUMULATE_MIN_SPLIT long or more: as many as fill it, of UFG_REDUCE_CHUNK elements at
+ * least; 0 (no split) otherwise.  The chunks add one kept dimension to the lines'. */
 static int
-ufg_accumulate_plan_chunks(const ufg_backend *backend, int device, int associative,
-                           ufg_accumulate_plan *plan)
+ufg_accumulate_plan_chunks(const ufg_backend *backend, int device,
+                           const ufg_accumulate_plan *plan, ufg_accumulate_level *level)
 {
-    int64_t threads, per_line, chunk_len;
-    const int multiprocessors = associative && plan->n >= UFG_REDUCE_MIN_SPLIT &&
-                                plan->lines.keep_ndim + 2 <= UFG_DEVICE_MAX_DIMS
+    int64_t n_chunks;
+    const int multiprocessors = plan->totals != NULL && level->n >= UFG_ACCUMULATE_MIN_SPLIT &&
+                                level->lines.keep_ndim + 1 <= UFG_DEVICE_MAX_DIMS
                               ? ufg_runtime_multiprocessors(backend, device) : 0;
 
-    plan->chunk_len = 0;
-    if (multiprocessors < 0) {
-        return -1;
+    level->chunk_len = 0;
+    if (multiprocessors <= 0 || level->lines.n_lines == 0) {
+        return multiprocessors < 0 ? -1 : 0;
     }
-    threads = (int64_t)multiprocessors * UFG_REDUCE_THREADS_PER_SM;
-    if (plan->lines.n_lines == 0 || plan->lines.n_lines >= threads) {
-        return 0;
-    }
-    per_line = threads / plan->lines.n_lines;
-    chunk_len = (plan->n + per_line - 1) / per_line;
-    if (chunk_len < UFG_REDUCE_MIN_CHUNK) {
-        chunk_len = UFG_REDUCE_MIN_CHUNK;
-    }
-    if (plan->n / chunk_len >= 2) {
-        plan->chunk_len = chunk_len;
+    n_chunks = ufg_reduction_chunk_count(level->n, level->lines.n_lines,
+                                         (int64_t)multiprocessors * UFG_REDUCE_THREADS_PER_SM,
+                                         UFG_REDUCE_CHUNK);
+    if (n_chunks > 1) {
+        level->chunk_len = (level->n + n_chunks - 1) / n_chunks;
     }
     return 0;
 }
 
-/* One launch of the accumulate kernel: n elements (in_step and out_step bytes apart) from
- * `in` scanned into `out`, for every line of the plan, and with lines > 1 for that many
- * segments of each line (in_line_step and out_line_step bytes apart): the chunks. */
-static int
-ufg_accumulate_scan(const ufg_call *c, const ufg_accumulate_plan *plan, const char *in,
-                    int64_t in_step, char *out, int64_t out_step, int64_t n, int64_t lines,
-                    int64_t in_line_step, int64_t out_line_step)
+/* The parameters of a launch over every line of the level and `segments` segments of n
+ * elements on each (in_gap and out_gap bytes apart: one more kept dimension, innermost,
+ * when more than one), the output's kept strides out_keep. */
+static void
+ufg_accumulate_params(const ufg_accumulate_level *level, const int64_t *out_keep, int64_t n,
+                      int64_t segments, int64_t in_gap, int64_t out_gap, ufg_reduce_params *p)
 {
-    ufg_launch launch = {NULL, NULL, NULL, NULL};
-    ufg_reduce_params p;
-    int k = plan->lines.keep_ndim;
+    int k = level->lines.keep_ndim;
 
-    memset(&p, 0, sizeof(p));
-    memcpy(p.keep_shape, plan->lines.keep_shape, sizeof(int64_t) * (size_t)k);
-    memcpy(p.in_keep_strides, plan->lines.in_keep, sizeof(int64_t) * (size_t)k);
-    memcpy(p.out_keep_strides, plan->lines.out_keep, sizeof(int64_t) * (size_t)k);
-    if (lines > 1) {                /* the chunks: one more kept dimension, innermost */
-        p.keep_shape[k] = lines;
-        p.in_keep_strides[k] = in_line_step;
-        p.out_keep_strides[k] = out_line_step;
+    memset(p, 0, sizeof(*p));
+    memcpy(p->keep_shape, level->lines.keep_shape, sizeof(int64_t) * (size_t)k);
+    memcpy(p->in_keep_strides, level->lines.in_keep, sizeof(int64_t) * (size_t)k);
+    memcpy(p->out_keep_strides, out_keep, sizeof(int64_t) * (size_t)k);
+    if (segments > 1) {
+        p->keep_shape[k] = segments;
+        p->in_keep_strides[k] = in_gap;
+        p->out_keep_strides[k] = out_gap;
         k++;
     }
-    p.keep_ndim = k;
-    p.n_out = plan->lines.n_lines * lines;
-    p.reduce_ndim = 1;
-    p.n_reduce = p.reduce_shape[0] = n;
-    p.in_reduce_strides[0] = in_step;
-    p.out_scan_stride = out_step;
-    p.n_chunks = 1;
-    p.chunk_len = n;
-    p.block = UFG_DEVICE_BLOCK;
-    p.in = in;
-    p.out = out;
-    if (p.n_out == 0 || n == 0) {
-        return 0;
-    }
-    if (ufg_launch_grid(c->backend, c->device, p.n_out, &p.grid) < 0) {
-        return -1;
-    }
-    launch.reduce = plan->launcher;
-    launch.reduce_params = &p;
-    return ufg_launch_run(c->backend, &launch, c->device, c->stream,
-                          "an accumulate kernel launch");
+    p->keep_ndim = k;
+    p->n_out = level->lines.n_lines * segments;
+    p->reduce_ndim = 1;
+    p->n_reduce = p->reduce_shape[0] = n;
+    p->in_reduce_strides[0] = level->in_step;
+    p->out_scan_stride = level->out_step;
+    p->n_chunks = 1;
+    p->chunk_len = n;
+    p->block = UFG_DEVICE_BLOCK;
 }
 
-/* out[j] = f(total, out[j]) in place, by the function's elementwise kernel, for the `count`
- * elements of `groups` groups per line: group g's elements start at first + g * group_step
- * (step bytes apart), its total is at totals + g * group_step. */
+/* Queues a launch of `launcher` with these parameters, unless there is nothing to do. */
 static int
-ufg_accumulate_combine(const ufg_call *c, const ufg_accumulate_plan *plan, char *totals,
-                       char *first, int64_t groups, int64_t group_step, int64_t count)
+ufg_accumulate_launch(const ufg_call *c, ufg_reduce_launcher launcher, ufg_reduce_params *p)
 {
     ufg_launch launch = {NULL, NULL, NULL, NULL};
-    ufg_kernel_params p;
-    const int k = plan->lines.keep_ndim;
 
-    memset(&p, 0, sizeof(p));
-    memcpy(p.shape, plan->lines.keep_shape, sizeof(int64_t) * (size_t)k);
-    p.shape[k] = groups;
-    p.shape[k + 1] = count;
-    p.ndim = k + 2;
-    p.nargs = 3;
-    p.n = plan->lines.n_lines * groups * count;
-    p.data[0] = totals;
-    p.data[1] = p.data[2] = first;
-    for (int a = 0; a < 3; a++) {
-        memcpy(p.strides[a], plan->lines.out_keep, sizeof(int64_t) * (size_t)k);
-        p.strides[a][k] = group_step;
-        p.strides[a][k + 1] = a == 0 ? 0 : plan->out_step;
-    }
-    p.block = UFG_DEVICE_BLOCK;
-    if (p.n == 0) {
+    if (p->n_out == 0 || p->n_reduce == 0) {
         return 0;
     }
-    if (ufg_launch_grid(c->backend, c->device, p.n, &p.grid) < 0) {
+    if (ufg_launch_grid(c->backend, c->device, p->n_out, &p->grid) < 0) {
         return -1;
     }
-    launch.elementwise = plan->combine;
-    launch.kernel_params = &p;
+    launch.reduce = launcher;
+    launch.reduce_params = p;
     return ufg_launch_run(c->backend, &launch, c->device, c->stream,
                           "an accumulate kernel launch");
 }
 
-/* The scan of every line from `in` into `out`: on a thread per line, or in chunks. */
+/* The scan of `segments` segments of n elements on every line of the level, from `in` into
+ * `out`; with a carry, each segment continues from the total at carry (carry_keep over the
+ * lines, carry_gap bytes on from one segment to the next). */
 static int
-ufg_accumulate_lines(const ufg_call *c, const ufg_accumulate_plan *plan, const char *in,
-                     char *out)
+ufg_accumulate_scan(const ufg_call *c, const ufg_accumulate_plan *plan,
+                    const ufg_accumulate_level *level, const char *in, char *out, int64_t n,
+                    int64_t segments, const char *carry, const int64_t *carry_keep,
+                    int64_t carry_gap)
 {
-    const int64_t len = plan->chunk_len, chunks = len ? plan->n / len : 0;
-    const int64_t rest = len ? plan->n - chunks * len : 0;
-    char *last;                                         /* chunk 0's last element */
+    ufg_reduce_params p;
+    const int k = level->lines.keep_ndim;
 
-    if (len == 0) {
-        return ufg_accumulate_scan(c, plan, in, plan->in_step, out, plan->out_step, plan->n,
-                                   1, 0, 0);
+    ufg_accumulate_params(level, level->lines.out_keep, n, segments, n * level->in_step,
+                          n * level->out_step, &p);
+    p.in = in;
+    p.out = out;
+    if (carry != NULL) {
+        p.carry = carry;
+        memcpy(p.carry_keep_strides, carry_keep, sizeof(int64_t) * (size_t)k);
+        p.carry_keep_strides[k] = carry_gap;        /* read only when segments > 1 */
     }
-    last = out + (len - 1) * plan->out_step;
-    /* Each chunk on its own, and the rest after the last full chunk. */
-    if (ufg_accumulate_scan(c, plan, in, plan->in_step, out, plan->out_step, len, chunks,
-                            len * plan->in_step, len * plan->out_step) < 0 ||
-        ufg_accumulate_scan(c, plan, in + chunks * len * plan->in_step, plan->in_step,
-                            out + chunks * len * plan->out_step, plan->out_step, rest, 1, 0,
-                            0) < 0) {
+    return ufg_accumulate_launch(c, plan->launcher, &p);
+}
+
+static int ufg_accumulate_lines(ufg_call *c, const ufg_accumulate_plan *plan,
+                                const ufg_accumulate_level *level, const char *in, char *out);
+
+/* A split level: the totals of chunks 0 .. count - 1 into a temporary (the lines by count,
+ * C-contiguous), scanned in place by a level of their own; then chunk 0 scanned as it is and
+ * every later chunk, the rest too, from the total before it. */
+static int
+ufg_accumulate_chunks(ufg_call *c, const ufg_accumulate_plan *plan,
+                      const ufg_accumulate_level *level, const char *in, char *out)
+{
+    const int64_t len = level->chunk_len, full = level->n / len, rest = level->n - full * len;
+    const int64_t count = rest > 0 ? full : full - 1, itemsize = ufg_dtype_itemsize(plan->acc);
+    const int k = level->lines.keep_ndim;
+    int64_t shape[UFG_DEVICE_MAX_DIMS], strides[UFG_DEVICE_MAX_DIMS];
+    ufg_accumulate_level totals_level = *level;
+    ufg_DeviceArrayObject *totals;
+    ufg_reduce_params p;
+    char *last;
+
+    memcpy(shape, level->lines.keep_shape, sizeof(int64_t) * (size_t)k);
+    shape[k] = count;
+    ufg_c_strides(k + 1, shape, itemsize, strides);
+    totals = ufg_call_empty(c, k + 1, shape, plan->acc);
+    if (totals == NULL) {
         return -1;
     }
-    /* The chunks' last elements, in place: the totals up to each chunk's end. */
-    if (ufg_accumulate_scan(c, plan, last, len * plan->out_step, last, len * plan->out_step,
-                            chunks, 1, 0, 0) < 0) {
+    ufg_accumulate_params(level, strides, len, count, len * level->in_step, itemsize, &p);
+    p.in = in;
+    p.out = totals->ptr;
+    p.start_from_first = 1;
+    if (ufg_accumulate_launch(c, plan->totals, &p) < 0) {
         return -1;
     }
-    /* The other elements of chunks 1.. and the rest, each after the total before it. */
-    if (ufg_accumulate_combine(c, plan, last, out + len * plan->out_step, chunks - 1,
-                               len * plan->out_step, len - 1) < 0) {
+
+    memcpy(totals_level.lines.in_keep, strides, sizeof(int64_t) * (size_t)k);
+    memcpy(totals_level.lines.out_keep, strides, sizeof(int64_t) * (size_t)k);
+    totals_level.n = count;
+    totals_level.in_step = totals_level.out_step = itemsize;
+    if (ufg_accumulate_plan_chunks(c->backend, c->device, plan, &totals_level) < 0 ||
+        ufg_accumulate_lines(c, plan, &totals_level, totals->ptr, totals->ptr) < 0) {
         return -1;
     }
-    return ufg_accumulate_combine(c, plan, last + (chunks - 1) * len * plan->out_step,
-                                  out + chunks * len * plan->out_step, 1, 0, rest);
+
+    last = totals->ptr + (count - 1) * itemsize;
+    return ufg_accumulate_scan(c, plan, level, in, out, len, 1, NULL, NULL, 0) < 0 ||
+           ufg_accumulate_scan(c, plan, level, in + len * level->in_step,
+                               out + len * level->out_step, len, full - 1, totals->ptr,
+                               strides, itemsize) < 0 ||
+           ufg_accumulate_scan(c, plan, level, in + full * len * level->in_step,
+                               out + full * len * level->out_step, rest, 1, last, strides,
+                               0) < 0 ? -1 : 0;
+}
+
+/* The scan of every line of the level from `in` into `out`: on a thread per line, or in
+ * chunks. */
+static int
+ufg_accumulate_lines(ufg_call *c, const ufg_accumulate_plan *plan,
+                     const ufg_accumulate_level *level, const char *in, char *out)
+{
+    if (level->chunk_len == 0) {
+        return ufg_accumulate_scan(c, plan, level, in, out, level->n, 1, NULL, NULL, 0);
+    }
+    return ufg_accumulate_chunks(c, plan, level, in, out);
 }
 
 /* Runs the plan: the input copy, the scan, the cast into out=.  A new reference to the
@@ -257,7 +277,7 @@ ufg_accumulate_run(ufg_call *c, const ufg_accumulate_plan *plan, PyObject *array
     if (ufg_reduction_buffers_new(c, array, out_obj != NULL ? out : NULL, plan->acc,
                                   plan->copy_input, plan->direct, array->ndim, array->shape,
                                   &b) < 0 ||
-        ufg_accumulate_lines(c, plan, b.in->ptr, b.target->ptr) < 0) {
+        ufg_accumulate_lines(c, plan, &plan->top, b.in->ptr, b.target->ptr) < 0) {
         return NULL;
     }
     return ufg_reduction_buffers_finish(c, &b, array_obj, out_obj, out);
@@ -309,12 +329,12 @@ ufg_device_accumulate(PyObject *function, const ufg_function_descriptor *fn, PyO
     if (!plan.direct) {
         ufg_c_strides(array->ndim, array->shape, ufg_dtype_itemsize(plan.acc), out_strides);
     }
-    plan.combine = fn->device_loops[plan.loop_index].elementwise[s.backend->id];
+    if (fn->flags & UFG_FN_ASSOCIATIVE) {
+        plan.totals = fn->device_loops[plan.loop_index].reduce[s.backend->id];
+    }
     if (ufg_accumulate_plan_lines(array, plan.copy_input ? in_strides : array->strides,
                                   plan.direct ? out->strides : out_strides, &plan) < 0 ||
-        ufg_accumulate_plan_chunks(s.backend, array->device,
-                                   (fn->flags & UFG_FN_ASSOCIATIVE) != 0 && plan.combine != NULL,
-                                   &plan) < 0 ||
+        ufg_accumulate_plan_chunks(s.backend, array->device, &plan, &plan.top) < 0 ||
         (plan.copy_input &&
          ufg_reduction_check_cast(array->ndim, array->shape, array->strides, in_strides) < 0) ||
         (s.have_out && !plan.direct &&

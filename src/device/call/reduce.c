@@ -350,17 +350,6 @@ ufg_reduce_select_nothing(const char *name, ufg_operand *array, ufg_reduce_plan 
     return 0;
 }
 
-/* How many chunks to split each of n_out outputs' n elements into: enough to give every
- * one of `threads` threads a chunk, none shorter than `least`; 1 for no split. */
-static int64_t
-ufg_reduce_chunk_count(int64_t n, int64_t n_out, int64_t threads, int64_t least)
-{
-    const int64_t by_threads = n_out < threads ? threads / n_out : 1;
-    const int64_t n_chunks = n / least < by_threads ? n / least : by_threads;
-
-    return n_chunks > 1 ? n_chunks : 1;
-}
-
 /* Whether a step's threads take neighbouring outputs (rather than neighbouring chunks of one
  * output): when that reads neighbouring memory, as when reducing the rows of a C array. */
 static int
@@ -454,7 +443,7 @@ ufg_reduce_plan_steps(const ufg_backend *backend, int device, int associative,
             return -1;
         }
         threads = (int64_t)multiprocessors * UFG_REDUCE_THREADS_PER_SM;
-        n_chunks = ufg_reduce_chunk_count(n_reduce, plan->n_out, threads, UFG_REDUCE_CHUNK);
+        n_chunks = ufg_reduction_chunk_count(n_reduce, plan->n_out, threads, UFG_REDUCE_CHUNK);
     }
     first->keep_ndim = keep_ndim;
     first->reduce_ndim = reduce_ndim;
@@ -466,7 +455,7 @@ ufg_reduce_plan_steps(const ufg_backend *backend, int device, int associative,
     while (plan->steps[plan->nsteps - 1].n_chunks > 1) {
         const ufg_reduce_step *previous = &plan->steps[plan->nsteps - 1];
         const int64_t next = plan->nsteps + 1 < UFG_REDUCE_MAX_STEPS
-            ? ufg_reduce_chunk_count(previous->n_chunks, plan->n_out, threads, UFG_REDUCE_CHUNK)
+            ? ufg_reduction_chunk_count(previous->n_chunks, plan->n_out, threads, UFG_REDUCE_CHUNK)
             : 1;
 
         ufg_reduce_partials_step(previous, itemsize, next, keep_strides[1],

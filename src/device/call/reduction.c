@@ -83,6 +83,15 @@ ufg_reduction_code_of_descr(PyArray_Descr *descr)
 }
 
 int64_t
+ufg_reduction_chunk_count(int64_t n, int64_t n_out, int64_t threads, int64_t least)
+{
+    const int64_t by_threads = n_out < threads ? threads / n_out : 1;
+    const int64_t n_chunks = n / least < by_threads ? n / least : by_threads;
+
+    return n_chunks > 1 ? n_chunks : 1;
+}
+
+int64_t
 ufg_reduction_product(int ndim, const int64_t *shape)
 {
     int64_t n = 1;

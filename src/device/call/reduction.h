@@ -9,17 +9,23 @@
 #include "call.h"
 
 /* Splitting one output's elements into chunks (associative functions only), for reductions
- * and scans alike: threads per multiprocessor to aim for, the least elements to split, and
- * the least per chunk of a scan. */
+ * and scans alike: threads per multiprocessor to aim for, and the least elements to split a
+ * reduction's and a scan's lines (a scan's are split sooner: one thread scanning 4,096
+ * elements in turn waits on each load, and a split scan reads every element only twice). */
 #define UFG_REDUCE_THREADS_PER_SM 2048
 #define UFG_REDUCE_MIN_SPLIT 4096
-#define UFG_REDUCE_MIN_CHUNK 1024
-/* A reduction's chunks, of the array and then of the partial results, are shorter: each is
- * one thread's serial loop, and a step that leaves many partial results costs only a launch
- * more (one thread adding 131,072 partial results in turn took 7.5 ms of a 7.7 ms sum of
- * 2**27 float32 on an H200).  Steps at most: the last reduces whatever is left. */
+#define UFG_ACCUMULATE_MIN_SPLIT 1024
+/* The least elements per chunk, of the array and then of the partial results (or totals):
+ * each is one thread's serial loop, and a step that leaves many partial results costs only a
+ * launch more (one thread adding 131,072 partial results in turn took 7.5 ms of a 7.7 ms sum
+ * of 2**27 float32 on an H200).  A reduction's steps at most: the last reduces whatever is
+ * left. */
 #define UFG_REDUCE_CHUNK 64
 #define UFG_REDUCE_MAX_STEPS 6
+
+/* How many chunks to split each of n_out outputs' n elements into: enough to give every
+ * one of `threads` threads a chunk, none shorter than `least`; 1 for no split. */
+int64_t ufg_reduction_chunk_count(int64_t n, int64_t n_out, int64_t threads, int64_t least);
 
 /* numpy.exceptions.AxisError and numpy._NoValue, once ufg_reduction_init has run. */
 extern PyObject *ufg_reduction_axis_error;

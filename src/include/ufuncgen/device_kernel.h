@@ -61,7 +61,7 @@ typedef struct {
  *
  * An accumulation takes the same parameters with one reduced dimension, the axis, and no
  * chunks: thread m scans kept element m, writing every partial result out_scan_stride bytes
- * apart.  A reduceat too, with n_segments segments of the axis starting at segments[]:
+ * apart, starting from its carry when there is one (a chunk of a longer line).  A reduceat too, with n_segments segments of the axis starting at segments[]:
  * thread t reduces segment t % n_segments of kept element t / n_segments.
  *
  * An at (ufunc.at) takes n_segments byte offsets into the array `out` in segments[], in
@@ -94,6 +94,10 @@ typedef struct {
     int32_t start_from_first;
     int64_t out_scan_stride;        /* accumulate: bytes between the results along the axis;
                                      * reduceat: between the segments' results */
+    const char *carry;              /* accumulate: NULL, or each kept element's total of what
+                                     * comes before it on its line (at carry_keep_strides),
+                                     * which its scan continues from */
+    int64_t carry_keep_strides[UFG_DEVICE_MAX_DIMS];
     const int64_t *segments;        /* reduceat: n_segments start indices, in device memory;
                                      * at: n_segments byte offsets into out */
     int64_t n_segments;
