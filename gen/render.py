@@ -94,6 +94,24 @@ def store(expression: str, t: ElementType) -> str:
     return f"{t.store}({expression})" if t.converts else expression
 
 
+def device_read(arg: Arg, sig, offset: str) -> str:
+    """A device kernel's read of scalar input `arg` as stored, `offset` bytes into its array
+    (or its value, passed by value)."""
+    return f"UFG_ARGUMENT({sig.all_types[arg.index].storage_type}, &p, {arg.index}, {offset})"
+
+
+def element_arguments(fn: Function, sig, offset: str, values: str | None = None) -> str:
+    """What a device kernel passes ufg_element_* after `&p`: each scalar input's value as
+    stored, read `offset` bytes in (or the local `values` names, read before), each other
+    argument's byte offset.  "@" in `offset` and `values` stands for the argument's index."""
+    def one(arg: Arg) -> str:
+        where = offset.replace("@", str(arg.index))
+        if not (arg.is_scalar and not arg.is_output):
+            return where
+        return values.replace("@", str(arg.index)) if values else device_read(arg, sig, where)
+    return "".join(f", {one(arg)}" for arg in fn.args)
+
+
 def core_accessor(arg: Arg, t: ElementType) -> str:
     """`x(i, j)`: one element of a core array, whatever its strides: an lvalue, or for an
     input stored as another type (float16) its value (the model refuses such outputs)."""
@@ -277,6 +295,7 @@ def environment() -> jinja2.Environment:
         c_string=c_string, c_comment=c_comment, c_body=c_body, c_param=c_param,
         output_store=output_store, core_accessor=core_accessor,
         load=load, store=store, dtype_code=dtype_code,
+        device_read=device_read, element_arguments=element_arguments,
         wrapper_doc=wrapper_doc, ufunc_doc=ufunc_doc, identity_spec=identity_spec,
         descriptor_flags=descriptor_flags, target_clones=target_clones, reduce_clones=reduce_clones,
         aligns_stores=aligns_stores,

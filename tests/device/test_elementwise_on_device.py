@@ -223,6 +223,59 @@ def test_contiguous_dimensions_are_collapsed_before_launch():
     assert shapes == [(120,), (4, 5, 6)]
 
 
+def _launched_shape(call):
+    call()
+    launch = _device.last_launch()
+    assert launch["kind"] in ("elementwise", "cast")
+    return launch["shape"]
+
+
+@pytest.mark.parametrize("axes", [(1, 0), (2, 0, 1), (2, 1, 0), (1, 2, 0)])
+def test_a_transposed_input_and_a_result_laid_out_like_it_launch_as_one_dimension(axes, rng):
+    # the kernel runs in the operands' memory order: neighbouring threads take neighbouring
+    # elements of both, where a C-order walk of a transposed array takes one per row
+    from .conftest import view
+    x = rng.standard_normal((4, 5, 6)[:len(axes)])
+    base = to_dev(x)
+    t = view(base, tuple(base.shape[a] for a in axes), tuple(base.strides[a] for a in axes))
+    want = ex.add(x.transpose(axes), 1.0)
+    assert _launched_shape(lambda: ex.add(t, 1.0)) == (x.size,)
+    got = ex.add(t, 1.0)
+    np.testing.assert_array_equal(host(got), want)
+    assert got.strides == want.strides                  # order="K", as NumPy lays it out
+    out = to_dev(np.zeros(want.shape))                  # a C-order out=: C order wins a tie
+    launched = _launched_shape(lambda: ex.add(t, 1.0, out=out))
+    assert len(launched) > 1 and launched[-1] % want.shape[-1] == 0   # out's rows innermost
+    np.testing.assert_array_equal(host(out), want)
+
+
+def test_memory_order_is_taken_where_every_operand_agrees_and_broadcasts_have_no_say(rng):
+    from .conftest import view
+    x, y = rng.standard_normal((6, 8)), rng.standard_normal(6)
+    base, out_base = to_dev(x), to_dev(np.zeros((6, 8)))
+    t = view(base, (8, 6), base.strides[::-1])          # x.T, F-ordered
+    out = view(out_base, (8, 6), out_base.strides[::-1])
+    # memory order, (6, 8), not (8, 6); y (along the 6) keeps the two from merging
+    assert _launched_shape(lambda: ex.add(t, to_dev(y), out=out)) == (6, 8)
+    np.testing.assert_array_equal(host(out), x.T + y)
+    c_ordered = to_dev(rng.standard_normal((8, 6)))    # one operand each way: C order stays
+    assert _launched_shape(lambda: ex.add(t, c_ordered, out=out)) == (8, 6)
+    np.testing.assert_array_equal(host(out), x.T + host(c_ordered))
+
+
+def test_a_cast_into_an_out_laid_out_like_the_inputs_is_one_dimension(rng):
+    # the float64 result goes through a temporary laid out as the inputs are, then is cast
+    # into the float32 out=: both launches walk memory in order
+    from .conftest import view
+    x = rng.standard_normal((5, 7))
+    base, out_base = to_dev(x), to_dev(np.zeros((5, 7), np.float32))
+    t = view(base, (7, 5), base.strides[::-1])
+    out = view(out_base, (7, 5), out_base.strides[::-1])
+    assert _launched_shape(lambda: ex.add(t, np.float64(0.5), out=out)) == (35,)
+    assert _device.last_launch()["kind"] == "cast"
+    np.testing.assert_array_equal(host(out), (x.T + 0.5).astype(np.float32))
+
+
 @pytest.mark.parametrize("order", ["F", "f", "C", "K", "A", None])
 def test_order_lays_out_new_results_as_numpy_does_with_the_same_values(order):
     x = np.arange(24.0).reshape(2, 3, 4)
@@ -273,3 +326,43 @@ def test_order_k_and_a_lay_out_new_results_like_the_inputs_as_numpy_does(layout,
                  order=order)
     assert got.strides == want.strides
     np.testing.assert_array_equal(host(got), want)
+
+
+def _grid_threads():
+    """The threads of a launch over many elements: the grid's cap (src/device/runtime/launch.c)
+    times the block.  A contiguous call takes four elements a thread per pass while at least
+    four times this many are left."""
+    ex.add(device.device_array(1 << 24, np.float32), np.float32(0))
+    launch = _device.last_launch()
+    return launch["grid"] * launch["block"]
+
+
+@pytest.mark.parametrize("name, dtype", CASES)
+def test_device_results_match_the_reference_when_threads_take_four_elements_a_pass(name, dtype,
+                                                                                  rng):
+    size = 4 * _grid_threads() + 5        # whole passes of four, then one element a thread
+    inputs = elementwise_inputs(name, dtype, (size,), rng)
+    result = getattr(ex, name)(*[to_dev(a) for a in inputs])
+    check_elementwise(name, host(result), elementwise_reference(name, *inputs), inputs)
+
+
+@pytest.mark.parametrize("passes", [(4, -1), (4, 0), (4, 1), (8, 3), (12, -5)])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_four_elements_a_pass_read_scalars_by_value_and_write_in_place_as_the_host(passes, dtype,
+                                                                                  rng):
+    # each pass reads four elements of every input before it writes any: out= the input
+    # itself must still give each element its own input's result
+    size = passes[0] * _grid_threads() + passes[1]
+    x = rng.uniform(-100, 100, size).astype(dtype)
+    d = to_dev(x)
+    assert ex.add(d, dtype(0.5), out=d) is d
+    np.testing.assert_array_equal(host(d), ex.add(x, dtype(0.5)))
+    if dtype != np.float16:             # two outputs (sincos has no float16 loop)
+        eps = np.finfo(dtype).eps
+        s, c = ex.sincos(d)
+        np.testing.assert_allclose(host(s), np.sin(x + dtype(0.5)), rtol=8 * eps, atol=8 * eps)
+        np.testing.assert_allclose(host(c), np.cos(x + dtype(0.5)), rtol=8 * eps, atol=8 * eps)
+    mask = rng.random(size) < 0.5
+    out = to_dev(np.zeros(size, dtype))
+    ex.add(d, d, out=out, where=to_dev(mask))
+    np.testing.assert_array_equal(host(out), np.where(mask, 2 * (x + dtype(0.5)), 0))

@@ -93,7 +93,7 @@ ufg_call_cast(ufg_call *c, const ufg_operand *src, const ufg_operand *dst,
                                NULL);
     }
     ufg_loop_strides(mask, 0, ndim, strides[2]);
-    ndim = ufg_collapse(ndim, shape, 3, strides);
+    ndim = ufg_collapse_in_memory_order(ndim, shape, 3, strides);
     return ufg_launch_cast(c->backend, c->device, c->stream, ndim, shape, src->ptr,
                            strides[0], src->code, dst->ptr, strides[1], dst->code, mask->ptr,
                            strides[2]);
@@ -208,9 +208,9 @@ ufg_plan_outputs(ufg_call *c, ufg_operand *targets, PyObject **results, int *cas
         if (array == NULL) {
             return -1;
         }
-        if (out->kind != UFG_OPERAND_BUFFER) {
-            ufg_result_layout(c, array);
-        }
+        /* A temporary to cast into out= too: laid out as the inputs are, the kernel writes
+         * it in their memory order, and the cast reads it in out='s, one pass each. */
+        ufg_result_layout(c, array);
         ufg_kernel_view(c, j, array, &targets[j]);
         results[j] = out->kind == UFG_OPERAND_BUFFER ? out->obj : (PyObject *)array;
         cast_back[j] = out->kind == UFG_OPERAND_BUFFER;
@@ -395,7 +395,7 @@ ufg_launch_kernel(ufg_call *c, const ufg_operand *inputs, const ufg_operand *tar
         ufg_loop_strides(mask, 0, c->loop_ndim, strides[c->nargs]);
     }
     memcpy(shape, c->loop_shape, sizeof(int64_t) * (size_t)c->loop_ndim);
-    ndim = ufg_collapse(c->loop_ndim, shape, nops, strides);
+    ndim = ufg_collapse_in_memory_order(c->loop_ndim, shape, nops, strides);
     if (ndim > UFG_DEVICE_MAX_DIMS) {
         PyErr_Format(PyExc_ValueError, "the device kernels handle at most %d dimensions after "
                      "merging contiguous ones; this call has %d", UFG_DEVICE_MAX_DIMS, ndim);

@@ -4,6 +4,7 @@
  */
 #include "launch.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "device_array.h"
@@ -147,6 +148,64 @@ ufg_collapse(int ndim, int64_t *shape, int nops, int64_t (*strides)[UFG_DEVICE_A
     return out;
 }
 
+/* Whether dimension a belongs outside dimension b: every operand that steps through both
+ * takes larger steps through a, and one operand at least does. */
+static int
+ufg_dimension_is_outer(int nops, int64_t (*strides)[UFG_DEVICE_ARRAY_MAX_DIMS], int a, int b)
+{
+    int votes = 0;
+
+    for (int k = 0; k < nops; k++) {
+        const int64_t along_a = llabs(strides[k][a]), along_b = llabs(strides[k][b]);
+        if (along_a == 0 || along_b == 0) {
+            continue;                       /* broadcast along one: no say */
+        }
+        if (along_a < along_b) {
+            return 0;
+        }
+        votes += along_a > along_b;
+    }
+    return votes > 0;
+}
+
+static void
+ufg_swap_dimensions(int64_t *shape, int nops, int64_t (*strides)[UFG_DEVICE_ARRAY_MAX_DIMS],
+                    int a, int b)
+{
+    int64_t t = shape[a];
+
+    shape[a] = shape[b];
+    shape[b] = t;
+    for (int k = 0; k < nops; k++) {
+        t = strides[k][a];
+        strides[k][a] = strides[k][b];
+        strides[k][b] = t;
+    }
+}
+
+int
+ufg_collapse_in_memory_order(int ndim, int64_t *shape, int nops,
+                             int64_t (*strides)[UFG_DEVICE_ARRAY_MAX_DIMS])
+{
+    int kept = 0;
+
+    for (int d = 0; d < ndim; d++) {        /* size-1 dimensions first: they have no order */
+        if (shape[d] != 1) {
+            shape[kept] = shape[d];
+            for (int k = 0; k < nops; k++) {
+                strides[k][kept] = strides[k][d];
+            }
+            kept++;
+        }
+    }
+    for (int i = 1; i < kept; i++) {        /* insertion sort, stable: ndim is small */
+        for (int j = i; j > 0 && ufg_dimension_is_outer(nops, strides, j, j - 1); j--) {
+            ufg_swap_dimensions(shape, nops, strides, j, j - 1);
+        }
+    }
+    return ufg_collapse(kept, shape, nops, strides);
+}
+
 /* The cast kernel's launcher for the backend: the cast kernel is part of the runtime, so it
  * is missing only from the CUDA backend of a build without CUDA, which never gets this far
  * (it has no devices). */
@@ -188,7 +247,7 @@ ufg_launch_cast(const ufg_backend *backend, int device, uintptr_t stream, int nd
     memcpy(merged_strides[0], src_strides, sizeof(int64_t) * (size_t)ndim);
     memcpy(merged_strides[1], dst_strides, sizeof(int64_t) * (size_t)ndim);
     if (mask == NULL) {     /* with a mask the caller has merged dimensions already */
-        ndim = ufg_collapse(ndim, merged_shape, 2, merged_strides);
+        ndim = ufg_collapse_in_memory_order(ndim, merged_shape, 2, merged_strides);
     }
     if (ndim > UFG_DEVICE_MAX_DIMS) {
         PyErr_Format(PyExc_ValueError,

@@ -66,6 +66,16 @@ int ufg_collapse(int ndim, int64_t *shape, int nops,
                  int64_t (*strides)[UFG_DEVICE_ARRAY_MAX_DIMS]);
 
 /*
+ * ufg_collapse for work whose elements are independent (elementwise kernels, casts), after
+ * putting the dimensions in the operands' memory order: a dimension moves outward past one
+ * that every operand stepping through both steps through in smaller steps.  A transposed
+ * array and a result laid out like it then become 1-d, and neighbouring threads take
+ * neighbouring elements; dimensions the operands order differently keep their order.
+ */
+int ufg_collapse_in_memory_order(int ndim, int64_t *shape, int nops,
+                                 int64_t (*strides)[UFG_DEVICE_ARRAY_MAX_DIMS]);
+
+/*
  * Casts (or copies, for equal codes) the N-d strided array at src into dst, element by element,
  * with the cast kernel.  Strides are in bytes; contiguous dimensions are merged first.
  * ndim may exceed UFG_DEVICE_MAX_DIMS as long as merging brings it within.  With a mask (a
