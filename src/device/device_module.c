@@ -645,7 +645,8 @@ static PyMethodDef ufg_device_methods[] = {
      "last_launch()\n--\n\n"
      "The calling thread's last kernel launch as a dict: kind ('elementwise', 'reduce' or "
      "'cast'), shape (the collapsed shape; a reduction's kept dimensions), reduce_shape, "
-     "grid, block, device, ran (False when the simulator skipped the kernel); None before "
+     "grid, block, device, stream (the handle it was queued on, 0 the legacy default "
+     "stream), ran (False when the simulator skipped the kernel); None before "
      "the first."},
     {"sim_set_skip_kernels", ufg_sim_set_skip_kernels_function, METH_O,
      "sim_set_skip_kernels(skip, /)\n--\n\n"

@@ -36,9 +36,10 @@ ufg_last_launch_function(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused
         return NULL;
     }
     /* N steals the tuples' references. */
-    return Py_BuildValue("{s:s,s:N,s:N,s:i,s:i,s:i,s:O}", "kind", kinds[r->kind],
+    return Py_BuildValue("{s:s,s:N,s:N,s:i,s:i,s:i,s:K,s:O}", "kind", kinds[r->kind],
                          "shape", shape, "reduce_shape", reduce_shape, "grid", (int)r->grid,
                          "block", (int)r->block, "device", r->device,
+                         "stream", (unsigned long long)r->stream,
                          "ran", r->ran ? Py_True : Py_False);
 }
 

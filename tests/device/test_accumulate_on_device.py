@@ -65,18 +65,48 @@ def test_accumulate_matches_numpys_accumulate(name, dtype, shape, axis, layout, 
         _same(got, want)
 
 
+# The most contiguous lines scanned whole, each by the device-wide scan
+# (UFG_ACCUMULATE_MAX_WHOLE_LINES in src/device/call/accumulate.c).
+MAX_WHOLE_LINES = 8
+
+
 @pytest.mark.parametrize("n", [1023, 1024, 1025, 4096, 5000, 8191, 100_003])
-@pytest.mark.parametrize("lines", [1, 3])
-def test_long_lines_of_an_associative_function_are_scanned_in_chunks_exactly(n, lines, rng):
+@pytest.mark.parametrize("lines, layout", [(1, "strided"), (3, "strided"), (9, "contiguous")])
+def test_long_lines_of_an_associative_function_are_scanned_in_chunks_exactly(n, lines, layout,
+                                                                            rng):
     from ufuncgen import _device
     x = rng.integers(-2**40, 2**40, (lines, n))
     before = _device.launch_count()
-    got = host(ex.add.accumulate(to_dev(x), axis=1))
+    got = host(ex.add.accumulate(to_dev(x, layout), axis=1))
     launches = _device.launch_count() - before
     np.testing.assert_array_equal(got, np.cumsum(x, axis=1))
     # the chunks' totals, their scan, the first chunk, the chunks after it (and the rest,
     # when n is no multiple of the chunk length): more than the one scan
     assert launches == 1 if n < MIN_SPLIT else launches >= 4
+
+
+@pytest.mark.parametrize("n", [1023, 1024, 100_003])
+@pytest.mark.parametrize("lines", [1, 3, MAX_WHOLE_LINES])
+@pytest.mark.parametrize("dtype", [np.int64, np.float32, np.float16])
+def test_a_few_contiguous_long_lines_are_each_scanned_whole_by_the_device_wide_scan(n, lines,
+                                                                                  dtype, rng):
+    # one launch per line (CUB's scan under CUDA; the accumulate kernel in order on the
+    # simulator, so there the results are NumPy's bits)
+    from ufuncgen import _device
+    x = _data(dtype, (lines, n), rng) if dtype == np.int64 else \
+        rng.uniform(-1, 1, (lines, n)).astype(dtype)
+    before = _device.launch_count()
+    got = host(ex.add.accumulate(to_dev(x), axis=1))
+    launches = _device.launch_count() - before
+    assert launches == (1 if n < MIN_SPLIT else lines)
+    with np.errstate(all="ignore"):
+        want = ex.add.ufunc.accumulate(x, axis=1)
+    if dtype == np.int64 or device.backend() == "sim" or n < MIN_SPLIT:
+        _same(got, want)
+    else:
+        _close_to_exact(got, x, 1)
+    if n >= MIN_SPLIT:
+        assert _device.last_launch()["reduce_shape"] == (n,)
 
 
 @pytest.mark.parametrize("n, axis", [(1023, 0), (4096, 0), (200_001, 0), (70_000, 1)])
@@ -100,22 +130,24 @@ def test_a_split_scan_of_floats_keeps_nans_infinities_and_signed_zeros(n, axis, 
 @pytest.mark.skipif(device.backend() != "sim", reason="sets the simulator's multiprocessor count")
 def test_an_h100s_chunking_of_long_scans_scans_the_totals_in_levels_exactly():
     # issue 12: one thread scanned all the chunks' totals of a line (131,072 of them for 2**27
-    # elements on an H100), 37x slower than cupy.cumsum; they are now split again, level by
-    # level: 2**23 + 5 elements on 132 SMs make 129,056 chunks of 65, their totals 1,986
-    # chunks, those 31, and 30 totals are left for one thread
+    # elements on an H100), 37x slower than cupy.cumsum; they are now split again.  Nine
+    # lines (more than are scanned whole) of 2,000,003 on 132 SMs: some 29,850 chunks of 67
+    # per line, whose totals are cut into some 460 chunks again, and as many totals of those
+    # are left for one thread per line
     from .test_runtime import run_python
     probe = ("import numpy as np, ufuncgen.examples as ex, ufuncgen._device as d\n"
              "from ufuncgen import device\n"
-             "x = np.random.default_rng(7).integers(-2**40, 2**40, 2**23 + 5)\n"
+             f"x = np.random.default_rng(7).integers(-2**40, 2**40, ({MAX_WHOLE_LINES + 1}, "
+             "2_000_003))\n"
              "before = d.launch_count()\n"
-             "got = ex.add.accumulate(device.to_device(x)).copy_to_host()\n"
-             "print(d.launch_count() - before, (got == np.cumsum(x)).all())\n")
+             "got = ex.add.accumulate(device.to_device(x), axis=1).copy_to_host()\n"
+             "print(d.launch_count() - before, (got == np.cumsum(x, axis=1)).all())\n")
     result = run_python(probe, UFUNCGEN_DEVICE="sim", UFUNCGEN_SIM_MULTIPROCESSORS="132")
     launches, exact = result.stdout.split()
     assert exact == "True", result.stderr
-    # three launches at least (the totals, chunk 0, the chunks after it) on each of three
-    # split levels, and the last, unsplit scan: two split levels could not make 10
-    assert int(launches) >= 3 * 3 + 1, launches
+    # three launches at least (the totals, chunk 0, the chunks after it) on each of two split
+    # levels, and the last, unsplit scan: one split level could not make 7
+    assert int(launches) >= 2 * 3 + 1, launches
 
 
 def test_a_function_not_declared_associative_is_never_split(rng):

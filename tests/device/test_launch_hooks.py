@@ -6,6 +6,7 @@ import pytest
 
 import ufuncgen._device as dev
 import ufuncgen.examples as ex
+from ufuncgen import device
 
 from .conftest import SIM, host, to_dev
 from .test_runtime import run_python
@@ -28,8 +29,20 @@ def test_each_launch_is_counted_and_recorded_with_its_collapsed_shape_and_grid()
     assert dev.launch_count() == before + 1
     assert dev.last_launch() == {"kind": "elementwise", "shape": (3000,), "reduce_shape": (),
                                  "grid": dev.last_launch()["grid"], "block": dev.BLOCK,
-                                 "device": 0, "ran": True}
+                                 "device": 0, "stream": 0, "ran": True}
     assert dev.last_launch()["grid"] >= 1
+
+
+def test_a_launch_is_recorded_with_the_stream_it_was_queued_on():
+    # what a GPU run prints to see where a call went (issue 11's torch out= probe)
+    stream = device.Stream()
+    ex.add(to_dev(np.ones(10)), 1.0, stream=stream)
+    assert dev.last_launch()["stream"] == stream.handle != 0
+    with stream:
+        ex.add(to_dev(np.ones(10)), 1.0)
+    assert dev.last_launch()["stream"] == stream.handle
+    ex.add(to_dev(np.ones(10)), 1.0)
+    assert dev.last_launch()["stream"] == 0
 
 
 def test_a_reduction_is_recorded_with_its_kept_and_reduced_dimensions():

@@ -26,20 +26,46 @@ def test_long_reductions_split_into_chunks_give_exact_integer_sums(n, rng):
     assert int(host(ex.add.reduce(to_dev(x)))) == int(x.sum())
 
 
-@pytest.mark.parametrize("shape, axis", [((2**20 + 1,), 0), ((3, 300_001), 1),
-                                         ((300_001, 3), 0), ((100_000, 2), 0)])
+@pytest.mark.parametrize("shape, axis, layout", [
+    ((2**20 + 1,), 0, "strided"), ((3, 300_001), 1, "contiguous"),
+    ((300_001, 3), 0, "contiguous"), ((100_000, 2), 0, "contiguous")])
 def test_a_split_reduction_reduces_its_partial_results_in_steps_until_few_are_left(
-        shape, axis, rng):
+        shape, axis, layout, rng):
     # issue 12: one thread per output added up every partial result of the first launch
     # (131,072 of them for a sum of 2**27 float32 on an H200: 7.5 ms of the 7.7)
     x = rng.integers(-2**40, 2**40, shape)
-    d = to_dev(x)
+    d = to_dev(x, layout)
     before = _device.launch_count()
     got = host(ex.add.reduce(d, axis=axis))
     last = _device.last_launch()
     np.testing.assert_array_equal(got, x.sum(axis=axis))
     assert _device.launch_count() - before >= 3
     assert last["kind"] == "reduce" and np.prod(last["reduce_shape"]) < 128, last
+
+
+@pytest.mark.parametrize("shape, axis", [((4096,), 0), ((2**20 + 1,), 0), ((1000, 500), None),
+                                         ((1, 70_001), 1)])
+@pytest.mark.parametrize("dtype", [np.int64, np.float64, np.float32, np.float16])
+@pytest.mark.parametrize("initial", [None, 3])
+def test_one_long_contiguous_line_into_one_result_is_one_device_wide_reduction(shape, axis, dtype,
+                                                                             initial, rng):
+    # CUB's DeviceReduce under CUDA, from the identity or initial= (counted once); the
+    # reduce kernel in order on one thread on the simulator
+    x = (rng.integers(-2**40, 2**40, shape) if dtype == np.int64
+         else rng.uniform(-1, 1, shape)).astype(dtype)
+    keywords = {} if initial is None else {"initial": initial}
+    before = _device.launch_count()
+    got = host(ex.add.reduce(to_dev(x), axis=axis, **keywords))
+    assert _device.launch_count() - before == 1
+    assert _device.last_launch()["reduce_shape"] == (x.size,)
+    want = np.add.reduce(x.astype(np.float64 if dtype != np.int64 else dtype), axis=axis,
+                         **keywords)
+    assert got.dtype == dtype and got.shape == want.shape
+    if dtype == np.int64:
+        np.testing.assert_array_equal(got, want)
+    else:   # any order of x.size - 1 additions, each rounded once
+        bound = x.size * float(np.finfo(dtype).eps) * (np.abs(x.astype(np.float64)).sum() + 3)
+        assert abs(got.item() - want.item()) <= bound
 
 
 @pytest.mark.parametrize("n", [1, 4095, 4096, 10_000, 100_003])
@@ -158,8 +184,10 @@ def test_a_function_without_associative_reduces_each_output_in_numpys_order_on_t
 
 
 def test_an_associative_function_may_split_its_device_reduction_and_stays_accurate(order_module):
+    # a strided line: one contiguous line would be one device-wide reduction instead, in
+    # order on the simulator
     x = np.random.default_rng(5).standard_normal(100_003).astype(np.float32)
-    got = float(host(order_module.plus.reduce(to_dev(x))))
+    got = float(host(order_module.plus.reduce(to_dev(x, "strided"))))
     exact = float(np.sum(x.astype(np.float64)))
     assert abs(got - exact) <= 64 * np.finfo(np.float32).eps * float(np.abs(x).sum())
     # Split into chunks: not the in-order sum that plus_in_order gives on the same data.

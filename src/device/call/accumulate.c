@@ -10,8 +10,9 @@
  * order (so results are NumPy's bit for bit, for any function), and the result is cast into
  * an out= of another dtype.  Everything is queued on the call's stream.
  *
- * Lines too few to fill the GPU and long enough are split into chunks when the function is
- * `associative: true` (a reordering it allows): the function's reduce kernel adds up each
+ * An `associative: true` function's lines may be regrouped.  A few contiguous long lines are
+ * each scanned by the function's device-wide scan (CUB's under CUDA).  Other lines too few
+ * to fill the GPU and long enough are split into chunks: the function's reduce kernel adds up each
  * chunk (but the last), those totals are scanned in place (by the same plan, split again
  * when they are many: one thread scanning 131,072 totals in turn made a 2**27-element scan
  * 37x slower than cupy.cumsum on an H200), and each chunk is scanned from the total before
@@ -33,11 +34,16 @@ _Static_assert(UFG_A_COUNT <= UFG_REDUCTION_MAX_ARGS, "a session holds every arg
 static const char *const ufg_accumulate_names[UFG_A_COUNT] = {
     "array", "axis", "dtype", "out", "stream"};
 
-/* How one level of a scan runs: the lines, their length and strides, and the chunks. */
+/* Lines scanned whole by the function's device-wide scan, at most: each is a launch of its
+ * own (several under CUDA, CUB's), so more lines are cut into chunks instead. */
+#define UFG_ACCUMULATE_MAX_WHOLE_LINES 8
+
+/* How one level of a scan runs: the lines, their length and strides, and how they are cut. */
 typedef struct {
     ufg_reduction_lines lines;
     int64_t n, in_step, out_step;
-    int64_t chunk_len;              /* 0: a line per thread; else chunks of this length */
+    int whole;                      /* each line by the device-wide scan */
+    int64_t chunk_len;              /* else 0: a line per thread; or chunks of this length */
 } ufg_accumulate_level;
 
 /* What one accumulation does, decided before anything runs. */
@@ -48,6 +54,7 @@ typedef struct {
     ufg_reduce_launcher launcher;
     ufg_reduce_launcher totals;     /* the function's reduce kernel, for chunks; NULL: the
                                      * function may not be split */
+    ufg_reduce_launcher scan;       /* its device-wide scan of a line; NULL likewise */
     int copy_input;                 /* cast (or copy) the array into a C-contiguous temporary */
     int direct;                     /* the kernel writes out= itself */
     ufg_accumulate_level top;       /* the lines along the axis */
@@ -104,21 +111,32 @@ ufg_accumulate_plan_lines(const ufg_operand *array, const int64_t *in_strides,
     return 0;
 }
 
-/* Chunks when the plan may split and the level's lines are too few to fill the device and
- * UFG_ACCUMULATE_MIN_SPLIT long or more: as many as fill it, of UFG_REDUCE_CHUNK elements at
- * least; 0 (no split) otherwise.  The chunks add one kept dimension to the lines'. */
+/* How the level's lines are cut when the plan may reorder and they are
+ * UFG_ACCUMULATE_MIN_SPLIT long or more: a few contiguous lines whole, by the device-wide
+ * scan; lines too few to fill the device into chunks, as many as fill it, of
+ * UFG_REDUCE_CHUNK elements at least (the chunks add one kept dimension to the lines');
+ * otherwise not at all. */
 static int
-ufg_accumulate_plan_chunks(const ufg_backend *backend, int device,
-                           const ufg_accumulate_plan *plan, ufg_accumulate_level *level)
+ufg_accumulate_plan_cuts(const ufg_backend *backend, int device,
+                         const ufg_accumulate_plan *plan, ufg_accumulate_level *level)
 {
+    const int64_t itemsize = ufg_dtype_itemsize(plan->acc);
     int64_t n_chunks;
-    const int multiprocessors = plan->totals != NULL && level->n >= UFG_ACCUMULATE_MIN_SPLIT &&
-                                level->lines.keep_ndim + 1 <= UFG_DEVICE_MAX_DIMS
-                              ? ufg_runtime_multiprocessors(backend, device) : 0;
+    int multiprocessors;
 
+    level->whole = 0;
     level->chunk_len = 0;
-    if (multiprocessors <= 0 || level->lines.n_lines == 0) {
-        return multiprocessors < 0 ? -1 : 0;
+    if (level->n < UFG_ACCUMULATE_MIN_SPLIT || level->lines.n_lines == 0) {
+        return 0;
+    }
+    level->whole = plan->scan != NULL &&
+                   level->lines.n_lines <= UFG_ACCUMULATE_MAX_WHOLE_LINES &&
+                   level->in_step == itemsize && level->out_step == itemsize;
+    multiprocessors = !level->whole && plan->totals != NULL &&
+                      level->lines.keep_ndim + 1 <= UFG_DEVICE_MAX_DIMS
+                    ? ufg_runtime_multiprocessors(backend, device) : 0;
+    if (multiprocessors <= 0) {
+        return multiprocessors;
     }
     n_chunks = ufg_reduction_chunk_count(level->n, level->lines.n_lines,
                                          (int64_t)multiprocessors * UFG_REDUCE_THREADS_PER_SM,
@@ -239,7 +257,7 @@ ufg_accumulate_chunks(ufg_call *c, const ufg_accumulate_plan *plan,
     memcpy(totals_level.lines.out_keep, strides, sizeof(int64_t) * (size_t)k);
     totals_level.n = count;
     totals_level.in_step = totals_level.out_step = itemsize;
-    if (ufg_accumulate_plan_chunks(c->backend, c->device, plan, &totals_level) < 0 ||
+    if (ufg_accumulate_plan_cuts(c->backend, c->device, plan, &totals_level) < 0 ||
         ufg_accumulate_lines(c, plan, &totals_level, totals->ptr, totals->ptr) < 0) {
         return -1;
     }
@@ -254,12 +272,38 @@ ufg_accumulate_chunks(ufg_call *c, const ufg_accumulate_plan *plan,
                                0) < 0 ? -1 : 0;
 }
 
-/* The scan of every line of the level from `in` into `out`: on a thread per line, or in
- * chunks. */
+/* Each line of the level by the device-wide scan, a launch per line. */
+static int
+ufg_accumulate_whole_lines(const ufg_call *c, const ufg_accumulate_plan *plan,
+                           const ufg_accumulate_level *level, const char *in, char *out)
+{
+    const ufg_reduction_lines *lines = &level->lines;
+
+    for (int64_t m = 0; m < lines->n_lines; m++) {
+        ufg_reduce_params p;
+
+        ufg_accumulate_params(level, lines->out_keep, level->n, 1, 0, 0, &p);
+        p.keep_ndim = 0;
+        p.n_out = 1;
+        p.in = in + ufg_unravel_offset(lines->keep_ndim, lines->keep_shape, lines->in_keep, m);
+        p.out = out + ufg_unravel_offset(lines->keep_ndim, lines->keep_shape, lines->out_keep,
+                                         m);
+        if (ufg_accumulate_launch(c, plan->scan, &p) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The scan of every line of the level from `in` into `out`: whole, on a thread per line, or
+ * in chunks. */
 static int
 ufg_accumulate_lines(ufg_call *c, const ufg_accumulate_plan *plan,
                      const ufg_accumulate_level *level, const char *in, char *out)
 {
+    if (level->whole) {
+        return ufg_accumulate_whole_lines(c, plan, level, in, out);
+    }
     if (level->chunk_len == 0) {
         return ufg_accumulate_scan(c, plan, level, in, out, level->n, 1, NULL, NULL, 0);
     }
@@ -331,10 +375,11 @@ ufg_device_accumulate(PyObject *function, const ufg_function_descriptor *fn, PyO
     }
     if (fn->flags & UFG_FN_ASSOCIATIVE) {
         plan.totals = fn->device_loops[plan.loop_index].reduce[s.backend->id];
+        plan.scan = fn->device_loops[plan.loop_index].scan[s.backend->id];
     }
     if (ufg_accumulate_plan_lines(array, plan.copy_input ? in_strides : array->strides,
                                   plan.direct ? out->strides : out_strides, &plan) < 0 ||
-        ufg_accumulate_plan_chunks(s.backend, array->device, &plan, &plan.top) < 0 ||
+        ufg_accumulate_plan_cuts(s.backend, array->device, &plan, &plan.top) < 0 ||
         (plan.copy_input &&
          ufg_reduction_check_cast(array->ndim, array->shape, array->strides, in_strides) < 0) ||
         (s.have_out && !plan.direct &&

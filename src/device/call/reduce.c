@@ -8,8 +8,9 @@
  * refused call writes nothing.  Then the input is cast to the accumulator's dtype when it
  * differs, the generated reduction kernel runs (once per step when an `associative: true`
  * function splits long reductions into chunks: the array into partial results, those into
- * fewer, until one thread per output can finish), and the result is cast into an out= of
- * another dtype.  Everything is queued on the call's stream.
+ * fewer, until one thread per output can finish; or, for one long contiguous line into one
+ * result, its device-wide reduction, CUB's under CUDA), and the result is cast into an out=
+ * of another dtype.  Everything is queued on the call's stream.
  */
 #include "reduction.h"
 #include "dtypes.h"
@@ -265,6 +266,9 @@ typedef struct {
     ufg_dtype_code acc;
     int loop_index;
     ufg_reduce_launcher launcher;
+    ufg_reduce_launcher total;      /* an associative function's reduction of one whole
+                                     * contiguous line; NULL for others */
+    int whole;                      /* one launch of `total` does it all */
     ufg_value identity;             /* where each result starts: initial=, or the identity */
     ufg_value chunk_start;          /* where the chunks of a split reduction's first step
                                      * start: the identity, so that initial= counts once, in
@@ -432,11 +436,16 @@ ufg_reduce_plan_steps(const ufg_backend *backend, int device, int associative,
     if (reduce_ndim < 0) {
         return -1;
     }
-    /* Enough threads to fill the GPU: split each output's elements into interleaved chunks,
-     * whose partial results the next step reduces in chunks again, as long as there are
-     * enough of them.  That reorders the reduction, which only an `associative: true`
-     * function allows; any other reduces each output on one thread, in NumPy's order. */
-    if (associative && n_reduce >= UFG_REDUCE_MIN_SPLIT) {
+    /* One long contiguous line into one result, from the identity or initial=: the
+     * function's device-wide reduction (CUB's under CUDA), one launch.  Else enough threads
+     * to fill the GPU: split each output's elements into interleaved chunks, whose partial
+     * results the next step reduces in chunks again, as long as there are enough of them.
+     * Both reorder the reduction, which only an `associative: true` function allows; any
+     * other reduces each output on one thread, in NumPy's order. */
+    plan->whole = associative && plan->total != NULL && n_reduce >= UFG_REDUCE_MIN_SPLIT &&
+                  keep_ndim == 0 && reduce_ndim == 1 && reduce_strides[0][0] == itemsize &&
+                  !plan->from_first;
+    if (associative && n_reduce >= UFG_REDUCE_MIN_SPLIT && !plan->whole) {
         const int multiprocessors = ufg_runtime_multiprocessors(backend, device);
 
         if (multiprocessors < 0) {
@@ -511,7 +520,7 @@ ufg_reduce_launch(const ufg_backend *backend, const ufg_reduce_plan *plan,
     else {
         p.start_from_first = 1;                     /* partial results: none is empty */
     }
-    launch.reduce = plan->launcher;
+    launch.reduce = plan->whole ? plan->total : plan->launcher;
     launch.reduce_params = &p;
     return ufg_launch_run(backend, &launch, device, stream, "a reduction kernel launch");
 }
@@ -805,6 +814,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     plan.loop_index = resolution->loop_index;
     plan.acc = (ufg_dtype_code)resolution->acc;
     plan.launcher = fn->device_loops[plan.loop_index].reduce[backend->id];
+    plan.total = fn->device_loops[plan.loop_index].total[backend->id];
     if (plan.launcher == NULL) {
         ufg_call_missing_launcher(backend, name, plan.loop_index);
         goto done;

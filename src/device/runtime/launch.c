@@ -48,11 +48,13 @@ static ufg_elementwise_launcher ufg_cast_launcher(const ufg_backend *backend);
 
 /* Notes the launch as this thread's last; called without the GIL (touches no Python). */
 static void
-ufg_launch_note(const ufg_backend *backend, const ufg_launch *launch, int device, int ran)
+ufg_launch_note(const ufg_backend *backend, const ufg_launch *launch, int device,
+                uintptr_t stream, int ran)
 {
     ufg_launch_record *r = &ufg_last;
 
     r->device = device;
+    r->stream = stream;
     r->ran = ran;
     if (launch->reduce != NULL) {
         const ufg_reduce_params *p = launch->reduce_params;
@@ -105,7 +107,7 @@ ufg_launch_run(const ufg_backend *backend, const ufg_launch *launch, int device,
         /* Skipping leaves out only the launcher: the device switch, the record and the
          * backend's post-launch check (and its injected errors) still happen. */
         const int run = backend->skip_kernels == NULL || !backend->skip_kernels();
-        ufg_launch_note(backend, launch, device, run);
+        ufg_launch_note(backend, launch, device, stream, run);
         if (run) {
             result = ufg_launch_call(backend, launch, (void *)stream);
         }

@@ -45,6 +45,7 @@ typedef struct {
     ufg_launch_kind kind;
     int device;
     int ran;                    /* 0: the kernel was skipped (backend->skip_kernels) */
+    uintptr_t stream;           /* the handle it was queued on (0: the legacy default) */
     int32_t grid, block;
     /* Elementwise and cast: the collapsed shape.  Reduce: the kept dimensions in shape,
      * the reduced ones in reduce_shape. */

@@ -75,8 +75,9 @@ typedef struct ufg_function_descriptor {
  * 3: ufg_value of 16 bytes (a complex128 scalar), in both parameter structs; reduceat
  * launchers in ufg_device_loop, segments in ufg_reduce_params.  4: at launchers in
  * ufg_device_loop, at_* in ufg_reduce_params.  5: the provided loops.  6: device_codes, and
- * device loops for the provided loops. */
+ * device loops for the provided loops.  7: total and scan launchers in ufg_device_loop, carry and
+ * carry_keep_strides in ufg_reduce_params. */
 #define UFG_DESCRIPTOR_CAPSULE_PREFIX "ufuncgen.descriptor"
-#define UFG_DESCRIPTOR_CAPSULE UFG_DESCRIPTOR_CAPSULE_PREFIX ".6"
+#define UFG_DESCRIPTOR_CAPSULE UFG_DESCRIPTOR_CAPSULE_PREFIX ".7"
 
 #endif /* UFUNCGEN_DESCRIPTOR_H */

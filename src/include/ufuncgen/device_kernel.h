@@ -118,6 +118,10 @@ typedef struct {
     ufg_reduce_launcher reduce[UFG_BACKEND_COUNT];
     ufg_reduce_launcher accumulate[UFG_BACKEND_COUNT];   /* the reduce kernels' loops */
     ufg_reduce_launcher reduceat[UFG_BACKEND_COUNT];     /* the same loops */
+    /* The same loops of an associative function, over one whole contiguous line: its
+     * reduction and its scan (CUB's under CUDA). */
+    ufg_reduce_launcher total[UFG_BACKEND_COUNT];
+    ufg_reduce_launcher scan[UFG_BACKEND_COUNT];
     ufg_reduce_launcher at[UFG_BACKEND_COUNT];           /* every loop of a unary or binary
                                                           * function of one output */
 } ufg_device_loop;
