@@ -12,11 +12,11 @@
  *
  * An `associative: true` function's lines may be regrouped.  A few contiguous long lines are
  * each scanned by the function's device-wide scan (CUB's under CUDA).  Other lines too few
- * to fill the GPU and long enough are split into chunks: the function's reduce kernel adds up each
- * chunk (but the last), those totals are scanned in place (by the same plan, split again
- * when they are many: one thread scanning 131,072 totals in turn made a 2**27-element scan
- * 37x slower than cupy.cumsum on an H200), and each chunk is scanned from the total before
- * it.  Every element is read twice and written once.
+ * to fill the GPU and long enough are split into chunks: the function's reduce kernel adds
+ * up each chunk (but the last), those totals are scanned in place (by the same plan, split
+ * again when they are many: one thread scanning 131,072 totals in turn made a 2**27-element
+ * scan 37x slower than cupy.cumsum on an H200), and each chunk is scanned from the total
+ * before it.  Every element is read twice and written once.
  */
 #include "reduction.h"
 

@@ -61,8 +61,9 @@ typedef struct {
  *
  * An accumulation takes the same parameters with one reduced dimension, the axis, and no
  * chunks: thread m scans kept element m, writing every partial result out_scan_stride bytes
- * apart, starting from its carry when there is one (a chunk of a longer line).  A reduceat too, with n_segments segments of the axis starting at segments[]:
- * thread t reduces segment t % n_segments of kept element t / n_segments.
+ * apart, starting from its carry when there is one (a chunk of a longer line).  A reduceat
+ * too, with n_segments segments of the axis starting at segments[]: thread t reduces
+ * segment t % n_segments of kept element t / n_segments.
  *
  * An at (ufunc.at) takes n_segments byte offsets into the array `out` in segments[], in
  * NumPy's order, and a grid-stride loop updates the element at each (launched on one thread,
