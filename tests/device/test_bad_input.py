@@ -114,6 +114,21 @@ def test_a_malformed_cuda_array_interface_is_refused_with_what_is_wrong(override
     _untouched(out)
 
 
+def test_messages_name_the_function_the_argument_its_type_and_the_device_in_full():
+    # the names are joined on every call, for messages most calls never raise: spelled out
+    # here whole, so that the cheaper joining keeps every word
+    with pytest.raises(ValueError) as info:
+        ex.add(ForeignArray(to_dev(np.ones(8)), shape=DROP, typestr=DROP), 1.0)
+    assert str(info.value) == (
+        f"add: argument 'x' ({ForeignArray.__module__}.ForeignArray): __cuda_array_interface__ "
+        "lacks the required key(s) 'shape', 'typestr'")
+    with pytest.raises(TypeError) as info:
+        ex.add(to_dev(np.ones(3)), np.ones(3))
+    assert str(info.value).startswith(
+        "add: argument 'y' is a host numpy.ndarray, but argument 'x' is on CUDA device 0: "
+        "host and device arrays do not mix.")
+
+
 def test_a_cuda_array_interface_that_is_not_a_dict_is_refused():
     class Broken:
         __cuda_array_interface__ = [1, 2]

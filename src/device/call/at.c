@@ -568,9 +568,9 @@ ufg_device_at(PyObject *function, const ufg_function_descriptor *fn, PyObject *u
     memset(&s, 0, sizeof(s));
     s.fn = fn;
     s.ufunc = ufunc;
-    PyOS_snprintf(s.prefix, sizeof(s.prefix), "%s.at", fn->name);
-    PyOS_snprintf(s.what, sizeof(s.what), "%s: argument 'a'", s.prefix);
-    PyOS_snprintf(s.b_what, sizeof(s.b_what), "%s: argument 'b'", s.prefix);
+    ufg_join(s.prefix, sizeof(s.prefix), fn->name, ".at", (const char *)NULL);
+    ufg_join(s.what, sizeof(s.what), s.prefix, ": argument 'a'", (const char *)NULL);
+    ufg_join(s.b_what, sizeof(s.b_what), s.prefix, ": argument 'b'", (const char *)NULL);
     /* In NumPy's order: the function and the arguments, the types, the indices, b's shape. */
     if (ufg_at_parse(&s, args, nargs, kwnames) < 0 || ufg_at_take_a(&s) < 0 ||
         ufg_at_take_b(&s) < 0 || ufg_at_resolve(&s) < 0 || ufg_at_offsets(&s) < 0 ||

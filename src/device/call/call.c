@@ -8,17 +8,38 @@
 
 #include "keepalive.h"
 
+#include <stdarg.h>
 #include <string.h>
 
 #include "runtime.h"
 #include "stream_device.h"
 
+char *
+ufg_join(char *buffer, size_t size, ...)
+{
+    va_list parts;
+    const char *part;
+    size_t used = 0;
+
+    va_start(parts, size);
+    while ((part = va_arg(parts, const char *)) != NULL) {
+        const size_t length = strlen(part);
+        const size_t room = size - 1 - used;
+        const size_t copied = length < room ? length : room;
+
+        memcpy(buffer + used, part, copied);
+        used += copied;
+    }
+    va_end(parts);
+    buffer[used] = '\0';
+    return buffer;
+}
+
 const char *
 ufg_call_what(const ufg_call *c, int k, char *buffer, size_t size)
 {
-    PyOS_snprintf(buffer, size, "%s: %s '%s'", c->fn->name, k < c->nin ? "argument" : "output",
-                  c->fn->arg_names[k]);
-    return buffer;
+    return ufg_join(buffer, size, c->fn->name, k < c->nin ? ": argument '" : ": output '",
+                    c->fn->arg_names[k], "'", (const char *)NULL);
 }
 
 void
@@ -239,8 +260,8 @@ ufg_call_check_stream(ufg_call *c)
 {
     char what[160];
 
-    PyOS_snprintf(what, sizeof what, "%s: %s", c->fn->name,
-                  c->stream_given ? "stream=" : "the current stream");
+    ufg_join(what, sizeof what, c->fn->name,
+             c->stream_given ? ": stream=" : ": the current stream", (const char *)NULL);
     return ufg_check_stream_device(c->backend, c->stream, c->device, what,
                                    "the call's arrays are on");
 }

@@ -170,6 +170,12 @@ int ufg_numpy_error_is_ufunc_type_error(void);
 /* "add: argument 'x'" / "add: output 'sum'" for operand k, into buffer (size >= 160). */
 const char *ufg_call_what(const ufg_call *c, int k, char *buffer, size_t size);
 
+/* call.c: the NULL-terminated strings after `size` joined into buffer (cut to fit), as
+ * "%s%s..." would print them: every call names its arguments for the messages it might
+ * raise, and printf's machinery took a good part of a call's time doing it.  Returns
+ * buffer. */
+char *ufg_join(char *buffer, size_t size, ...);
+
 /* operands.c: anything with CUDA memory (DeviceArray, __cuda_array_interface__, DLPack on a
  * CUDA device) → a buffer operand; `what` names it in errors, `consumer` is the stream that
  * will use it (a DLPack producer is asked to order its work before it).  ufg_is_device_object:

@@ -13,7 +13,17 @@
 #include "runtime.h"
 #include "ufuncgen/device_probe.h"
 
-static PyObject *ufg_cai_name, *ufg_dlpack_name, *ufg_dlpack_device_name;
+static PyObject *ufg_cai_name, *ufg_dlpack_name, *ufg_dlpack_device_name, *ufg_module_name;
+
+/* The interface's keys, interned once: looked up by C string, each lookup made and hashed a
+ * str of its own, a dozen per array per call. */
+enum {
+    UFG_CAI_SHAPE, UFG_CAI_TYPESTR, UFG_CAI_DATA, UFG_CAI_VERSION, UFG_CAI_STRIDES,
+    UFG_CAI_MASK, UFG_CAI_STREAM, UFG_CAI_KEYS
+};
+static const char *const ufg_cai_key_names[UFG_CAI_KEYS] = {
+    "shape", "typestr", "data", "version", "strides", "mask", "stream"};
+static PyObject *ufg_cai_keys[UFG_CAI_KEYS];
 
 static int
 ufg_operands_intern(void)
@@ -21,10 +31,24 @@ ufg_operands_intern(void)
     if (ufg_cai_name != NULL) {
         return 0;
     }
-    ufg_cai_name = PyUnicode_InternFromString("__cuda_array_interface__");
+    for (int k = 0; k < UFG_CAI_KEYS; k++) {
+        if ((ufg_cai_keys[k] = PyUnicode_InternFromString(ufg_cai_key_names[k])) == NULL) {
+            return -1;
+        }
+    }
+    ufg_module_name = PyUnicode_InternFromString("__module__");
     ufg_dlpack_name = PyUnicode_InternFromString("__dlpack__");
     ufg_dlpack_device_name = PyUnicode_InternFromString("__dlpack_device__");
-    return ufg_cai_name && ufg_dlpack_name && ufg_dlpack_device_name ? 0 : -1;
+    ufg_cai_name = PyUnicode_InternFromString("__cuda_array_interface__");
+    return ufg_cai_name && ufg_dlpack_name && ufg_dlpack_device_name && ufg_module_name
+        ? 0 : -1;
+}
+
+/* cai[key] (borrowed), or NULL when absent. */
+static PyObject *
+ufg_cai_get(PyObject *cai, int key)
+{
+    return PyDict_GetItem(cai, ufg_cai_keys[key]);
 }
 
 /* How messages name an object's type, as type.__module__ and __name__ do ("numpy.ndarray",
@@ -34,30 +58,34 @@ static void
 ufg_type_name_into(PyObject *obj, char *buffer, size_t size)
 {
     PyTypeObject *type = Py_TYPE(obj);
-    PyObject *module = type->tp_dict == NULL
-        ? NULL : PyDict_GetItemString(type->tp_dict, "__module__");      /* borrowed */
+    PyObject *module = type->tp_dict == NULL || ufg_operands_intern() < 0
+        ? NULL : PyDict_GetItem(type->tp_dict, ufg_module_name);      /* borrowed */
     const char *module_name = module != NULL && PyUnicode_Check(module)
         ? PyUnicode_AsUTF8(module) : NULL;
 
     PyErr_Clear();
     if (module_name == NULL) {
         /* A static type: tp_name is "module.Name", or just "Name" for a builtin. */
-        PyOS_snprintf(buffer, size, "%s", type->tp_name);
+        ufg_join(buffer, size, type->tp_name, (const char *)NULL);
     }
     else if (strcmp(module_name, "builtins") == 0) {
-        PyOS_snprintf(buffer, size, "%s", _PyType_Name(type));
+        ufg_join(buffer, size, _PyType_Name(type), (const char *)NULL);
     }
     else {
-        PyOS_snprintf(buffer, size, "%s.%s", module_name, _PyType_Name(type));
+        ufg_join(buffer, size, module_name, ".", _PyType_Name(type), (const char *)NULL);
     }
 }
 
 const char *
 ufg_describe(PyObject *obj, const char *what, char *buffer, size_t size)
 {
-    PyOS_snprintf(buffer, size, "%s (", what);
-    ufg_type_name_into(obj, buffer + strlen(buffer), size - strlen(buffer));
-    PyOS_snprintf(buffer + strlen(buffer), size - strlen(buffer), ")");
+    size_t used;
+
+    ufg_join(buffer, size, what, " (", (const char *)NULL);
+    used = strlen(buffer);
+    ufg_type_name_into(obj, buffer + used, size - used);
+    used = strlen(buffer);
+    ufg_join(buffer + used, size - used, ")", (const char *)NULL);
     return buffer;
 }
 
@@ -255,7 +283,7 @@ ufg_cai_data(PyObject *data, const char *where, ufg_operand *op)
 static int
 ufg_cai_stream(PyObject *cai, const char *where, ufg_operand *op)
 {
-    PyObject *stream = PyDict_GetItemString(cai, "stream");     /* borrowed */
+    PyObject *stream = ufg_cai_get(cai, UFG_CAI_STREAM);     /* borrowed */
 
     op->has_producer = 0;
     if (stream == NULL || stream == Py_None) {
@@ -309,43 +337,44 @@ ufg_cai_version(PyObject *version, const char *where)
 static int
 ufg_cai_checked_fields(PyObject *cai, const char *where, const char *what, ufg_operand *op)
 {
-    static const char *const required[] = {"shape", "typestr", "data", "version"};
+    static const int required[] = {
+        UFG_CAI_SHAPE, UFG_CAI_TYPESTR, UFG_CAI_DATA, UFG_CAI_VERSION};
     PyObject *strides, *mask;
     int nstrides;
 
     char missing[64] = "";
 
     for (size_t i = 0; i < 4; i++) {
-        if (PyDict_GetItemString(cai, required[i]) == NULL) {
+        if (ufg_cai_get(cai, required[i]) == NULL) {
             const size_t used = strlen(missing);
-            PyOS_snprintf(missing + used, sizeof missing - used, "%s'%s'", used ? ", " : "",
-                          required[i]);
+            ufg_join(missing + used, sizeof missing - used, used ? ", '" : "'",
+                     ufg_cai_key_names[required[i]], "'", (const char *)NULL);
         }
     }
     if (missing[0] != '\0') {
         PyErr_Format(PyExc_ValueError, "%s lacks the required key(s) %s", where, missing);
         return -1;
     }
-    if (ufg_cai_version(PyDict_GetItemString(cai, "version"), where) < 0) {
+    if (ufg_cai_version(ufg_cai_get(cai, UFG_CAI_VERSION), where) < 0) {
         return -1;
     }
-    if (ufg_cai_int_tuple(PyDict_GetItemString(cai, "shape"), where, "shape", op->shape,
+    if (ufg_cai_int_tuple(ufg_cai_get(cai, UFG_CAI_SHAPE), where, "shape", op->shape,
                           &op->ndim) < 0) {
         return -1;
     }
     for (int d = 0; d < op->ndim; d++) {
         if (op->shape[d] < 0) {
             PyErr_Format(PyExc_ValueError, "%s['shape'] has a negative extent: %R", where,
-                         PyDict_GetItemString(cai, "shape"));
+                         ufg_cai_get(cai, UFG_CAI_SHAPE));
             return -1;
         }
     }
     if (ufg_shape_size(op->ndim, op->shape, where) < 0 ||
-        ufg_cai_dtype(PyDict_GetItemString(cai, "typestr"), where, what, &op->code) < 0 ||
-        ufg_cai_data(PyDict_GetItemString(cai, "data"), where, op) < 0) {
+        ufg_cai_dtype(ufg_cai_get(cai, UFG_CAI_TYPESTR), where, what, &op->code) < 0 ||
+        ufg_cai_data(ufg_cai_get(cai, UFG_CAI_DATA), where, op) < 0) {
         return -1;
     }
-    strides = PyDict_GetItemString(cai, "strides");
+    strides = ufg_cai_get(cai, UFG_CAI_STRIDES);
     if (strides == NULL || strides == Py_None) {
         ufg_c_strides(op->ndim, op->shape, ufg_dtype_itemsize(op->code), op->strides);
     }
@@ -362,7 +391,7 @@ ufg_cai_checked_fields(PyObject *cai, const char *where, const char *what, ufg_o
     if (ufg_strides_span_fits(op->ndim, op->shape, op->strides, PyExc_ValueError, where) < 0) {
         return -1;
     }
-    mask = PyDict_GetItemString(cai, "mask");
+    mask = ufg_cai_get(cai, UFG_CAI_MASK);
     if (mask != NULL && mask != Py_None) {
         PyErr_Format(PyExc_ValueError, "%s has a mask; masked device arrays are not supported",
                      where);
@@ -427,8 +456,8 @@ ufg_operand_from_cai(PyObject *obj, const char *what, ufg_operand *op)
         return -1;
     }
     ufg_describe(obj, what, where, sizeof where);
-    PyOS_snprintf(where + strlen(where), sizeof where - strlen(where),
-                  ": __cuda_array_interface__");
+    ufg_join(where + strlen(where), sizeof where - strlen(where), ": __cuda_array_interface__",
+             (const char *)NULL);
     if (!PyDict_Check(cai)) {
         PyObject *cai_type = ufg_type_name(cai);
         PyErr_Format(PyExc_TypeError, "%s must be a dict, not %S", where, cai_type);
@@ -667,10 +696,32 @@ ufg_check_output(ufg_call *c, int k, const char *what)
     return 0;
 }
 
+/* A device ordinal in decimal, into buffer. */
+static const char *
+ufg_decimal(int value, char *buffer, size_t size)
+{
+    char digits[16];
+    size_t n = 0;
+    unsigned magnitude = value < 0 ? 0u - (unsigned)value : (unsigned)value;
+
+    do {
+        digits[n++] = (char)('0' + magnitude % 10);
+        magnitude /= 10;
+    } while (magnitude > 0);
+    if (value < 0) {
+        digits[n++] = '-';
+    }
+    for (size_t i = 0; i < n && i + 1 < size; i++) {
+        buffer[i] = digits[n - 1 - i];
+    }
+    buffer[n < size ? n : size - 1] = '\0';
+    return buffer;
+}
+
 int
 ufg_call_classify_operands(ufg_call *c, PyObject *const *inputs, PyObject *const *outs)
 {
-    char what[160], anchor_what[160], hint[256];
+    char what[160], anchor_what[160], hint[256], device[16];
     int first = -1;
 
     for (int k = 0; k < c->nargs && first < 0; k++) {
@@ -694,8 +745,8 @@ ufg_call_classify_operands(ufg_call *c, PyObject *const *inputs, PyObject *const
     }
     c->anchor = first;
     c->device = c->ops[first].device;
-    PyOS_snprintf(hint, sizeof hint, "%s is on CUDA device %d",
-                  anchor_what + strlen(c->fn->name) + 2, c->device);
+    ufg_join(hint, sizeof hint, anchor_what + strlen(c->fn->name) + 2, " is on CUDA device ",
+             ufg_decimal(c->device, device, sizeof device), (const char *)NULL);
     for (int k = 0; k < c->nargs; k++) {
         PyObject *obj = k < c->nin ? inputs[k] : outs[k - c->nin];
         ufg_call_what(c, k, what, sizeof what);

@@ -742,7 +742,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
         PyErr_Format(PyExc_TypeError, "%s was built without device kernels", name);
         return NULL;
     }
-    PyOS_snprintf(prefix, sizeof(prefix), "%s.reduce", name);
+    ufg_join(prefix, sizeof(prefix), name, ".reduce", (const char *)NULL);
     if (ufg_reduction_parse(prefix, ufg_reduce_names, UFG_R_COUNT, UFG_R_POSITIONAL,
                             "axis, dtype, initial, keepdims, out, stream, where", args, nargs,
                             kwnames, values) < 0 ||
@@ -753,8 +753,8 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     }
 
     /* The array. */
-    PyOS_snprintf(what, sizeof(what), "%s.reduce: argument 'array'", name);
-    PyOS_snprintf(out_what, sizeof(out_what), "%s.reduce: out=", name);
+    ufg_join(what, sizeof(what), prefix, ": argument 'array'", (const char *)NULL);
+    ufg_join(out_what, sizeof(out_what), prefix, ": out=", (const char *)NULL);
     array_obj = values[UFG_R_ARRAY];
     stream_given = values[UFG_R_STREAM] != NULL && values[UFG_R_STREAM] != Py_None;
     memset(&out, 0, sizeof(out));

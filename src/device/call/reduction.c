@@ -565,9 +565,9 @@ ufg_reduction_check_stream(const char *prefix, uintptr_t stream, int stream_give
     if (backend == NULL) {
         return -1;
     }
-    PyOS_snprintf(stream_what, sizeof stream_what, "%s: %s", prefix,
-                  stream_given ? "stream=" : "the current stream");
-    PyOS_snprintf(data_what, sizeof data_what, "%s is on", argument);
+    ufg_join(stream_what, sizeof stream_what, prefix,
+             stream_given ? ": stream=" : ": the current stream", (const char *)NULL);
+    ufg_join(data_what, sizeof data_what, argument, " is on", (const char *)NULL);
     return ufg_check_stream_device(backend, stream, device, stream_what, data_what);
 }
 
@@ -710,9 +710,10 @@ ufg_reduction_begin(ufg_reduction_session *s, const ufg_function_descriptor *fn,
     s->ufunc = ufunc;
     s->method = method;
     s->count = count;
-    PyOS_snprintf(s->prefix, sizeof(s->prefix), "%s.%s", fn->name, method_names[method]);
-    PyOS_snprintf(s->what, sizeof(s->what), "%s: argument 'array'", s->prefix);
-    PyOS_snprintf(s->out_what, sizeof(s->out_what), "%s: out=", s->prefix);
+    ufg_join(s->prefix, sizeof(s->prefix), fn->name, ".", method_names[method],
+             (const char *)NULL);
+    ufg_join(s->what, sizeof(s->what), s->prefix, ": argument 'array'", (const char *)NULL);
+    ufg_join(s->out_what, sizeof(s->out_what), s->prefix, ": out=", (const char *)NULL);
     if (ufg_reduction_check_function(s->prefix, method_names[method], fn) < 0 ||
         ufg_reduction_parse(s->prefix, names, count, positional, supported, args, nargs,
                             kwnames, s->values) < 0) {
