@@ -7,45 +7,102 @@
 
 #include "dtypes.h"
 
+/* The interface's keys, version and type strings, made once: the property is read at every
+ * hand-over to CuPy or PyTorch (each result wrapped as one of their arrays), and a dict built
+ * from C strings made and hashed every key again, and printed the type string. */
+enum {
+    UFG_EXPORT_SHAPE, UFG_EXPORT_TYPESTR, UFG_EXPORT_DATA, UFG_EXPORT_VERSION,
+    UFG_EXPORT_STRIDES, UFG_EXPORT_STREAM, UFG_EXPORT_KEYS
+};
+static const char *const ufg_export_key_names[UFG_EXPORT_KEYS] = {
+    "shape", "typestr", "data", "version", "strides", "stream"};
+static PyObject *ufg_export_keys[UFG_EXPORT_KEYS], *ufg_export_version;
+static PyObject *ufg_export_typestrs[UFG_DT_COUNT];
+
+static int
+ufg_export_init(void)
+{
+    if (ufg_export_version != NULL) {
+        return 0;
+    }
+    for (int k = 0; k < UFG_EXPORT_KEYS; k++) {
+        if (ufg_export_keys[k] == NULL &&
+            (ufg_export_keys[k] = PyUnicode_InternFromString(ufg_export_key_names[k])) == NULL) {
+            return -1;
+        }
+    }
+    ufg_export_version = PyLong_FromLong(3);
+    return ufg_export_version == NULL ? -1 : 0;
+}
+
+/* The type string of `code` (borrowed), made on first use. */
+static PyObject *
+ufg_export_typestr(ufg_dtype_code code)
+{
+    if (ufg_export_typestrs[code] == NULL) {
+        char typestr[UFG_TYPESTR_SIZE];
+
+        ufg_dtype_typestr(code, typestr);
+        ufg_export_typestrs[code] = PyUnicode_InternFromString(typestr);
+    }
+    return ufg_export_typestrs[code];
+}
+
+/* result[key] = value, stealing the reference to value (NULL: an error already raised). */
+static int
+ufg_export_set(PyObject *result, int key, PyObject *value)
+{
+    const int status = value == NULL ? -1 : PyDict_SetItem(result, ufg_export_keys[key], value);
+
+    Py_XDECREF(value);
+    return status;
+}
+
+/* The interface's (pointer, read_only) pair. */
+static PyObject *
+ufg_export_data(unsigned long long ptr, int readonly)
+{
+    PyObject *pointer = PyLong_FromUnsignedLongLong(ptr), *data;
+
+    if (pointer == NULL) {
+        return NULL;
+    }
+    data = PyTuple_Pack(2, pointer, readonly ? Py_True : Py_False);
+    Py_DECREF(pointer);
+    return data;
+}
+
 PyObject *
 ufg_device_array_cai(ufg_DeviceArrayObject *self, void *Py_UNUSED(closure))
 {
-    char typestr[UFG_TYPESTR_SIZE];
     /* CAI v3 forbids stream 0 (legacy or per-thread default?); our 0 is the legacy stream. */
     const uintptr_t stream = self->stream != 0 ? self->stream : UFG_STREAM_LEGACY;
-    PyObject *shape = NULL, *strides = NULL, *result = NULL;
-
-    ufg_dtype_typestr(self->code, typestr);
-    shape = ufg_int64_tuple_new(self->shape, self->ndim);
-    if (shape == NULL) {
-        goto done;
-    }
-    /* None marks C-contiguous data, as the interface prefers. */
-    if (ufg_device_array_is_c_contiguous(self)) {
-        strides = Py_NewRef(Py_None);
-    }
-    else {
-        strides = ufg_int64_tuple_new(self->strides, self->ndim);
-        if (strides == NULL) {
-            goto done;
-        }
-    }
     /* The interface's rule: 0 for a zero-size array, whose pointer addresses nothing. */
-    result = Py_BuildValue("{s:O, s:s, s:(KO), s:i, s:O, s:K}",
-                           "shape", shape,
-                           "typestr", typestr,
-                           "data", ufg_device_array_size(self) == 0
-                                       ? 0ull : (unsigned long long)(uintptr_t)self->ptr,
-                           self->readonly ? Py_True : Py_False,
-                           "version", 3,
-                           "strides", strides,
-                           "stream", (unsigned long long)stream);
-    if (result != NULL && self->exports_no_stream &&
-        PyDict_SetItemString(result, "stream", Py_None) < 0) {
-        Py_CLEAR(result);
+    const unsigned long long ptr = ufg_device_array_size(self) == 0
+                                       ? 0ull : (unsigned long long)(uintptr_t)self->ptr;
+    PyObject *result, *typestr;
+    int status;
+
+    if (ufg_export_init() < 0 || (typestr = ufg_export_typestr(self->code)) == NULL ||
+        (result = PyDict_New()) == NULL) {
+        return NULL;
     }
-done:
-    Py_XDECREF(shape);
-    Py_XDECREF(strides);
+    status = ufg_export_set(result, UFG_EXPORT_SHAPE,
+                            ufg_int64_tuple_new(self->shape, self->ndim)) < 0 ||
+             ufg_export_set(result, UFG_EXPORT_TYPESTR, Py_NewRef(typestr)) < 0 ||
+             ufg_export_set(result, UFG_EXPORT_DATA, ufg_export_data(ptr, self->readonly)) < 0 ||
+             ufg_export_set(result, UFG_EXPORT_VERSION, Py_NewRef(ufg_export_version)) < 0 ||
+             /* None marks C-contiguous data, as the interface prefers. */
+             ufg_export_set(result, UFG_EXPORT_STRIDES,
+                            ufg_device_array_is_c_contiguous(self)
+                                ? Py_NewRef(Py_None)
+                                : ufg_int64_tuple_new(self->strides, self->ndim)) < 0 ||
+             ufg_export_set(result, UFG_EXPORT_STREAM,
+                            self->exports_no_stream ? Py_NewRef(Py_None)
+                                                    : PyLong_FromUnsignedLongLong(stream)) < 0;
+    if (status) {
+        Py_DECREF(result);
+        return NULL;
+    }
     return result;
 }
