@@ -112,6 +112,14 @@ def element_arguments(fn: Function, sig, offset: str, values: str | None = None)
     return "".join(f", {one(arg)}" for arg in fn.args)
 
 
+def uses_cub(module: Module, fastmath: bool) -> bool:
+    """Whether a kernel file (the fast-math one or the other) includes CUB: some function of
+    it reduces and scans whole lines with CUB's algorithms, which an associative function
+    with a reduction does."""
+    return any(fn.associative and fn.reduce_signatures and fn.fastmath == fastmath
+               for fn in module.functions)
+
+
 def core_accessor(arg: Arg, t: ElementType) -> str:
     """`x(i, j)`: one element of a core array, whatever its strides: an lvalue, or for an
     input stored as another type (float16) its value (the model refuses such outputs)."""
@@ -295,7 +303,7 @@ def environment() -> jinja2.Environment:
         c_string=c_string, c_comment=c_comment, c_body=c_body, c_param=c_param,
         output_store=output_store, core_accessor=core_accessor,
         load=load, store=store, dtype_code=dtype_code,
-        device_read=device_read, element_arguments=element_arguments,
+        device_read=device_read, element_arguments=element_arguments, uses_cub=uses_cub,
         wrapper_doc=wrapper_doc, ufunc_doc=ufunc_doc, identity_spec=identity_spec,
         descriptor_flags=descriptor_flags, target_clones=target_clones, reduce_clones=reduce_clones,
         aligns_stores=aligns_stores,

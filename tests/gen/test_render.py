@@ -43,6 +43,18 @@ def test_each_body_is_written_once_and_included_by_the_host_loops_and_the_kernel
     assert examples["ex_bodies.h"].count("UFG_BODY_FN void\nufg_body_add_float64(") == 1
 
 
+def test_cub_is_included_only_where_an_associative_function_reduces_whole_lines(examples):
+    # add (associative, with reductions) is in the exact file; the fast-math file has none
+    kernels, fast = examples["ex_kernels.cu"], examples["ex_kernels_fastmath.cu"]
+    assert "#include <cub/device/device_scan.cuh>" in kernels
+    assert "UFG_LAUNCHER(total_add_float32)" in kernels
+    assert "UFG_LAUNCHER(scan_add_float32)" in kernels
+    assert "cub/" not in fast
+    # a function not declared associative gets neither launcher
+    assert "UFG_LAUNCHER(scan_custom_op" not in kernels
+    assert "UFG_LAUNCHER(total_custom_op" not in kernels
+
+
 def test_kernels_of_functions_that_opt_in_to_fast_math_are_in_a_file_of_their_own(
         tmp_path, fastmath_signatures):
     source = tmp_path / "fm.ufunc"

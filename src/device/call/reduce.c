@@ -464,7 +464,8 @@ ufg_reduce_plan_steps(const ufg_backend *backend, int device, int associative,
     while (plan->steps[plan->nsteps - 1].n_chunks > 1) {
         const ufg_reduce_step *previous = &plan->steps[plan->nsteps - 1];
         const int64_t next = plan->nsteps + 1 < UFG_REDUCE_MAX_STEPS
-            ? ufg_reduction_chunk_count(previous->n_chunks, plan->n_out, threads, UFG_REDUCE_CHUNK)
+            ? ufg_reduction_chunk_count(previous->n_chunks, plan->n_out, threads,
+                                        UFG_REDUCE_CHUNK)
             : 1;
 
         ufg_reduce_partials_step(previous, itemsize, next, keep_strides[1],
