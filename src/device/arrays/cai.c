@@ -7,16 +7,32 @@
 
 #include "dtypes.h"
 
-/* The interface's keys, version and type strings, made once: the property is read at every
- * hand-over to CuPy or PyTorch (each result wrapped as one of their arrays), and a dict built
- * from C strings made and hashed every key again, and printed the type string. */
-enum {
-    UFG_EXPORT_SHAPE, UFG_EXPORT_TYPESTR, UFG_EXPORT_DATA, UFG_EXPORT_VERSION,
-    UFG_EXPORT_STRIDES, UFG_EXPORT_STREAM, UFG_EXPORT_KEYS
-};
-static const char *const ufg_export_key_names[UFG_EXPORT_KEYS] = {
-    "shape", "typestr", "data", "version", "strides", "stream"};
-static PyObject *ufg_export_keys[UFG_EXPORT_KEYS], *ufg_export_version;
+const char *const ufg_cai_key_names[UFG_CAI_KEYS] = {
+    "shape", "typestr", "data", "version", "strides", "stream", "mask"};
+static PyObject *ufg_cai_keys[UFG_CAI_KEYS];
+
+int
+ufg_cai_keys_ready(void)
+{
+    for (int k = 0; k < UFG_CAI_KEYS; k++) {
+        if (ufg_cai_keys[k] == NULL &&
+            (ufg_cai_keys[k] = PyUnicode_InternFromString(ufg_cai_key_names[k])) == NULL) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+PyObject *
+ufg_cai_key_str(ufg_cai_key key)
+{
+    return ufg_cai_keys[key];
+}
+
+/* The export's version and type strings, made once: the property is read at every hand-over
+ * to CuPy or PyTorch (each result wrapped as one of their arrays), and printing the type
+ * string each time cost as much as the rest. */
+static PyObject *ufg_export_version;
 static PyObject *ufg_export_typestrs[UFG_DT_COUNT];
 
 static int
@@ -25,11 +41,8 @@ ufg_export_init(void)
     if (ufg_export_version != NULL) {
         return 0;
     }
-    for (int k = 0; k < UFG_EXPORT_KEYS; k++) {
-        if (ufg_export_keys[k] == NULL &&
-            (ufg_export_keys[k] = PyUnicode_InternFromString(ufg_export_key_names[k])) == NULL) {
-            return -1;
-        }
+    if (ufg_cai_keys_ready() < 0) {
+        return -1;
     }
     ufg_export_version = PyLong_FromLong(3);
     return ufg_export_version == NULL ? -1 : 0;
@@ -50,9 +63,10 @@ ufg_export_typestr(ufg_dtype_code code)
 
 /* result[key] = value, stealing the reference to value (NULL: an error already raised). */
 static int
-ufg_export_set(PyObject *result, int key, PyObject *value)
+ufg_export_set(PyObject *result, ufg_cai_key key, PyObject *value)
 {
-    const int status = value == NULL ? -1 : PyDict_SetItem(result, ufg_export_keys[key], value);
+    const int status = value == NULL ? -1
+                                     : PyDict_SetItem(result, ufg_cai_key_str(key), value);
 
     Py_XDECREF(value);
     return status;
@@ -87,17 +101,17 @@ ufg_device_array_cai(ufg_DeviceArrayObject *self, void *Py_UNUSED(closure))
         (result = PyDict_New()) == NULL) {
         return NULL;
     }
-    status = ufg_export_set(result, UFG_EXPORT_SHAPE,
+    status = ufg_export_set(result, UFG_CAI_SHAPE,
                             ufg_int64_tuple_new(self->shape, self->ndim)) < 0 ||
-             ufg_export_set(result, UFG_EXPORT_TYPESTR, Py_NewRef(typestr)) < 0 ||
-             ufg_export_set(result, UFG_EXPORT_DATA, ufg_export_data(ptr, self->readonly)) < 0 ||
-             ufg_export_set(result, UFG_EXPORT_VERSION, Py_NewRef(ufg_export_version)) < 0 ||
+             ufg_export_set(result, UFG_CAI_TYPESTR, Py_NewRef(typestr)) < 0 ||
+             ufg_export_set(result, UFG_CAI_DATA, ufg_export_data(ptr, self->readonly)) < 0 ||
+             ufg_export_set(result, UFG_CAI_VERSION, Py_NewRef(ufg_export_version)) < 0 ||
              /* None marks C-contiguous data, as the interface prefers. */
-             ufg_export_set(result, UFG_EXPORT_STRIDES,
+             ufg_export_set(result, UFG_CAI_STRIDES,
                             ufg_device_array_is_c_contiguous(self)
                                 ? Py_NewRef(Py_None)
                                 : ufg_int64_tuple_new(self->strides, self->ndim)) < 0 ||
-             ufg_export_set(result, UFG_EXPORT_STREAM,
+             ufg_export_set(result, UFG_CAI_STREAM,
                             self->exports_no_stream ? Py_NewRef(Py_None)
                                                     : PyLong_FromUnsignedLongLong(stream)) < 0;
     if (status) {

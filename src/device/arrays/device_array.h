@@ -123,6 +123,19 @@ PyObject *ufg_device_array_copy_to_host(ufg_DeviceArrayObject *self, PyObject *a
 ufg_DeviceArrayObject *ufg_device_array_contiguous_copy(ufg_DeviceArrayObject *self,
                                                         uintptr_t stream, PyObject *keeper);
 PyObject *ufg_device_array_cai(ufg_DeviceArrayObject *self, void *closure);
+
+/* cai.c: the CUDA array interface's keys, as the export above writes them and the import of
+ * foreign arrays (call/operands.c) reads them: interned once, since each lookup or insertion
+ * by C string made and hashed a str of its own, several per array per call. */
+typedef enum {
+    UFG_CAI_SHAPE, UFG_CAI_TYPESTR, UFG_CAI_DATA, UFG_CAI_VERSION, UFG_CAI_STRIDES,
+    UFG_CAI_STREAM, UFG_CAI_MASK, UFG_CAI_KEYS
+} ufg_cai_key;
+extern const char *const ufg_cai_key_names[UFG_CAI_KEYS];
+/* Interns the keys, once: 0, or -1 with an exception set. */
+int ufg_cai_keys_ready(void);
+/* A key's str (borrowed), once ufg_cai_keys_ready has succeeded. */
+PyObject *ufg_cai_key_str(ufg_cai_key key);
 PyObject *ufg_device_array_dlpack(ufg_DeviceArrayObject *self, PyObject *args,
                                   PyObject *kwargs);
 PyObject *ufg_device_array_dlpack_device(ufg_DeviceArrayObject *self, PyObject *unused);

@@ -15,26 +15,14 @@
 
 static PyObject *ufg_cai_name, *ufg_dlpack_name, *ufg_dlpack_device_name, *ufg_module_name;
 
-/* The interface's keys, interned once: looked up by C string, each lookup made and hashed a
- * str of its own, a dozen per array per call. */
-enum {
-    UFG_CAI_SHAPE, UFG_CAI_TYPESTR, UFG_CAI_DATA, UFG_CAI_VERSION, UFG_CAI_STRIDES,
-    UFG_CAI_MASK, UFG_CAI_STREAM, UFG_CAI_KEYS
-};
-static const char *const ufg_cai_key_names[UFG_CAI_KEYS] = {
-    "shape", "typestr", "data", "version", "strides", "mask", "stream"};
-static PyObject *ufg_cai_keys[UFG_CAI_KEYS];
-
 static int
 ufg_operands_intern(void)
 {
     if (ufg_cai_name != NULL) {
         return 0;
     }
-    for (int k = 0; k < UFG_CAI_KEYS; k++) {
-        if ((ufg_cai_keys[k] = PyUnicode_InternFromString(ufg_cai_key_names[k])) == NULL) {
-            return -1;
-        }
+    if (ufg_cai_keys_ready() < 0) {
+        return -1;
     }
     ufg_module_name = PyUnicode_InternFromString("__module__");
     ufg_dlpack_name = PyUnicode_InternFromString("__dlpack__");
@@ -46,9 +34,9 @@ ufg_operands_intern(void)
 
 /* cai[key] (borrowed), or NULL when absent. */
 static PyObject *
-ufg_cai_get(PyObject *cai, int key)
+ufg_cai_get(PyObject *cai, ufg_cai_key key)
 {
-    return PyDict_GetItem(cai, ufg_cai_keys[key]);
+    return PyDict_GetItem(cai, ufg_cai_key_str(key));
 }
 
 /* How messages name an object's type, as type.__module__ and __name__ do ("numpy.ndarray",
@@ -337,7 +325,7 @@ ufg_cai_version(PyObject *version, const char *where)
 static int
 ufg_cai_checked_fields(PyObject *cai, const char *where, const char *what, ufg_operand *op)
 {
-    static const int required[] = {
+    static const ufg_cai_key required[] = {
         UFG_CAI_SHAPE, UFG_CAI_TYPESTR, UFG_CAI_DATA, UFG_CAI_VERSION};
     PyObject *strides, *mask;
     int nstrides;
