@@ -406,8 +406,18 @@ class Function:
         """The loops that run NumPy's reduce calls as a reordered (pairwise, vectorized)
         reduction on the host: every loop of an `associative: true` function, which the
         validator allows only on binary functions whose loops take and give one type.  A
-        float16 loop is left to NumPy's reduction, which rounds every step as NumPy does."""
-        return tuple(s for s in self.signatures if not s.element_type.converts) \
+        float16 or bfloat16 loop's steps stay in float, rounded once per call
+        (host_reduce.h)."""
+        return self.signatures if self.associative else ()
+
+    @property
+    def widened_reduce_signatures(self) -> tuple[TypeSignature, ...]:
+        """The loops whose reductions step in the type the body computes in and round to the
+        stored type once: an associative function's float16 and bfloat16 loops, as NumPy's
+        own float16 add.  Once per loop call on the host (host_reduce.h); on the device once
+        per thread's chunk (a partial result) and per reduceat segment.  Scans still round
+        every step: each partial result is an output element."""
+        return tuple(s for s in self.signatures if s.element_type.converts) \
             if self.associative else ()
 
     @property

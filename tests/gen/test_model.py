@@ -377,8 +377,10 @@ def test_associative_is_a_flag_that_is_off_by_default():
 
 
 def test_every_loop_of_an_associative_function_gets_a_host_reduction_and_others_none():
-    fn = function(ufunc("int64(int64, int64), float32(float32, float32)", extra="associative: true"))
-    assert [s.text for s in fn.host_reduce_signatures] == ["int64(int64, int64)", "float32(float32, float32)"]
+    fn = function(ufunc("int64(int64, int64), float32(float32, float32), float16(float16, float16)",
+                        extra="associative: true"))
+    assert [s.text for s in fn.host_reduce_signatures] == [
+        "int64(int64, int64)", "float32(float32, float32)", "float16(float16, float16)"]
     assert function(ufunc("float64(float64, float64)")).host_reduce_signatures == ()
     assert function(ufunc("float64(float64, float64)", extra="associative: false")).host_reduce_signatures == ()
 

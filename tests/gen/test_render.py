@@ -55,6 +55,26 @@ def test_cub_is_included_only_where_an_associative_function_reduces_whole_lines(
     assert "UFG_LAUNCHER(total_custom_op" not in kernels
 
 
+def test_an_associative_float16_loop_reduces_in_float_on_the_device_with_no_cub_total(examples):
+    kernels, module_c = examples["ex_kernels.cu"], examples["ex_module.c"]
+    # CUB's total would round every step to float16; its scan, whose every step is an output
+    # element, stays
+    assert "UFG_LAUNCHER(total_add_float16)" not in kernels
+    assert "UFG_LAUNCHER(scan_add_float16)" in kernels
+    assert "ufg_launch_sim_total_add_float16" not in module_c
+    reduce_kernel = kernels.split("ufg_reduce_kernel_add_float16(const ufg_reduce_params p)")[1]
+    reduce_kernel = reduce_kernel.split("UFG_DEFINE_LAUNCHER")[0]
+    assert "float acc = ufg_half_to_float(" in reduce_kernel
+    assert "ufg_reduce_wide_step_add_float16(&acc, x0);" in reduce_kernel
+    assert "= ufg_float_to_half(acc);" in reduce_kernel
+    reduceat_kernel = kernels.split("ufg_reduceat_kernel_add_float16(const ufg_reduce_params p)")[1]
+    assert "ufg_reduce_wide_step_add_float16(&acc," in reduceat_kernel.split("UFG_DEFINE_LAUNCHER")[0]
+    # the scan rounds every step; so do every loop's kernels of a function not associative
+    accumulate_kernel = kernels.split("ufg_accumulate_kernel_add_float16(const ufg_reduce_params p)")[1]
+    assert "ufg_reduce_wide_step" not in accumulate_kernel.split("UFG_DEFINE_LAUNCHER")[0]
+    assert "ufg_reduce_wide_step_add_float32" not in kernels
+
+
 def test_kernels_of_functions_that_opt_in_to_fast_math_are_in_a_file_of_their_own(
         tmp_path, fastmath_signatures):
     source = tmp_path / "fm.ufunc"
@@ -112,8 +132,15 @@ def test_every_loop_of_a_unary_or_binary_function_of_one_output_gets_an_at_kerne
 
 def test_only_associative_functions_get_host_reductions_and_pass_them_to_the_loop_driver(examples):
     module_c = examples["ex_module.c"]
-    assert module_c.count('#include "ufuncgen/host_reduce_impl.h"') == 3     # add: 3 loops
+    assert module_c.count('#include "ufuncgen/host_reduce_impl.h"') == 4     # add: 4 loops
     assert "#define UFG_REDUCE_BODY ufg_body_add_float32" in module_c
+    # float16 steps in float, read and rounded through the prelude's conversions
+    half = module_c.split("#define UFG_REDUCE_BODY ufg_body_add_float16")[0].rsplit("#define UFG_REDUCE_T", 1)[1]
+    assert half.split() == ["float", "#define", "UFG_REDUCE_STORAGE", "ufg_half", "#define", "UFG_REDUCE_LOAD",
+                            "ufg_half_to_float", "#define", "UFG_REDUCE_STORE", "ufg_float_to_half",
+                            "#define", "UFG_REDUCE_LOAD_BLOCK", "ufg_halves_to_floats"]
+    assert "UFG_REDUCE_STORAGE" not in module_c.split("#define UFG_REDUCE_BODY ufg_body_add_float32")[0].rsplit(
+        "#define UFG_REDUCE_T", 1)[1]
     assert "&ufg_reduce_add_int64_ops," in module_c
     assert "ufg_reduce_hypot" not in module_c and "ufg_reduce_custom_op" not in module_c
     hypot_loop = module_c.split("ufg_loop_hypot_float64(")[1].split("\n}")[0]

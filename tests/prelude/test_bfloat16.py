@@ -4,6 +4,8 @@ loaded into float exactly and stored rounded to nearest even with ml_dtypes' bit
 own casts and loops are the reference."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -36,6 +38,15 @@ ufunc narrow64(x) -> y
 ufunc bsum(x, y) -> s
     types: float32(float32, float32), bfloat16(bfloat16, bfloat16)
     identity: 0
+{
+    s = x + y;
+}
+
+ufunc bsum_reordered(x, y) -> s
+    doc: bsum, associative: its .reduce steps in float and rounds once per loop call.
+    types: bfloat16(bfloat16, bfloat16)
+    identity: 0
+    associative: true
 {
     s = x + y;
 }
@@ -190,6 +201,29 @@ def test_reduce_runs_the_bfloat16_loop_in_numpys_order(bf):
         acc = np.add(acc, v)                  # ml_dtypes rounds every step too
     assert _bits(bf.bsum.reduce(x)) == _bits(np.asarray(acc))
     assert bf.bsum.reduce(np.zeros(0, BF16)).astype(np.float32) == 0
+
+
+@pytest.mark.parametrize("size", [5, 63, 64, 300, 70_000])
+def test_reduce_of_an_associative_bfloat16_function_steps_in_float32_and_rounds_once(bf, size):
+    """ml_dtypes' np.add.reduce rounds every step to bfloat16 (8 bits): over 300 values its
+    error is many ULP of the sum, where one rounding of float32 steps is within one."""
+    x = np.random.default_rng(size).standard_normal(size).astype(BF16)
+    got = bf.bsum_reordered.reduce(x)
+    assert got.dtype == BF16
+    exact = math.fsum(x.astype(np.float64).tolist())
+    # Half a bfloat16 ULP (8 bits) of rounding, after float32 steps in a pairwise order
+    # (tests/examples/test_reductions.py's pairwise_bound).
+    steps = min(size, 64 + max(0, math.ceil(math.log2(size / 128)))) + 3
+    bound = 2.0 ** (math.floor(math.log2(abs(exact))) - 8) + steps * 2.0 ** -24 * float(
+        np.sum(np.abs(x.astype(np.float64))))
+    assert abs(float(got) - exact) <= bound, (float(got), exact)
+    if size < 64:                 # fewer than two rows of lanes: in order, from the first
+        acc = np.float32(x[0])
+        for v in x[1:]:
+            acc = np.float32(acc + np.float32(v))
+        assert _bits(got) == _bits(np.asarray(acc).astype(BF16))
+    step_by_step = np.add.reduce(x)                    # ml_dtypes' loop
+    assert abs(float(got) - exact) <= abs(float(step_by_step) - exact)
 
 
 def test_numpys_own_loops_of_the_same_function_are_untouched(bf):

@@ -27,6 +27,13 @@
  * reduced on any thread, then combined by the same counter, give the same bits (see
  * ufg_reduce_total).
  *
+ * A type stored as something other than what the body computes in (float16 and bfloat16,
+ * computed as float) is widened as it is read, and its partial results stay floats: the
+ * steps of one call round to float, and only the call's result, combined into NumPy's
+ * accumulator, is rounded to the stored type, once.  So is NumPy's own float16 sum
+ * (np.add.reduce adds in float32 and rounds at the end of each loop call); rounding each
+ * step to float16, as an ordered reduction does, lost all but a few bits of a long sum.
+ *
  * The typed half (the leaf, the counter, the three entry points of ufg_reduce_ops) is
  * host_reduce_impl.h, included once per reorderable loop by the generated module.
  */
@@ -53,17 +60,29 @@ _Static_assert((UFG_REDUCE_LANES & (UFG_REDUCE_LANES - 1)) == 0, "lanes fold pai
 _Static_assert((UFG_REDUCE_PART / UFG_REDUCE_LEAF & (UFG_REDUCE_PART / UFG_REDUCE_LEAF - 1)) == 0,
                "a part is a power-of-two number of leaves: one complete subtree");
 
-/* One reorderable loop's reduction, on raw bytes (defined per type by host_reduce_impl.h). */
+/* One reorderable loop's reduction, on raw bytes (defined per type by host_reduce_impl.h).
+ * Its partial results are of the type the body computes in: for float16 and bfloat16 a
+ * float, 4 bytes, where an element and the accumulator are stored in 2. */
 typedef struct {
-    int itemsize;
+    int itemsize;           /* an element, and NumPy's accumulator, as stored */
+    int partial_size;       /* a partial result */
     /* *result = the reduction of n >= 1 elements at `in`, `stride` bytes apart. */
     void (*range)(npy_intp n, const char *in, npy_intp stride, char *result);
     /* *result = the same reduction of a range cut into `count` complete parts, whose results
      * are `values` (contiguous), followed by the rest's result `rest` (NULL: no rest). */
     void (*parts)(npy_intp count, const char *values, const char *rest, char *result);
-    /* *acc = f(*acc, *x) */
+    /* *acc = f(*acc, *x): the accumulator as stored, x a partial result */
     void (*combine)(char *acc, const char *x);
+    /* *acc = f(...f(f(*acc, x0), x1)..., x[n-1]), in order, rounded to the stored type once */
+    void (*ordered)(npy_intp n, const char *in, npy_intp stride, char *acc);
 } ufg_reduce_ops;
+
+/* Whether a loop's reduction computes in a wider type than it stores (float16, bfloat16). */
+static inline bool
+ufg_reduce_widens(const ufg_reduce_ops *ops)
+{
+    return ops->partial_size != ops->itemsize;
+}
 
 /*
  * Whether NumPy called a binary loop in the reduce pattern: output 0 is input 0, both with
@@ -90,7 +109,7 @@ ufg_reduce_task(void *context, int64_t index)
     const ufg_reduce_job *job = (const ufg_reduce_job *)context;
     const npy_intp part = (npy_intp)index + 1;
     job->ops->range(UFG_REDUCE_PART, job->in + part * UFG_REDUCE_PART * job->stride,
-                    job->stride, job->values + part * job->ops->itemsize);
+                    job->stride, job->values + part * job->ops->partial_size);
 }
 
 /*
@@ -105,7 +124,8 @@ ufg_reduce_total(const ufg_reduce_ops *ops, const char *in, npy_intp n, npy_intp
 {
     const npy_intp count = n / UFG_REDUCE_PART;
     const int threads = ufg_parallel_threads(threads_allowed, n, &ufg_threads->min_elements);
-    char *values = threads > 1 && count >= 2 ? malloc((size_t)count * (size_t)ops->itemsize) : NULL;
+    char *values = threads > 1 && count >= 2 ? malloc((size_t)count * (size_t)ops->partial_size)
+                                             : NULL;
     if (values == NULL) {
         ops->range(n, in, stride, total);
         return;
@@ -131,30 +151,43 @@ ufg_reduce_total(const ufg_reduce_ops *ops, const char *in, npy_intp n, npy_intp
     free(values);
 }
 
+/* acc = f(acc, reduction of the n inputs): pairwise from UFG_REDUCE_MIN elements on, fewer
+ * in NumPy's order (the lanes need two rows of elements). */
+static void
+ufg_reduce_into(char **args, npy_intp n, const npy_intp *steps, const ufg_reduce_ops *ops,
+                bool threads_allowed)
+{
+    _Alignas(8) char total[UFG_MAX_ITEMSIZE];
+    if (n < UFG_REDUCE_MIN) {
+        ops->ordered(n, args[1], steps[1], args[0]);
+        return;
+    }
+    ufg_reduce_total(ops, args[1], n, steps[1], threads_allowed, total);
+    ops->combine(args[0], total);
+}
+
 /*
- * A reduce-pattern call of a reorderable loop: acc = f(acc, reduction of the n inputs).
- * `exact` is the loop's scalar kernel when its body calls vector math (see ufg_run_block):
- * a reduction that raised invalid, divide-by-zero or overflow then runs again in NumPy's
- * order through it, from the saved accumulator, so only scalar libm's flags reach NumPy.
+ * A reduce-pattern call of a reorderable loop.  `exact` is the loop's scalar kernel when its
+ * body calls vector math (see ufg_run_block), else NULL: a reduction that raised invalid,
+ * divide-by-zero or overflow then runs again in NumPy's order through the scalar
+ * ops->ordered, from the saved accumulator, so only scalar libm's flags reach NumPy.
  */
 static void
 ufg_run_reduce(char **args, npy_intp n, const npy_intp *steps, const ufg_reduce_ops *ops,
                ufg_contiguous_kernel exact, bool threads_allowed)
 {
-    _Alignas(8) char total[UFG_MAX_ITEMSIZE], saved_acc[UFG_MAX_ITEMSIZE];
+    _Alignas(8) char saved_acc[UFG_MAX_ITEMSIZE];
     if (exact == NULL) {
-        ufg_reduce_total(ops, args[1], n, steps[1], threads_allowed, total);
-        ops->combine(args[0], total);
+        ufg_reduce_into(args, n, steps, ops, threads_allowed);
         return;
     }
     memcpy(saved_acc, args[0], (size_t)ops->itemsize);
     const unsigned saved = ufg_fp_save_clear();
-    ufg_reduce_total(ops, args[1], n, steps[1], threads_allowed, total);
-    ops->combine(args[0], total);
+    ufg_reduce_into(args, n, steps, ops, threads_allowed);
     if (ufg_fp_errors_raised()) {
         memcpy(args[0], saved_acc, (size_t)ops->itemsize);
         ufg_fp_clear();
-        ufg_run_elementwise_serial(args, n, steps, 3, exact);
+        ops->ordered(n, args[1], steps[1], args[0]);
     }
     ufg_fp_restore(saved);
 }

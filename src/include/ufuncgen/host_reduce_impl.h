@@ -7,11 +7,29 @@
  *   UFG_REDUCE_NAME(part)   this loop's names                       ufg_reduce_add_float32##part
  *   UFG_REDUCE_CLONES       the loop's target clones                UFG_TARGET_CLONES
  *
+ * and, for a type stored as something else than the T it is computed in (float16), three or
+ * four more: the storage type, the prelude's conversions of one element to and from T, and
+ * optionally the runtime's of a contiguous block to T (half_blocks.h):
+ *
+ *   UFG_REDUCE_STORAGE      ufg_half
+ *   UFG_REDUCE_LOAD         ufg_half_to_float
+ *   UFG_REDUCE_STORE        ufg_float_to_half
+ *   UFG_REDUCE_LOAD_BLOCK   ufg_halves_to_floats
+ *
  * It defines `static const ufg_reduce_ops UFG_REDUCE_NAME(_ops)` and undefines the macros.
  * No guard: each inclusion is another type.
  */
 #define T_ UFG_REDUCE_T
 #define F_ UFG_REDUCE_BODY
+#ifdef UFG_REDUCE_STORAGE
+#define S_ UFG_REDUCE_STORAGE
+#define LOAD_(x) UFG_REDUCE_LOAD(x)
+#define STORE_(x) UFG_REDUCE_STORE(x)
+#else
+#define S_ T_
+#define LOAD_(x) (x)
+#define STORE_(x) (x)
+#endif
 
 /* The reduction of one leaf: 1 <= m <= UFG_REDUCE_LEAF contiguous values (fewer than
  * UFG_REDUCE_MIN: in order). */
@@ -82,23 +100,39 @@ UFG_REDUCE_NAME(_fold)(const UFG_REDUCE_NAME(_tree) *tree)
     return r;
 }
 
+/* A leaf's m elements (`stride` bytes apart) as T, in `widened`, for a stored type that is not
+ * T; else where they are, or gathered into `widened` when strided. */
+UFG_INLINE const T_ *
+UFG_REDUCE_NAME(_leaf_values)(const char *leaf, npy_intp m, npy_intp stride, T_ *widened)
+{
+#if defined(UFG_REDUCE_STORAGE) && defined(UFG_REDUCE_LOAD_BLOCK)
+    if (stride == (npy_intp)sizeof(S_)) {
+        UFG_REDUCE_LOAD_BLOCK((const S_ *)leaf, widened, m);
+        return widened;
+    }
+#elif !defined(UFG_REDUCE_STORAGE)
+    if (stride == (npy_intp)sizeof(S_)) {
+        return (const T_ *)leaf;
+    }
+#endif
+    for (npy_intp i = 0; i < m; i++) {
+        S_ value;
+        memcpy(&value, leaf + i * stride, sizeof value);
+        widened[i] = LOAD_(value);
+    }
+    return widened;
+}
+
 /* ufg_reduce_ops.range: compiled for each CPU level, as the elementwise kernels are. */
 UFG_REDUCE_CLONES static void
 UFG_REDUCE_NAME(_range)(npy_intp n, const char *in, npy_intp stride, char *result)
 {
     UFG_REDUCE_NAME(_tree) tree;
     tree.depth = 0;
-    T_ gathered[UFG_REDUCE_LEAF];
+    T_ widened[UFG_REDUCE_LEAF];
     for (npy_intp start = 0; start < n; start += UFG_REDUCE_LEAF) {
         const npy_intp m = n - start < UFG_REDUCE_LEAF ? n - start : UFG_REDUCE_LEAF;
-        const char *leaf = in + start * stride;
-        const T_ *x = (const T_ *)leaf;
-        if (stride != (npy_intp)sizeof(T_)) {
-            for (npy_intp i = 0; i < m; i++) {
-                gathered[i] = *(const T_ *)(leaf + i * stride);
-            }
-            x = gathered;
-        }
+        const T_ *x = UFG_REDUCE_NAME(_leaf_values)(in + start * stride, m, stride, widened);
         /* A whole leaf has a constant length: its loops unroll with no early exits, so the
          * lanes stay in registers.  The same operations as for any m. */
         UFG_REDUCE_NAME(_push)(&tree, m == UFG_REDUCE_LEAF ? UFG_REDUCE_NAME(_leaf)(x, UFG_REDUCE_LEAF)
@@ -130,23 +164,50 @@ UFG_REDUCE_NAME(_parts)(npy_intp count, const char *values, const char *rest, ch
     memcpy(result, &v, sizeof v);
 }
 
-/* ufg_reduce_ops.combine */
+/* ufg_reduce_ops.ordered: NumPy's own order, from the accumulator, each step in T and the
+ * result rounded to the stored type once, as NumPy's float16 loop reduces.  Scalar, as the
+ * flag-exact re-run of a reduction that raised needs (ufg_run_reduce). */
+UFG_SCALAR_COPY static void
+UFG_REDUCE_NAME(_ordered)(npy_intp n, const char *in, npy_intp stride, char *acc)
+{
+    S_ stored;
+    memcpy(&stored, acc, sizeof stored);
+    T_ a = LOAD_(stored);
+    for (npy_intp i = 0; i < n; i++) {
+        memcpy(&stored, in + i * stride, sizeof stored);
+        F_(a, LOAD_(stored), &a);
+    }
+    stored = STORE_(a);
+    memcpy(acc, &stored, sizeof stored);
+}
+
+/* ufg_reduce_ops.combine: the one rounding to a stored type that is not T. */
 static void
 UFG_REDUCE_NAME(_combine)(char *acc, const char *x)
 {
+    S_ stored;
     T_ a, b;
-    memcpy(&a, acc, sizeof a);
+    memcpy(&stored, acc, sizeof stored);
     memcpy(&b, x, sizeof b);
-    F_(a, b, &a);
-    memcpy(acc, &a, sizeof a);
+    F_(LOAD_(stored), b, &a);
+    stored = STORE_(a);
+    memcpy(acc, &stored, sizeof stored);
 }
 
 static const ufg_reduce_ops UFG_REDUCE_NAME(_ops) = {
-    (int)sizeof(T_), UFG_REDUCE_NAME(_range), UFG_REDUCE_NAME(_parts), UFG_REDUCE_NAME(_combine),
+    (int)sizeof(S_), (int)sizeof(T_), UFG_REDUCE_NAME(_range), UFG_REDUCE_NAME(_parts),
+    UFG_REDUCE_NAME(_combine), UFG_REDUCE_NAME(_ordered),
 };
 
+#undef STORE_
+#undef LOAD_
+#undef S_
 #undef F_
 #undef T_
+#undef UFG_REDUCE_STORAGE
+#undef UFG_REDUCE_LOAD
+#undef UFG_REDUCE_STORE
+#undef UFG_REDUCE_LOAD_BLOCK
 #undef UFG_REDUCE_T
 #undef UFG_REDUCE_BODY
 #undef UFG_REDUCE_NAME
