@@ -559,15 +559,19 @@ def import_overhead_ms(runs):
     return statistics.median(importtime), wall_ms
 
 
-def reduce_ratios(n, repeat, rng):
+def reduce_ratios(n, repeat, rng, row_lengths=(1000,)):
     """{(dtype, case): (np.add.reduce time / ex.add.reduce time, ours, NumPy's)} on one
-    thread, for a 1-D array of n standard normal values and the same values as rows of 1,000
-    reduced along axis 1 (the contiguous one)."""
+    thread, for a 1-D array of n standard normal values and the same values as rows of each
+    of `row_lengths` reduced along axis 1 (the contiguous one): NumPy calls the loop once per
+    row."""
     results = {}
     for dtype_name in ("float32", "float64"):
         x = rng.standard_normal(n).astype(dtype_name)
-        rows = x[: n // 1000 * 1000].reshape(-1, 1000)
-        for case, array, kwargs in (("1-D", x, {}), ("2-D axis=1", rows, {"axis": 1})):
+        cases = [("1-D", x, {})]
+        for length in row_lengths:
+            label = "2-D axis=1" if length == 1000 else f"rows of {length} axis=1"
+            cases.append((label, x[: n // length * length].reshape(-1, length), {"axis": 1}))
+        for case, array, kwargs in cases:
             ours = ex.add.reduce(array, **kwargs)
             theirs = np.add.reduce(array, **kwargs)
             assert np.allclose(ours, theirs, rtol=1e-4, atol=1e-3)
@@ -736,10 +740,18 @@ def targets(results, n, repeat, rng, seed=0, scalar=None, gufuncs=None):
         check(f"{name} {dtype_name} (a scalar body) vs Numba @vectorize, one thread",
               f"{ratio:.2f}x", ratio >= 1.0, "target >= 1.0x; see Scalar bodies")
 
-    for (dtype_name, case), (ratio, ours, theirs) in reduce_ratios(n, repeat, rng).items():
+    for (dtype_name, case), (ratio, ours, theirs) in reduce_ratios(n, repeat, rng,
+                                                                   (1000, 40, 10)).items():
+        detail = (f"{n:,} elements; best ufuncgen {ours * 1e3:.2f} ms, np.add.reduce "
+                  f"{theirs * 1e3:.2f} ms")
+        if case.startswith("rows of"):
+            # Short rows: a loop call per row, whose cost NumPy's own loop pays too.  Shown,
+            # not judged: issue 13's rows are the 1-D array and rows of 1,000.
+            print(f"- INFO: add.reduce {dtype_name} {case} vs np.add.reduce, one thread: "
+                  f"{ratio:.2f}x ({detail})")
+            continue
         check(f"add.reduce {dtype_name} {case} vs np.add.reduce, one thread", f"{ratio:.2f}x",
-              ratio >= 1.0, f"target >= 1.0x; {n:,} elements; best ufuncgen "
-              f"{ours * 1e3:.2f} ms, np.add.reduce {theirs * 1e3:.2f} ms")
+              ratio >= 1.0, f"target >= 1.0x; {detail}")
     for dtype_name, ((ours, theirs), (mean_ours, mean_theirs)) in reduce_errors(n, seed).items():
         # One array: printed, not judged (either method may land a few ulps closer).
         print(f"- INFO: add.reduce {dtype_name} |error| vs math.fsum, {n:,} standard normal "

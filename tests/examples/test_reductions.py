@@ -153,15 +153,16 @@ from ufuncgen import _core  # noqa: E402
 
 import ufuncgen  # noqa: E402
 
-PAIRWISE_SIZES = (2, 7, 8, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 513, 4095, 4096, 4097,
+PAIRWISE_SIZES = (2, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 513, 4095, 4096, 4097,
                   65535, 65536, 65537, 2 * 65536 + 5, 300_007)
 FLOAT_DTYPES = [np.float32, np.float64]
 
 
 def pairwise_bound(dtype, n, magnitude):
     """|error| of a pairwise sum: each term goes through at most 63 additions in its leaf (a
-    short last leaf is summed in order), then log2(n / 128) + 1 tree levels, plus the
-    accumulator's and the reference's roundings, each relative to the sum of magnitudes."""
+    bound for any leaf: a long one over 32 lanes, a short one over 8, under 16 elements in
+    order), then log2(n / 128) + 1 tree levels, plus the accumulator's and the reference's
+    roundings, each relative to the sum of magnitudes."""
     levels = min(n, 64 + max(0, math.ceil(math.log2(max(n, 1) / 128)))) + 3
     return levels * eps(dtype) * magnitude
 
@@ -185,6 +186,57 @@ def test_add_reduce_is_within_the_pairwise_error_bound_around_every_block_bounda
     result = ex.add.reduce(with_layout(values, layout))
     assert np.asarray(result).dtype == dtype
     assert_pairwise_close(result, values, dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_add_reduce_of_rows_of_fewer_than_16_keeps_numpys_order_bit_for_bit(dtype, rng):
+    # NumPy calls the loop once per row, from the identity: the elements are added to it one
+    # after another (ufg_reduce_ops.ordered)
+    for columns in range(2, 16):
+        x = rng.uniform(-100, 100, (50, columns)).astype(dtype)
+        expected = x[:, 0].copy()
+        for j in range(1, columns):
+            expected = expected + x[:, j]
+        assert_exactly_equal(ex.add.reduce(x, axis=1), expected)
+
+
+@pytest.mark.parametrize("columns", [16, 17, 40, 63])
+@pytest.mark.parametrize("dtype", ADD_DTYPES)
+def test_add_reduce_of_rows_of_16_to_63_runs_over_8_lanes_within_the_pairwise_bound(dtype, columns,
+                                                                                   rng):
+    # A short row is reduced over 8 lanes, as NumPy's own add spreads it over 8 accumulators;
+    # it was one element per kernel call, 0.15x np.add.reduce for rows of 40
+    values = random_values(dtype, (300, columns), rng)
+    for layout in ("contiguous", "fortran", "reversed"):
+        got = ex.add.reduce(with_layout(values, layout), axis=1)
+        for row, result in zip(values, got):
+            assert_pairwise_close(result, row, dtype)
+
+
+def _eight_lanes(x):
+    """host_reduce_impl.h's order for one short leaf of 16 to 63 elements: lane j takes x[j],
+    x[j + 8], ... over whole rows of 8, the lanes are folded pairwise (j with j + 4, then + 2,
+    + 1), and the rest is added in order."""
+    lane = [x[j] + x[j + 8] for j in range(8)]
+    i = 16
+    while i + 8 <= len(x):
+        lane = [lane[j] + x[i + j] for j in range(8)]
+        i += 8
+    for width in (4, 2, 1):
+        lane = [lane[j] + lane[j + width] for j in range(width)] + lane[width:]
+    r = lane[0]
+    for v in x[i:]:
+        r = r + v
+    return r
+
+
+@pytest.mark.parametrize("columns", [16, 17, 40, 63])
+def test_a_row_of_16_to_63_is_summed_over_8_lanes_then_added_to_the_accumulator(columns, rng):
+    # NumPy starts each row from add's identity, 0, and hands the loop the whole row: one
+    # short leaf, then 0 + its result
+    x = rng.uniform(-100, 100, (20, columns)).astype(np.float32)
+    expected = np.array([np.float32(0) + _eight_lanes(list(row)) for row in x], np.float32)
+    assert_exactly_equal(ex.add.reduce(x, axis=1), expected)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
@@ -355,8 +407,8 @@ def test_float16_add_reduce_steps_in_float_and_rounds_once(size, layout, rng):
     assert abs(float(got) - exact) <= 0.5 * half_ulp(exact) + pairwise_bound(np.float32, size, magnitude)
 
 
-@pytest.mark.parametrize("size", [2, 5, 31, 63])
-def test_float16_add_reduce_of_fewer_than_64_elements_gives_numpys_bits(size, rng):
+@pytest.mark.parametrize("size", [2, 5, 15])
+def test_float16_add_reduce_of_fewer_than_16_elements_gives_numpys_bits(size, rng):
     """In NumPy's order from the accumulator, in float, rounded once: NumPy's own loop."""
     for _ in range(50):
         values = (rng.standard_normal(size) * 100).astype(np.float16)
@@ -365,14 +417,21 @@ def test_float16_add_reduce_of_fewer_than_64_elements_gives_numpys_bits(size, rn
                              np.asarray(np.add.reduce(values, initial=np.float16(0.1))))
 
 
-def test_float16_add_reduce_with_where_gives_numpys_bits(rng):
-    """NumPy's masked loop calls the loop once per run of kept elements, a few each."""
+def test_float16_add_reduce_with_where_gives_numpys_bits_where_runs_are_short(rng):
+    """NumPy's masked loop calls the loop once per run of kept elements: under 16 elements,
+    in NumPy's order and its bits; longer runs (most, at 90% kept) over lanes, within one
+    float16 ULP of NumPy's float32 sum rounded once."""
     values = (rng.standard_normal((6, 3000)) * 10).astype(np.float16)
-    for keep in (0.3, 0.7, 0.97):
+    for keep in (0.3, 0.5, 0.9):
         mask = rng.random(values.shape) < keep
         for axis in (1, None):
-            assert_exactly_equal(ex.add.reduce(values, axis=axis, where=mask, initial=0),
-                                 np.add.reduce(values, axis=axis, where=mask, initial=0))
+            ours = ex.add.reduce(values, axis=axis, where=mask, initial=0)
+            numpys = np.add.reduce(values, axis=axis, where=mask, initial=0)
+            if keep < 0.6:      # runs of 16 or more: 0.5**15 of them, none here
+                assert_exactly_equal(ours, numpys)
+            ulps = np.abs(np.asarray(ours).view(np.int16).astype(np.int64)
+                          - np.asarray(numpys).view(np.int16).astype(np.int64))
+            assert ulps.max() <= 1
 
 
 def test_float16_add_reduce_is_as_accurate_as_numpys_float32_sum():

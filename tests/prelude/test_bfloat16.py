@@ -203,7 +203,7 @@ def test_reduce_runs_the_bfloat16_loop_in_numpys_order(bf):
     assert bf.bsum.reduce(np.zeros(0, BF16)).astype(np.float32) == 0
 
 
-@pytest.mark.parametrize("size", [5, 63, 64, 300, 70_000])
+@pytest.mark.parametrize("size", [5, 16, 63, 64, 300, 70_000])
 def test_reduce_of_an_associative_bfloat16_function_steps_in_float32_and_rounds_once(bf, size):
     """ml_dtypes' np.add.reduce rounds every step to bfloat16 (8 bits): over 300 values its
     error is many ULP of the sum, where one rounding of float32 steps is within one."""
@@ -217,7 +217,7 @@ def test_reduce_of_an_associative_bfloat16_function_steps_in_float32_and_rounds_
     bound = 2.0 ** (math.floor(math.log2(abs(exact))) - 8) + steps * 2.0 ** -24 * float(
         np.sum(np.abs(x.astype(np.float64))))
     assert abs(float(got) - exact) <= bound, (float(got), exact)
-    if size < 64:                 # fewer than two rows of lanes: in order, from the first
+    if size < 17:                 # one call of size - 1 elements, in order, from the first
         acc = np.float32(x[0])
         for v in x[1:]:
             acc = np.float32(acc + np.float32(v))

@@ -514,11 +514,7 @@ ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int
                     ufg_contiguous_kernel exact, const ufg_reduce_ops *reduce,
                     bool threads_allowed, bool from_line)
 {
-    /* Shorter reductions keep NumPy's order (the lanes need two rows of elements): below,
-     * element by element, or for a type computed wider than stored in ufg_run_reduce, which
-     * rounds them once, as NumPy's float16 loop does. */
-    if (reduce != NULL && (n >= UFG_REDUCE_MIN || ufg_reduce_widens(reduce)) &&
-        ufg_is_reduce_call(args, n, steps, itemsizes[0])) {
+    if (reduce != NULL && ufg_is_reduce_call(args, n, steps, itemsizes[0])) {
         ufg_run_reduce(args, n, steps, reduce, exact, threads_allowed);
         return;
     }

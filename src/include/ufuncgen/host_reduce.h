@@ -8,7 +8,9 @@
  *
  *   - leaves of UFG_REDUCE_LEAF elements, each reduced with UFG_REDUCE_LANES independent
  *     accumulators (lane j takes elements j, j + LANES, ...), which the compiler turns into
- *     SIMD registers; the lanes are then folded pairwise (j with j + LANES/2, ...);
+ *     SIMD registers; the lanes are then folded pairwise (j with j + LANES/2, ...); a leaf of
+ *     fewer than two rows of them (a call's last, or a short call) the same way over
+ *     UFG_REDUCE_SHORT_LANES, and under two rows of those in order;
  *   - the leaf results combined pairwise by a binary counter (ufg_reduce_push): two results of
  *     the same level (2^level leaves each) merge as soon as both exist, so the partial sums
  *     form a balanced tree over the leaves;
@@ -46,8 +48,13 @@
 /* Accumulators per leaf: 32 floats are 4 AVX2 registers, enough independent adds to hide the
  * add latency; 32 doubles still fit AVX2's 16 registers. */
 #define UFG_REDUCE_LANES 32
-/* Fewer elements than this (two rows of lanes) are reduced in order: a call, or a last leaf. */
+/* A leaf of fewer elements than this (two rows of lanes) is reduced over
+ * UFG_REDUCE_SHORT_LANES lanes: the last leaf of a call, or a call of its own (a short line
+ * of a 2-D reduction, which NumPy's own add spreads over 8 accumulators too). */
 #define UFG_REDUCE_MIN (2 * UFG_REDUCE_LANES)
+#define UFG_REDUCE_SHORT_LANES 8
+/* Fewer elements than this are reduced in order: a call through ufg_reduce_ops.ordered. */
+#define UFG_REDUCE_SHORT_MIN (2 * UFG_REDUCE_SHORT_LANES)
 /* Elements per leaf: 4 per lane; a strided leaf is gathered into a stack buffer this long. */
 #define UFG_REDUCE_LEAF 128
 /* Elements per part of a multi-threaded reduction (65,536): 2^9 leaves, a complete subtree. */
@@ -151,14 +158,14 @@ ufg_reduce_total(const ufg_reduce_ops *ops, const char *in, npy_intp n, npy_intp
     free(values);
 }
 
-/* acc = f(acc, reduction of the n inputs): pairwise from UFG_REDUCE_MIN elements on, fewer
- * in NumPy's order (the lanes need two rows of elements). */
+/* acc = f(acc, reduction of the n inputs): over lanes from UFG_REDUCE_SHORT_MIN elements on,
+ * fewer in NumPy's order, from the accumulator. */
 static void
 ufg_reduce_into(char **args, npy_intp n, const npy_intp *steps, const ufg_reduce_ops *ops,
                 bool threads_allowed)
 {
     _Alignas(8) char total[UFG_MAX_ITEMSIZE];
-    if (n < UFG_REDUCE_MIN) {
+    if (n < UFG_REDUCE_SHORT_MIN) {
         ops->ordered(n, args[1], steps[1], args[0]);
         return;
     }
