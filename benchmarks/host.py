@@ -583,6 +583,28 @@ def reduce_ratios(n, repeat, rng, row_lengths=(1000,)):
     return results
 
 
+def in_order_reduce_ratios(n, repeat, rng):
+    """{case: Numba time / ufuncgen time} of custom_op.reduce (x*y + x, not declared
+    associative, so NumPy's order: one dependent chain) against the same @vectorize
+    function's .reduce, on one thread, over n values: 1-D and as rows of 1,000 and of 10.
+    Both run one compiled loop per NumPy loop call; the results are the same bits."""
+    peer = numba_peers(np.dtype(np.float64)).get("custom_op")
+    if peer is None:
+        return {}
+    values = rng.uniform(-0.001, 0.001, n)
+    results = {}
+    for case, array, kwargs in (("1-D", values, {}),
+                                ("rows of 1,000", values[: n // 1000 * 1000].reshape(-1, 1000),
+                                 {"axis": 1}),
+                                ("rows of 10", values[: n // 10 * 10].reshape(-1, 10),
+                                 {"axis": 1})):
+        assert np.array_equal(ex.custom_op.reduce(array, **kwargs), peer.reduce(array, **kwargs))
+        times = time_interleaved({"ufuncgen": lambda a=array, k=kwargs: ex.custom_op.reduce(a, **k),
+                                  "Numba": lambda a=array, k=kwargs: peer.reduce(a, **k)}, repeat)
+        results[case] = times["Numba"] / times["ufuncgen"]
+    return results
+
+
 def reduce_errors(n, seed, rows=1000, columns=20_000):
     """{dtype: ((ours, NumPy's) |error| vs math.fsum on one n-element standard normal array,
     (ours, NumPy's) root mean square error vs math.fsum over `rows` arrays of `columns`)}.
@@ -752,6 +774,9 @@ def targets(results, n, repeat, rng, seed=0, scalar=None, gufuncs=None):
             continue
         check(f"add.reduce {dtype_name} {case} vs np.add.reduce, one thread", f"{ratio:.2f}x",
               ratio >= 1.0, f"target >= 1.0x; {detail}")
+    for case, ratio in in_order_reduce_ratios(n, repeat, rng).items():
+        print(f"- INFO: custom_op.reduce float64 {case} (NumPy's order) vs Numba @vectorize "
+              f".reduce, one thread: {ratio:.2f}x")
     for dtype_name, ((ours, theirs), (mean_ours, mean_theirs)) in reduce_errors(n, seed).items():
         # One array: printed, not judged (either method may land a few ulps closer).
         print(f"- INFO: add.reduce {dtype_name} |error| vs math.fsum, {n:,} standard normal "

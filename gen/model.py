@@ -411,6 +411,16 @@ class Function:
         return self.signatures if self.associative else ()
 
     @property
+    def in_order_reduce_signatures(self) -> tuple[TypeSignature, ...]:
+        """The loops of a binary, one-output elementwise function not declared associative
+        whose loop takes and gives one type: NumPy's reduce calls of them run in its order,
+        every step rounded to the stored type, in one call of host_reduce_impl.h's `ordered`
+        rather than one kernel call per element."""
+        if self.associative or self.is_gufunc or len(self.inputs) != 2 or len(self.outputs) != 1:
+            return ()
+        return tuple(s for s in self.signatures if len(set(s.all_types)) == 1)
+
+    @property
     def widened_reduce_signatures(self) -> tuple[TypeSignature, ...]:
         """The loops whose reductions step in the type the body computes in and round to the
         stored type once: an associative function's float16 and bfloat16 loops, as NumPy's

@@ -382,6 +382,31 @@ def test_reduce_of_a_function_without_associative_keeps_numpys_order_bit_for_bit
     assert_exactly_equal(np.asarray(got), np.asarray(expected))
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "fortran", "reversed", "strided"])
+@pytest.mark.parametrize("columns", [2, 10, 63, 1000])
+def test_reduce_of_a_function_without_associative_along_rows_is_the_in_order_chain(columns, layout,
+                                                                                 rng):
+    # One call of the loop's in-order reduction per NumPy loop call (it was one kernel call
+    # per element): the same chain, from each row's start, whatever the layout
+    values = rng.uniform(-0.01, 0.01, (30, columns))
+    x = with_layout(values, layout)
+    expected = values[:, 0].copy()
+    for j in range(1, columns):
+        expected = expected * values[:, j] + expected
+    assert_exactly_equal(ex.custom_op.reduce(x, axis=1), expected)
+    assert_exactly_equal(ex.custom_op.reduce(x, axis=1, where=values > -0.005, initial=1.0),
+                         np.frompyfunc(lambda a, b: a * b + a, 2, 1).reduce(
+                             values, axis=1, where=values > -0.005, initial=1.0).astype(float))
+
+
+def test_a_reduction_without_associative_raises_its_flags_as_numpys_would(rng):
+    big = np.full(100, 1e300)
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError):
+        ex.custom_op.reduce(big)                   # 1e300 * 1e300 overflows at the first step
+    with np.errstate(all="raise"):
+        ex.custom_op.reduce(rng.uniform(-0.01, 0.01, 1000))
+
+
 # ----------------------------------------------------------------------------- float16 add
 #
 # add's float16 loop is associative too, and a type stored narrower than the body computes

@@ -385,6 +385,13 @@ def test_every_loop_of_an_associative_function_gets_a_host_reduction_and_others_
     assert function(ufunc("float64(float64, float64)", extra="associative: false")).host_reduce_signatures == ()
 
 
+def test_binary_loops_of_one_type_of_a_function_not_associative_reduce_in_order_on_the_host():
+    fn = function(ufunc("float64(float64, float64), float32(float32, float64), float16(float16, float16)"))
+    assert [s.text for s in fn.in_order_reduce_signatures] == [
+        "float64(float64, float64)", "float16(float16, float16)"]
+    assert function(ufunc("float64(float64, float64)", extra="associative: true")).in_order_reduce_signatures == ()
+
+
 def test_associative_on_a_function_that_is_not_binary_with_one_output_is_an_error_at_its_value():
     assert errors(ufunc("float64(float64)", header="f(x) -> r", extra="associative: true")) == [
         "3:18: associative is only meaningful for a ufunc of two inputs and one output (it lets "

@@ -130,9 +130,10 @@ def test_every_loop_of_a_unary_or_binary_function_of_one_output_gets_an_at_kerne
     assert "ufg_cast_element(p.at_load_pair, element, (char *)x.bytes);" in kernels
 
 
-def test_only_associative_functions_get_host_reductions_and_pass_them_to_the_loop_driver(examples):
+def test_binary_loops_of_one_type_get_host_reductions_reorderable_where_associative(examples):
     module_c = examples["ex_module.c"]
-    assert module_c.count('#include "ufuncgen/host_reduce_impl.h"') == 4     # add: 4 loops
+    # add: 4 loops; custom_op (float64) and hypot (float32, float64), in NumPy's order only
+    assert module_c.count('#include "ufuncgen/host_reduce_impl.h"') == 7
     assert "#define UFG_REDUCE_BODY ufg_body_add_float32" in module_c
     # float16 steps in float, read and rounded through the prelude's conversions
     half = module_c.split("#define UFG_REDUCE_BODY ufg_body_add_float16")[0].rsplit("#define UFG_REDUCE_T", 1)[1]
@@ -142,9 +143,15 @@ def test_only_associative_functions_get_host_reductions_and_pass_them_to_the_loo
     assert "UFG_REDUCE_STORAGE" not in module_c.split("#define UFG_REDUCE_BODY ufg_body_add_float32")[0].rsplit(
         "#define UFG_REDUCE_T", 1)[1]
     assert "&ufg_reduce_add_int64_ops," in module_c
-    assert "ufg_reduce_hypot" not in module_c and "ufg_reduce_custom_op" not in module_c
+    for loop in ("custom_op_float64", "hypot_float32", "hypot_float64"):
+        block = module_c.split(f"#define UFG_REDUCE_NAME(part) ufg_reduce_{loop}##part")[0].rsplit("*/", 1)[1]
+        assert "#define UFG_REDUCE_IN_ORDER_ONLY" in block and "UFG_REDUCE_CLONES" not in block
+    add = module_c.split("#define UFG_REDUCE_NAME(part) ufg_reduce_add_float32##part")[0].rsplit("*/", 1)[1]
+    assert "UFG_REDUCE_IN_ORDER_ONLY" not in add
     hypot_loop = module_c.split("ufg_loop_hypot_float64(")[1].split("\n}")[0]
-    assert hypot_loop.rstrip().endswith("NULL, NULL, true, true);")   # no exact kernel, no reduction
+    assert hypot_loop.rstrip().endswith("NULL, &ufg_reduce_hypot_float64_ops, true, true);")
+    # neither a unary function nor one of three inputs has one
+    assert "ufg_reduce_gelu" not in module_c and "ufg_reduce_gaussian_pdf" not in module_c
 
 
 def test_a_gufunc_loop_picks_a_contiguous_specialization_with_constant_frozen_strides(examples):

@@ -499,10 +499,11 @@ ufg_run_elementwise_parallel(ufg_elementwise_job *job, int threads)
 
 /*
  * The one entry point of every elementwise loop.  `threads_allowed` is false for functions
- * with `threads: false`.  `reduce` is the loop's reorderable reduction (host_reduce.h) when
- * the function is `associative: true`, else NULL: a reduce-pattern call then runs there.
- * Any other reduction or accumulation (outputs overlapping inputs) runs serially, in order
- * (one element per kernel call: the kernel's scalar tail, flag-exact).
+ * with `threads: false`.  `reduce` is the loop's reduction (host_reduce.h) when it is a
+ * binary loop of one type, reorderable when the function is `associative: true`, else NULL:
+ * a reduce-pattern call then runs there.  Any other overlap of outputs and inputs (an
+ * accumulation) runs serially, in order (one element per kernel call: the kernel's scalar
+ * tail, flag-exact).
  * `exact` is the loop's scalar kernel when its body calls vector math (see ufg_run_block),
  * else NULL: a contiguous call is then checked in chunks (ufg_run_contiguous_checked).
  * `from_line`: a call whose first output is contiguous starts its kernel's vector loop at that

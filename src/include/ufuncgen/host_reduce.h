@@ -67,9 +67,10 @@ _Static_assert((UFG_REDUCE_LANES & (UFG_REDUCE_LANES - 1)) == 0, "lanes fold pai
 _Static_assert((UFG_REDUCE_PART / UFG_REDUCE_LEAF & (UFG_REDUCE_PART / UFG_REDUCE_LEAF - 1)) == 0,
                "a part is a power-of-two number of leaves: one complete subtree");
 
-/* One reorderable loop's reduction, on raw bytes (defined per type by host_reduce_impl.h).
- * Its partial results are of the type the body computes in: for float16 and bfloat16 a
- * float, 4 bytes, where an element and the accumulator are stored in 2. */
+/* One loop's reduction, on raw bytes (defined per type by host_reduce_impl.h).  Its partial
+ * results are of the type the body computes in: for float16 and bfloat16 a float, 4 bytes,
+ * where an element and the accumulator are stored in 2.  A loop of a function not declared
+ * associative has `ordered` alone (range, parts and combine NULL). */
 typedef struct {
     int itemsize;           /* an element, and NumPy's accumulator, as stored */
     int partial_size;       /* a partial result */
@@ -159,13 +160,14 @@ ufg_reduce_total(const ufg_reduce_ops *ops, const char *in, npy_intp n, npy_intp
 }
 
 /* acc = f(acc, reduction of the n inputs): over lanes from UFG_REDUCE_SHORT_MIN elements on,
- * fewer in NumPy's order, from the accumulator. */
+ * fewer, or any for a function not declared associative, in NumPy's order, from the
+ * accumulator. */
 static void
 ufg_reduce_into(char **args, npy_intp n, const npy_intp *steps, const ufg_reduce_ops *ops,
                 bool threads_allowed)
 {
     _Alignas(8) char total[UFG_MAX_ITEMSIZE];
-    if (n < UFG_REDUCE_SHORT_MIN) {
+    if (n < UFG_REDUCE_SHORT_MIN || ops->range == NULL) {
         ops->ordered(n, args[1], steps[1], args[0]);
         return;
     }

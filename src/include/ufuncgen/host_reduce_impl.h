@@ -16,6 +16,10 @@
  *   UFG_REDUCE_STORE        ufg_float_to_half
  *   UFG_REDUCE_LOAD_BLOCK   ufg_halves_to_floats
  *
+ * A loop of a function not declared associative defines UFG_REDUCE_IN_ORDER_ONLY instead of
+ * UFG_REDUCE_CLONES: its reduction is `ordered` alone, NumPy's order, and a stored type that
+ * is not T is rounded to at every step, as the loop's kernel would, called element by element.
+ *
  * It defines `static const ufg_reduce_ops UFG_REDUCE_NAME(_ops)` and undefines the macros.
  * No guard: each inclusion is another type.
  */
@@ -30,6 +34,13 @@
 #define LOAD_(x) (x)
 #define STORE_(x) (x)
 #endif
+#if defined(UFG_REDUCE_STORAGE) && defined(UFG_REDUCE_IN_ORDER_ONLY)
+#define STEP_ROUNDED_(x) LOAD_(STORE_(x))
+#else
+#define STEP_ROUNDED_(x) (x)
+#endif
+
+#ifndef UFG_REDUCE_IN_ORDER_ONLY
 
 /* `lanes` independent accumulators over x[0..m), m >= 2 * lanes: lane j takes elements j,
  * j + lanes, ... up to the last whole row, then the lanes are folded pairwise (j with
@@ -185,9 +196,12 @@ UFG_REDUCE_NAME(_parts)(npy_intp count, const char *values, const char *rest, ch
     memcpy(result, &v, sizeof v);
 }
 
+#endif /* !UFG_REDUCE_IN_ORDER_ONLY */
+
 /* ufg_reduce_ops.ordered: NumPy's own order, from the accumulator, each step in T and the
- * result rounded to the stored type once, as NumPy's float16 loop reduces.  Scalar, as the
- * flag-exact re-run of a reduction that raised needs (ufg_run_reduce). */
+ * result rounded to the stored type once, as NumPy's float16 loop reduces (every step, for a
+ * function not declared associative).  Scalar, as the flag-exact re-run of a reduction that
+ * raised needs (ufg_run_reduce). */
 UFG_SCALAR_COPY static void
 UFG_REDUCE_NAME(_ordered)(npy_intp n, const char *in, npy_intp stride, char *acc)
 {
@@ -197,10 +211,17 @@ UFG_REDUCE_NAME(_ordered)(npy_intp n, const char *in, npy_intp stride, char *acc
     for (npy_intp i = 0; i < n; i++) {
         memcpy(&stored, in + i * stride, sizeof stored);
         F_(a, LOAD_(stored), &a);
+        a = STEP_ROUNDED_(a);
     }
     stored = STORE_(a);
     memcpy(acc, &stored, sizeof stored);
 }
+
+#ifdef UFG_REDUCE_IN_ORDER_ONLY
+static const ufg_reduce_ops UFG_REDUCE_NAME(_ops) = {
+    (int)sizeof(S_), (int)sizeof(T_), NULL, NULL, NULL, UFG_REDUCE_NAME(_ordered),
+};
+#else
 
 /* ufg_reduce_ops.combine: the one rounding to a stored type that is not T. */
 static void
@@ -219,7 +240,9 @@ static const ufg_reduce_ops UFG_REDUCE_NAME(_ops) = {
     (int)sizeof(S_), (int)sizeof(T_), UFG_REDUCE_NAME(_range), UFG_REDUCE_NAME(_parts),
     UFG_REDUCE_NAME(_combine), UFG_REDUCE_NAME(_ordered),
 };
+#endif
 
+#undef STEP_ROUNDED_
 #undef STORE_
 #undef LOAD_
 #undef S_
@@ -229,6 +252,7 @@ static const ufg_reduce_ops UFG_REDUCE_NAME(_ops) = {
 #undef UFG_REDUCE_LOAD
 #undef UFG_REDUCE_STORE
 #undef UFG_REDUCE_LOAD_BLOCK
+#undef UFG_REDUCE_IN_ORDER_ONLY
 #undef UFG_REDUCE_T
 #undef UFG_REDUCE_BODY
 #undef UFG_REDUCE_NAME
