@@ -81,16 +81,10 @@ typedef struct {
     void (*parts)(npy_intp count, const char *values, const char *rest, char *result);
     /* *acc = f(*acc, *x): the accumulator as stored, x a partial result */
     void (*combine)(char *acc, const char *x);
-    /* *acc = f(...f(f(*acc, x0), x1)..., x[n-1]), in order, rounded to the stored type once */
+    /* *acc = f(...f(f(*acc, x0), x1)..., x[n-1]), in order, rounded to the stored type once
+     * (every step, for a function not declared associative) */
     void (*ordered)(npy_intp n, const char *in, npy_intp stride, char *acc);
 } ufg_reduce_ops;
-
-/* Whether a loop's reduction computes in a wider type than it stores (float16, bfloat16). */
-static inline bool
-ufg_reduce_widens(const ufg_reduce_ops *ops)
-{
-    return ops->partial_size != ops->itemsize;
-}
 
 /*
  * Whether NumPy called a binary loop in the reduce pattern: output 0 is input 0, both with
