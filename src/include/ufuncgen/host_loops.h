@@ -516,7 +516,7 @@ ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int
                     bool threads_allowed, bool from_line)
 {
     if (reduce != NULL && ufg_is_reduce_call(args, n, steps, itemsizes[0])) {
-        ufg_run_reduce(args, n, steps, reduce, exact, threads_allowed);
+        ufg_run_reduce(args, n, steps, reduce, exact != NULL, threads_allowed);
         return;
     }
     if (n > 1 && ufg_outputs_overlap_inputs(args, n, steps, nin, nargs, itemsizes)) {

@@ -153,40 +153,32 @@ ufg_reduce_total(const ufg_reduce_ops *ops, const char *in, npy_intp n, npy_intp
     free(values);
 }
 
-/* acc = f(acc, reduction of the n inputs): over lanes from UFG_REDUCE_SHORT_MIN elements on,
- * fewer, or any for a function not declared associative, in NumPy's order, from the
- * accumulator. */
+/*
+ * A reduce-pattern call of a loop with a reduction: acc = f(acc, reduction of the n inputs).
+ * Over lanes from UFG_REDUCE_SHORT_MIN elements on; fewer, or any for a function not declared
+ * associative, in NumPy's order through ops->ordered, which is scalar.  `vector_math`: the
+ * body calls vector math (the loop has a flag-exact kernel, see ufg_run_block), so a
+ * reordered reduction that raised invalid, divide-by-zero or overflow runs again through
+ * ops->ordered, from the saved accumulator, so that only scalar libm's flags reach NumPy.
+ */
 static void
-ufg_reduce_into(char **args, npy_intp n, const npy_intp *steps, const ufg_reduce_ops *ops,
-                bool threads_allowed)
+ufg_run_reduce(char **args, npy_intp n, const npy_intp *steps, const ufg_reduce_ops *ops,
+               bool vector_math, bool threads_allowed)
 {
-    _Alignas(8) char total[UFG_MAX_ITEMSIZE];
+    _Alignas(8) char total[UFG_MAX_ITEMSIZE], saved_acc[UFG_MAX_ITEMSIZE];
     if (n < UFG_REDUCE_SHORT_MIN || ops->range == NULL) {
         ops->ordered(n, args[1], steps[1], args[0]);
         return;
     }
-    ufg_reduce_total(ops, args[1], n, steps[1], threads_allowed, total);
-    ops->combine(args[0], total);
-}
-
-/*
- * A reduce-pattern call of a reorderable loop.  `exact` is the loop's scalar kernel when its
- * body calls vector math (see ufg_run_block), else NULL: a reduction that raised invalid,
- * divide-by-zero or overflow then runs again in NumPy's order through the scalar
- * ops->ordered, from the saved accumulator, so only scalar libm's flags reach NumPy.
- */
-static void
-ufg_run_reduce(char **args, npy_intp n, const npy_intp *steps, const ufg_reduce_ops *ops,
-               ufg_contiguous_kernel exact, bool threads_allowed)
-{
-    _Alignas(8) char saved_acc[UFG_MAX_ITEMSIZE];
-    if (exact == NULL) {
-        ufg_reduce_into(args, n, steps, ops, threads_allowed);
+    if (!vector_math) {
+        ufg_reduce_total(ops, args[1], n, steps[1], threads_allowed, total);
+        ops->combine(args[0], total);
         return;
     }
     memcpy(saved_acc, args[0], (size_t)ops->itemsize);
     const unsigned saved = ufg_fp_save_clear();
-    ufg_reduce_into(args, n, steps, ops, threads_allowed);
+    ufg_reduce_total(ops, args[1], n, steps[1], threads_allowed, total);
+    ops->combine(args[0], total);
     if (ufg_fp_errors_raised()) {
         memcpy(args[0], saved_acc, (size_t)ops->itemsize);
         ufg_fp_clear();
