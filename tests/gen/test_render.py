@@ -66,7 +66,11 @@ def test_an_associative_float16_loop_reduces_in_float_on_the_device_with_no_cub_
     reduce_kernel = reduce_kernel.split("UFG_DEFINE_LAUNCHER")[0]
     assert "float acc = ufg_half_to_float(" in reduce_kernel
     assert "ufg_reduce_wide_step_add_float16(&acc, x0);" in reduce_kernel
-    assert "= ufg_float_to_half(acc);" in reduce_kernel
+    # a split reduction's partial results stay floats; only a result is stored as float16
+    assert "ufg_reduce_write_add_float16(out + chunk * p.out_chunk_stride, acc, p.partials_out);" in reduce_kernel
+    write = kernels.split("ufg_reduce_write_add_float16(char *y, float acc, int32_t partial)")[1]
+    assert "*(float *)y = acc;" in write and "= ufg_float_to_half(acc);" in write.split("}\n\n")[0]
+    assert "{ufg_launch_sim_at_add_float16, UFG_CUDA_LAUNCHER(at_add_float16)},\n        1," in module_c
     reduceat_kernel = kernels.split("ufg_reduceat_kernel_add_float16(const ufg_reduce_params p)")[1]
     assert "ufg_reduce_wide_step_add_float16(&acc," in reduceat_kernel.split("UFG_DEFINE_LAUNCHER")[0]
     # the scan rounds every step; so do every loop's kernels of a function not associative

@@ -264,6 +264,8 @@ typedef struct {
     int64_t out_shape[UFG_CALL_MAX_NDIM];
     int64_t n_out;
     ufg_dtype_code acc;
+    ufg_dtype_code partial;         /* a split reduction's partial results: acc, or float32
+                                     * for a loop that steps in float (float16's) */
     int loop_index;
     ufg_reduce_launcher launcher;
     ufg_reduce_launcher total;      /* an associative function's reduction of one whole
@@ -415,6 +417,7 @@ ufg_reduce_plan_steps(const ufg_backend *backend, int device, int associative,
     int64_t keep_strides[2][UFG_CALL_MAX_NDIM], reduce_strides[1][UFG_CALL_MAX_NDIM];
     ufg_reduce_step *first = &plan->steps[0];
     const int64_t itemsize = ufg_dtype_itemsize(plan->acc);
+    const int64_t partial_size = ufg_dtype_itemsize(plan->partial);
     int64_t n_reduce, threads = 0, n_chunks = 1;
     int keep_ndim, reduce_ndim;
 
@@ -459,7 +462,7 @@ ufg_reduce_plan_steps(const ufg_backend *backend, int device, int associative,
     memcpy(first->in_keep, keep_strides[0], sizeof(int64_t) * (size_t)keep_ndim);
     memcpy(first->in_reduce, reduce_strides[0], sizeof(int64_t) * (size_t)reduce_ndim);
     first->n_chunks = n_chunks;
-    ufg_reduce_step_output(first, itemsize, keep_strides[1]);
+    ufg_reduce_step_output(first, partial_size, keep_strides[1]);
     plan->nsteps = 1;
     while (plan->steps[plan->nsteps - 1].n_chunks > 1) {
         const ufg_reduce_step *previous = &plan->steps[plan->nsteps - 1];
@@ -468,7 +471,7 @@ ufg_reduce_plan_steps(const ufg_backend *backend, int device, int associative,
                                         UFG_REDUCE_CHUNK)
             : 1;
 
-        ufg_reduce_partials_step(previous, itemsize, next, keep_strides[1],
+        ufg_reduce_partials_step(previous, partial_size, next, keep_strides[1],
                                  &plan->steps[plan->nsteps]);
         plan->nsteps++;
     }
@@ -510,6 +513,8 @@ ufg_reduce_launch(const ufg_backend *backend, const ufg_reduce_plan *plan,
     p.in = in;
     p.out = out;
     p.outputs_fastest = step->outputs_fastest;
+    p.partials_in = step != &plan->steps[0];
+    p.partials_out = step->n_chunks > 1;
     if (step == &plan->steps[plan->nsteps - 1]) {
         p.identity = plan->identity;                /* initial= counts once, here */
         p.start_from_first = plan->from_first;
@@ -622,7 +627,7 @@ ufg_reduce_run_steps(ufg_call *c, const ufg_reduce_plan *plan, const char *in, c
             if (partials[k % 2] == NULL) {
                 const int64_t shape[2] = {plan->n_out, step->n_chunks};
 
-                partials[k % 2] = ufg_call_empty(c, 2, shape, plan->acc);
+                partials[k % 2] = ufg_call_empty(c, 2, shape, plan->partial);
                 if (partials[k % 2] == NULL) {
                     return -1;
                 }
@@ -816,6 +821,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     plan.acc = (ufg_dtype_code)resolution->acc;
     plan.launcher = fn->device_loops[plan.loop_index].reduce[backend->id];
     plan.total = fn->device_loops[plan.loop_index].total[backend->id];
+    plan.partial = fn->device_loops[plan.loop_index].steps_in_float ? UFG_DT_FLOAT32 : plan.acc;
     if (plan.launcher == NULL) {
         ufg_call_missing_launcher(backend, name, plan.loop_index);
         goto done;

@@ -76,8 +76,9 @@ typedef struct ufg_function_descriptor {
  * launchers in ufg_device_loop, segments in ufg_reduce_params.  4: at launchers in
  * ufg_device_loop, at_* in ufg_reduce_params.  5: the provided loops.  6: device_codes, and
  * device loops for the provided loops.  7: total and scan launchers in ufg_device_loop, carry and
- * carry_keep_strides in ufg_reduce_params. */
+ * carry_keep_strides in ufg_reduce_params.  8: steps_in_float in ufg_device_loop,
+ * partials_in and partials_out in ufg_reduce_params. */
 #define UFG_DESCRIPTOR_CAPSULE_PREFIX "ufuncgen.descriptor"
-#define UFG_DESCRIPTOR_CAPSULE UFG_DESCRIPTOR_CAPSULE_PREFIX ".7"
+#define UFG_DESCRIPTOR_CAPSULE UFG_DESCRIPTOR_CAPSULE_PREFIX ".8"
 
 #endif /* UFUNCGEN_DESCRIPTOR_H */

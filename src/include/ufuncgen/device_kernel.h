@@ -93,6 +93,9 @@ typedef struct {
                                      * chunk t % n_chunks of output t / n_chunks */
     ufg_value identity;
     int32_t start_from_first;
+    int32_t partials_in, partials_out;  /* a loop that steps wider than it stores (its
+                                     * steps_in_float): `in`, `out` hold a split reduction's
+                                     * partial results as floats, not yet rounded */
     int64_t out_scan_stride;        /* accumulate: bytes between the results along the axis;
                                      * reduceat: between the segments' results */
     const char *carry;              /* accumulate: NULL, or each kept element's total of what
@@ -125,6 +128,8 @@ typedef struct {
     ufg_reduce_launcher scan[UFG_BACKEND_COUNT];
     ufg_reduce_launcher at[UFG_BACKEND_COUNT];           /* every loop of a unary or binary
                                                           * function of one output */
+    int32_t steps_in_float;         /* a float16 or bfloat16 reduction that steps in float:
+                                     * its partial results are float32 */
 } ufg_device_loop;
 
 
