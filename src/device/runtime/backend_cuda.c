@@ -175,6 +175,32 @@ ufg_cuda_context_restore(CUcontext saved)
     }
 }
 
+/*
+ * The device's default stream-ordered pool keeps what is freed (release threshold: all of
+ * it), as CuPy's and PyTorch's allocators do: with the default threshold of 0 every
+ * synchronisation would hand the pool's memory back to the driver and the next allocation
+ * would map it again.  Set once per device, when a call first enters it: before its first
+ * allocation, and before the first CUB reduction or scan, whose temporary storage comes from
+ * the same pool (an add.reduce into a CuPy out= may allocate nothing else).
+ */
+static void
+ufg_cuda_keep_pool(int device)
+{
+    static atomic_uint_fast64_t configured;
+    const uint64_t bit = ufg_cuda_device_bit(device);
+    cudaMemPool_t pool;
+    uint64_t threshold = UINT64_MAX;
+
+    if ((atomic_load_explicit(&configured, memory_order_relaxed) & bit) ||
+        (atomic_fetch_or(&configured, bit) & bit)) {
+        return;
+    }
+    if (ufg_cuda_result(cudaDeviceGetDefaultMemPool(&pool, device)) == 0) {
+        (void)ufg_cuda_result(
+            cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    }
+}
+
 /* Setting the device that is already current is cheap, and skipped. */
 static int
 ufg_cuda_device_enter(int device, ufg_device_scope *saved)
@@ -196,6 +222,7 @@ ufg_cuda_device_enter(int device, ufg_device_scope *saved)
     if (error == 0) {
         atomic_fetch_or_explicit(&ufg_cuda_devices_used, ufg_cuda_device_bit(device),
                                  memory_order_relaxed);
+        ufg_cuda_keep_pool(device);
     }
     return error;
 }
@@ -215,29 +242,6 @@ ufg_cuda_device_leave(const ufg_device_scope *saved)
     }
 }
 
-/*
- * The device's default stream-ordered pool keeps what is freed (release threshold: all of
- * it), as CuPy's and PyTorch's allocators do: with the default threshold of 0 every
- * synchronisation would hand the pool's memory back to the driver and the next allocation
- * would map it again.  Set once per device, before its first allocation.
- */
-static void
-ufg_cuda_keep_pool(int device)
-{
-    static atomic_uint_fast64_t configured;
-    const uint64_t bit = ufg_cuda_device_bit(device);
-    cudaMemPool_t pool;
-    uint64_t threshold = UINT64_MAX;
-
-    if (atomic_fetch_or(&configured, bit) & bit) {
-        return;
-    }
-    if (ufg_cuda_result(cudaDeviceGetDefaultMemPool(&pool, device)) == 0) {
-        (void)ufg_cuda_result(
-            cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
-    }
-}
-
 static int
 ufg_cuda_malloc_async(void **ptr, size_t nbytes, int device, void *stream)
 {
@@ -247,7 +251,6 @@ ufg_cuda_malloc_async(void **ptr, size_t nbytes, int device, void *stream)
     if (error) {
         return error;
     }
-    ufg_cuda_keep_pool(device);
     /* A zero-byte request still gets an address: consumers expect non-null data pointers. */
     error = ufg_cuda_result(cudaMallocAsync(ptr, nbytes ? nbytes : 1, (cudaStream_t)stream));
     ufg_cuda_device_leave(&saved);
