@@ -11,6 +11,7 @@
 #include "numpy_api.h"
 
 #include "dispatch.h"
+#include "torch_tensors.h"
 
 #include "ufuncgen/device_probe.h"
 
@@ -214,6 +215,9 @@ ufg_instance_has_cuda_array_interface(PyObject *obj)
  *     here, and again by the device path: one more read per call;
  *   - else, on a type NumPy cannot read as an array, the instance's own __dict__.
  *
+ * A PyTorch tensor is asked its is_cuda first, instead: the same answer as its
+ * __dlpack_device__, from a C getter, not a Python method (torch_tensors.h).
+ *
  * _PyType_Lookup uses the type attribute cache and neither raises nor allocates.  Out of
  * line (like ufg_scan_keywords) so the scan over plain ndarrays and scalars compiles to a
  * short loop with no register spills.
@@ -225,6 +229,9 @@ ufg_probe_device_buffer(PyObject *obj)
     const int has_interface = _PyType_Lookup(type, ufg_cuda_array_interface_name) != NULL;
     long device_type = UFG_DLPACK_NONE;
 
+    if (ufg_torch_is_tensor(obj)) {
+        return ufg_torch_is_cuda(obj);      /* what its __dlpack_device__ says, in C */
+    }
     if (has_interface && !ufg_numpy_reads_as_array(obj)) {
         return 1;
     }
@@ -277,7 +284,7 @@ ufg_dispatch_reads_cuda_array_interface(PyObject *obj)
 /* The same probe for ufuncgen._device, which reads every argument of a device call with it. */
 static const ufg_device_probe_api ufg_device_probe = {
     UFG_DEVICE_PROBE_VERSION, ufg_dispatch_is_device_buffer,
-    ufg_dispatch_reads_cuda_array_interface,
+    ufg_dispatch_reads_cuda_array_interface, ufg_torch_is_tensor,
 };
 
 int

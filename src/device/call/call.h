@@ -186,6 +186,9 @@ int ufg_is_device_object(PyObject *obj);
 int ufg_operand_from_buffer(PyObject *obj, const char *what, ufg_operand *op,
                             uintptr_t consumer);
 int ufg_operand_check_alignment(const ufg_operand *op, const char *what);
+/* A CUDA torch.Tensor through its C getters (torch_operands.c): 1 read, 0 declined (the
+ * caller reads it as any CUDA array), -1 with an error. */
+int ufg_operand_from_torch(PyObject *tensor, const char *what, ufg_operand *op);
 void ufg_operand_release(ufg_operand *op);
 int64_t ufg_operand_size(const ufg_operand *op);
 /* A DeviceArray as a buffer operand (borrowing it). */

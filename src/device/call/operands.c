@@ -538,6 +538,12 @@ ufg_operand_from_buffer(PyObject *obj, const char *what, ufg_operand *op, uintpt
         return -1;
     }
     probe = ufg_device_probe();
+    if (probe != NULL && probe->is_torch_tensor(obj)) {
+        const int taken = ufg_operand_from_torch(obj, what, op);
+        if (taken != 0) {
+            return taken < 0 ? -1 : 0;
+        }
+    }
     reads_cai = probe == NULL ? -1 : probe->reads_cuda_array_interface(obj);
     if (reads_cai < 0) {
         return -1;

@@ -21,9 +21,12 @@ typedef struct {
      * type's or, on a type with neither that nor __dlpack__, its instance's own (set in
      * __init__, or a types.SimpleNamespace); 0 where through DLPack; -1 with an error. */
     int (*reads_cuda_array_interface)(PyObject *obj);
+    /* 1 for a torch.Tensor (or a subclass), whose fields the device call reads through its
+     * C getters; else 0.  Never raises. */
+    int (*is_torch_tensor)(PyObject *obj);
 } ufg_device_probe_api;
 
-#define UFG_DEVICE_PROBE_VERSION 2
+#define UFG_DEVICE_PROBE_VERSION 3
 #define UFG_DEVICE_PROBE_CAPSULE "ufuncgen._core._device_probe"
 
 #endif /* UFUNCGEN_DEVICE_PROBE_H */
