@@ -189,9 +189,12 @@ def test_elementwise_bfloat16_results_are_the_hosts_bit_for_bit(bf):
     assert_same_results(host(bf.bsum(to_dev(x), to_dev(y))), bf.bsum(x, y))
     assert_same_results(host(bf.bmul(to_dev(x), to_dev(y))), bf.bmul(x, y))
     # exp is the math library's: the host loop's vector expf (libmvec) and the device's expf
-    # may differ by an ulp of float, which may move the rounding to bfloat16 by one.
-    got, want = bits(host(bf.bexp(to_dev(x)))).astype(np.int32), bits(bf.bexp(x)).astype(np.int32)
-    assert np.abs(got - want).max() <= 1
+    # may differ by an ulp of float, which may move the rounding to bfloat16 by one.  NaN in,
+    # NaN out, its sign nobody's promise (a GPU's expf returns its canonical positive NaN).
+    got, want = host(bf.bexp(to_dev(x))), bf.bexp(x)
+    nan = np.isnan(want.astype(np.float32))
+    np.testing.assert_array_equal(np.isnan(got.astype(np.float32)), nan)
+    assert np.abs(bits(got)[~nan].astype(np.int32) - bits(want)[~nan].astype(np.int32)).max() <= 1
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
