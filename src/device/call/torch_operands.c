@@ -15,23 +15,25 @@
 
 #include <string.h>
 
-static PyObject *ufg_torch_names[6];
 enum { UFG_TORCH_DATA_PTR, UFG_TORCH_STRIDE, UFG_TORCH_GET_DEVICE, UFG_TORCH_REQUIRES_GRAD,
-       UFG_TORCH_IS_CONJ, UFG_TORCH_IS_NEG };
+       UFG_TORCH_IS_CONJ, UFG_TORCH_IS_NEG, UFG_TORCH_LAYOUT, UFG_TORCH_DTYPE, UFG_TORCH_SHAPE,
+       UFG_TORCH_NAMES };
+static PyObject *ufg_torch_names[UFG_TORCH_NAMES];     /* interned, in that order */
 static PyObject *ufg_torch_dtype_codes;     /* torch.dtype -> code (int), or None: no kernels */
 static PyObject *ufg_torch_strided;         /* torch.strided */
 
 static int
 ufg_torch_ready(void)
 {
-    static const char *const names[6] = {
-        "data_ptr", "stride", "get_device", "requires_grad", "is_conj", "is_neg"};
+    static const char *const names[UFG_TORCH_NAMES] = {
+        "data_ptr", "stride", "get_device", "requires_grad", "is_conj", "is_neg", "layout",
+        "dtype", "shape"};
     PyObject *torch;
 
     if (ufg_torch_strided != NULL) {
         return 0;
     }
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < UFG_TORCH_NAMES; k++) {
         if ((ufg_torch_names[k] = PyUnicode_InternFromString(names[k])) == NULL) {
             return -1;
         }
@@ -126,7 +128,7 @@ ufg_torch_readable(PyObject *tensor, int *code)
         (status = ufg_torch_flag(tensor, UFG_TORCH_IS_NEG, 1)) != 0) {
         return status < 0 ? -1 : 0;
     }
-    if ((layout = PyObject_GetAttrString(tensor, "layout")) == NULL) {
+    if ((layout = PyObject_GetAttr(tensor, ufg_torch_names[UFG_TORCH_LAYOUT])) == NULL) {
         return -1;
     }
     status = layout == ufg_torch_strided;
@@ -134,7 +136,7 @@ ufg_torch_readable(PyObject *tensor, int *code)
     if (!status) {
         return 0;
     }
-    if ((dtype = PyObject_GetAttrString(tensor, "dtype")) == NULL) {
+    if ((dtype = PyObject_GetAttr(tensor, ufg_torch_names[UFG_TORCH_DTYPE])) == NULL) {
         return -1;
     }
     status = ufg_torch_dtype_code(dtype, code);
@@ -159,7 +161,7 @@ ufg_operand_from_torch(PyObject *tensor, const char *what, ufg_operand *op)
     }
     op->code = (ufg_dtype_code)code;
     itemsize = ufg_dtype_itemsize(op->code);
-    if ((value = PyObject_GetAttrString(tensor, "shape")) == NULL) {
+    if ((value = PyObject_GetAttr(tensor, ufg_torch_names[UFG_TORCH_SHAPE])) == NULL) {
         return -1;
     }
     status = ufg_torch_ints(value, op->shape, &op->ndim);
