@@ -34,11 +34,12 @@ ufg_torch_ready(void)
         return 0;
     }
     for (int k = 0; k < UFG_TORCH_NAMES; k++) {
-        if ((ufg_torch_names[k] = PyUnicode_InternFromString(names[k])) == NULL) {
+        if (ufg_torch_names[k] == NULL &&
+            (ufg_torch_names[k] = PyUnicode_InternFromString(names[k])) == NULL) {
             return -1;
         }
     }
-    if ((ufg_torch_dtype_codes = PyDict_New()) == NULL) {
+    if (ufg_torch_dtype_codes == NULL && (ufg_torch_dtype_codes = PyDict_New()) == NULL) {
         return -1;
     }
     torch = PyImport_ImportModule("torch");     /* imported already: the tensor exists */
@@ -185,6 +186,9 @@ ufg_operand_from_torch(PyObject *tensor, const char *what, ufg_operand *op)
     }
     ptr = PyLong_AsUnsignedLongLong(value);
     Py_DECREF(value);
+    if (PyErr_Occurred()) {
+        return -1;
+    }
     if ((value = PyObject_CallMethodNoArgs(tensor, ufg_torch_names[UFG_TORCH_GET_DEVICE])) == NULL) {
         return -1;
     }

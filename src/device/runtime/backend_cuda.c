@@ -179,25 +179,34 @@ ufg_cuda_context_restore(CUcontext saved)
  * The device's default stream-ordered pool keeps what is freed (release threshold: all of
  * it), as CuPy's and PyTorch's allocators do: with the default threshold of 0 every
  * synchronisation would hand the pool's memory back to the driver and the next allocation
- * would map it again.  Set once per device, when a call first enters it: before its first
- * allocation, and before the first CUB reduction or scan, whose temporary storage comes from
- * the same pool (an add.reduce into a CuPy out= may allocate nothing else).
+ * would map it again.  Set when a call first enters the device (ufg_cuda_note_device): before
+ * its first allocation, and before the first CUB reduction or scan, whose temporary storage
+ * comes from the same pool (an add.reduce into a CuPy out= may allocate nothing else).
  */
 static void
 ufg_cuda_keep_pool(int device)
 {
-    static atomic_uint_fast64_t configured;
-    const uint64_t bit = ufg_cuda_device_bit(device);
     cudaMemPool_t pool;
     uint64_t threshold = UINT64_MAX;
 
-    if ((atomic_load_explicit(&configured, memory_order_relaxed) & bit) ||
-        (atomic_fetch_or(&configured, bit) & bit)) {
-        return;
-    }
     if (ufg_cuda_result(cudaDeviceGetDefaultMemPool(&pool, device)) == 0) {
         (void)ufg_cuda_result(
             cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    }
+}
+
+/* Marks the device used, its pool kept the first time.  Every call enters a device: a plain
+ * load answers all but the first, with no locked read-modify-write. */
+static void
+ufg_cuda_note_device(int device)
+{
+    const uint64_t bit = ufg_cuda_device_bit(device);
+
+    if (atomic_load_explicit(&ufg_cuda_devices_used, memory_order_relaxed) & bit) {
+        return;
+    }
+    if (!(atomic_fetch_or(&ufg_cuda_devices_used, bit) & bit)) {
+        ufg_cuda_keep_pool(device);
     }
 }
 
@@ -220,9 +229,7 @@ ufg_cuda_device_enter(int device, ufg_device_scope *saved)
         error = ufg_cuda_result(cudaSetDevice(device));
     }
     if (error == 0) {
-        atomic_fetch_or_explicit(&ufg_cuda_devices_used, ufg_cuda_device_bit(device),
-                                 memory_order_relaxed);
-        ufg_cuda_keep_pool(device);
+        ufg_cuda_note_device(device);
     }
     return error;
 }
