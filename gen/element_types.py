@@ -32,6 +32,10 @@ class ElementType:
     # (float16: F16C converts eight at once); None where loops convert element by element.
     load_block: str | None = None
     store_block: str | None = None
+    # The same one element at a time, in code compiled for F16C (x86-64 CPUs with AVX2), for
+    # the scalar loops that convert each element (a short row's reduction); None elsewhere.
+    load_f16c: str | None = None
+    store_f16c: str | None = None
     # The prelude's functions converting to and from double instead, for an output of a body
     # that computes in double (held_in_double): float16 rounds a double once (through float it
     # would round twice).  None where a double goes through float, as for bfloat16, whose
@@ -110,7 +114,8 @@ class ElementType:
         if self.double_store is None:
             return self
         return dataclasses.replace(self, c_type="double", load=self.double_load,
-                                   store=self.double_store, load_block=None, store_block=None)
+                                   store=self.double_store, load_block=None, store_block=None,
+                                   load_f16c=None, store_f16c=None)
 
     @property
     def widened(self) -> "ElementType":
@@ -151,6 +156,7 @@ ELEMENT_TYPES: dict[str, ElementType] = {
         ElementType("float16", "float", "NPY_FLOAT16", 2, "f", storage="ufg_half",
                     load="ufg_half_to_float", store="ufg_float_to_half",
                     load_block="ufg_halves_to_floats", store_block="ufg_floats_to_halves",
+                    load_f16c="ufg_half_to_float_f16c", store_f16c="ufg_float_to_half_f16c",
                     double_load="ufg_half_to_double", double_store="ufg_double_to_half",
                     largest=65504.0, round_format="e"),
         # ml_dtypes' bfloat16 (the top half of a float32), stored as its bits and computed on

@@ -50,6 +50,33 @@ def test_reduceat_matches_numpys_reduceat(name, dtype, shape, axis, pattern, rng
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_reduceat_segments_shorter_than_65_give_the_host_loops_and_numpys_bits(dtype, axis, layout,
+                                                                              rng):
+    # The host loop of an associative function reduces the rest of a short segment (what
+    # follows its first element, one loop call) in the order of NumPy's pairwise sum; the
+    # kernel takes the same order, so both give np.add.reduceat's bits.  A longer rest is
+    # reordered over lanes on the host, in order on the device: within rounding of each other
+    x = (rng.standard_normal((3, 320)) * rng.choice([1e-3, 1.0, 300.0], (3, 320))).astype(dtype)
+    indices = [0, 2, 5, 14, 23, 40, 103, 120]      # rests of 1, 2, 8, 8, 16, 62, 16, 199
+    lines = x if axis == 1 else x.T.copy()
+    with np.errstate(over="ignore"):
+        on_host = ex.add.reduceat(lines, indices, axis=axis)
+        on_device = host(ex.add.reduceat(to_dev(lines, layout), indices, axis=axis))
+        numpys = np.add.reduceat(lines, indices, axis=axis)
+    if axis == 0:
+        on_host, on_device, numpys = on_host.T, on_device.T, numpys.T
+    _same(on_device[:, :-1], on_host[:, :-1])
+    _same(on_host[:, :-1], numpys[:, :-1])
+    exact = x[:, 120:].astype(np.float64).sum(axis=1)
+    bound = 200 * np.finfo(dtype).eps * np.abs(x[:, 120:].astype(np.float64)).sum(axis=1)
+    bound += np.abs(exact) * np.finfo(dtype).eps          # the final rounding to dtype
+    for last in (on_host[:, -1], on_device[:, -1]):
+        assert (np.abs(last.astype(np.float64) - exact) <= bound).all(), (last, exact)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
 def test_reduceat_reads_any_layout(layout, rng):
     x = _data(np.float64, (5, 8), rng)
     for axis in (0, 1):

@@ -188,55 +188,67 @@ def test_add_reduce_is_within_the_pairwise_error_bound_around_every_block_bounda
     assert_pairwise_close(result, values, dtype)
 
 
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-def test_add_reduce_of_rows_of_fewer_than_16_keeps_numpys_order_bit_for_bit(dtype, rng):
-    # NumPy calls the loop once per row, from the identity: the elements are added to it one
-    # after another (ufg_reduce_ops.ordered)
-    for columns in range(2, 16):
-        x = rng.uniform(-100, 100, (50, columns)).astype(dtype)
-        expected = x[:, 0].copy()
-        for j in range(1, columns):
-            expected = expected + x[:, j]
-        assert_exactly_equal(ex.add.reduce(x, axis=1), expected)
+def short_row_values(dtype, rows, columns, rng):
+    """Magnitudes from 1e-3 to 300 mixed in each row, so that the order of the additions
+    shows in the low bits."""
+    scale = rng.choice([1e-3, 1.0, 300.0], (rows, columns))
+    return (rng.standard_normal((rows, columns)) * scale).astype(dtype)
 
 
-@pytest.mark.parametrize("columns", [16, 17, 40, 63])
-@pytest.mark.parametrize("dtype", ADD_DTYPES)
-def test_add_reduce_of_rows_of_16_to_63_runs_over_8_lanes_within_the_pairwise_bound(dtype, columns,
-                                                                                   rng):
-    # A short row is reduced over 8 lanes, as NumPy's own add spreads it over 8 accumulators;
-    # it was one element per kernel call, 0.15x np.add.reduce for rows of 40
-    values = random_values(dtype, (300, columns), rng)
-    for layout in ("contiguous", "fortran", "reversed"):
-        got = ex.add.reduce(with_layout(values, layout), axis=1)
-        for row, result in zip(values, got):
-            assert_pairwise_close(result, row, dtype)
+@pytest.mark.parametrize("layout", ["contiguous", "fortran", "reversed", "strided"])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_add_reduce_of_rows_shorter_than_64_gives_np_add_reduce_bits(dtype, layout, rng):
+    # NumPy hands a contiguous row to the loop whole: under 64 elements ours is then reduced
+    # in the order of NumPy's pairwise sum (ufg_reduce_ops.few); a Fortran-ordered array is
+    # reduced a column at a time, elementwise, by both
+    for columns in range(1, 64):
+        x = with_layout(short_row_values(dtype, 40, columns, rng), layout)
+        assert_exactly_equal(ex.add.reduce(x, axis=1), np.add.reduce(x, axis=1))
+        assert_exactly_equal(ex.add.reduce(x, axis=1, initial=dtype(0.1)),
+                             np.add.reduce(x, axis=1, initial=dtype(0.1)))
 
 
-def _eight_lanes(x):
-    """host_reduce_impl.h's order for one short leaf of 16 to 63 elements: lane j takes x[j],
-    x[j + 8], ... over whole rows of 8, the lanes are folded pairwise (j with j + 4, then + 2,
-    + 1), and the rest is added in order."""
-    lane = [x[j] + x[j + 8] for j in range(8)]
-    i = 16
+def numpys_pairwise_sum(x):
+    """NumPy's pairwise sum of fewer than 128 values (loops_utils.h.src) in x's type: under 8
+    in order from -0.0; else 8 accumulators started with x[0..8), each then taking every 8th
+    element over whole rows of 8, folded ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)),
+    the rest added in order."""
+    if len(x) < 8:
+        r = x.dtype.type(-0.0)
+        for v in x:
+            r = r + v
+        return r
+    lane = list(x[:8])
+    i = 8
     while i + 8 <= len(x):
         lane = [lane[j] + x[i + j] for j in range(8)]
         i += 8
-    for width in (4, 2, 1):
-        lane = [lane[j] + lane[j + width] for j in range(width)] + lane[width:]
-    r = lane[0]
+    r = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]))
     for v in x[i:]:
         r = r + v
     return r
 
 
-@pytest.mark.parametrize("columns", [16, 17, 40, 63])
-def test_a_row_of_16_to_63_is_summed_over_8_lanes_then_added_to_the_accumulator(columns, rng):
-    # NumPy starts each row from add's identity, 0, and hands the loop the whole row: one
-    # short leaf, then 0 + its result
-    x = rng.uniform(-100, 100, (20, columns)).astype(np.float32)
-    expected = np.array([np.float32(0) + _eight_lanes(list(row)) for row in x], np.float32)
+@pytest.mark.parametrize("columns", [2, 7, 8, 9, 15, 16, 17, 40, 63])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_row_shorter_than_64_is_numpys_pairwise_sum_added_to_the_accumulator(dtype, columns, rng):
+    # NumPy starts each row from add's identity, 0, and hands the loop the whole row: 0 plus
+    # the row's pairwise sum, whatever NumPy's version does
+    x = short_row_values(dtype, 30, columns, rng)
+    expected = np.array([dtype(0) + numpys_pairwise_sum(row) for row in x], dtype)
     assert_exactly_equal(ex.add.reduce(x, axis=1), expected)
+
+
+@pytest.mark.parametrize("columns", [64, 65, 100, 127, 128 + 40])
+@pytest.mark.parametrize("dtype", ADD_DTYPES)
+def test_add_reduce_of_rows_of_64_or_more_runs_over_lanes_within_the_pairwise_bound(dtype, columns,
+                                                                                    rng):
+    # From 64 elements on, a row is reduced over 32 lanes, its last leaf of 16 to 63 over 8
+    values = random_values(dtype, (300, columns), rng)
+    for layout in ("contiguous", "fortran", "reversed"):
+        got = ex.add.reduce(with_layout(values, layout), axis=1)
+        for row, result in zip(values, got):
+            assert_pairwise_close(result, row, dtype)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
@@ -432,9 +444,10 @@ def test_float16_add_reduce_steps_in_float_and_rounds_once(size, layout, rng):
     assert abs(float(got) - exact) <= 0.5 * half_ulp(exact) + pairwise_bound(np.float32, size, magnitude)
 
 
-@pytest.mark.parametrize("size", [2, 5, 15])
-def test_float16_add_reduce_of_fewer_than_16_elements_gives_numpys_bits(size, rng):
-    """In NumPy's order from the accumulator, in float, rounded once: NumPy's own loop."""
+@pytest.mark.parametrize("size", [2, 5, 15, 40, 63])
+def test_float16_add_reduce_of_fewer_than_64_elements_gives_numpys_bits(size, rng):
+    """In the order of NumPy's pairwise sum, in float, added to the accumulator and rounded
+    once: NumPy's own loop."""
     for _ in range(50):
         values = (rng.standard_normal(size) * 100).astype(np.float16)
         assert_exactly_equal(np.asarray(ex.add.reduce(values)), np.asarray(np.add.reduce(values)))
@@ -443,8 +456,8 @@ def test_float16_add_reduce_of_fewer_than_16_elements_gives_numpys_bits(size, rn
 
 
 def test_float16_add_reduce_with_where_gives_numpys_bits_where_runs_are_short(rng):
-    """NumPy's masked loop calls the loop once per run of kept elements: under 16 elements,
-    in NumPy's order and its bits; longer runs (most, at 90% kept) over lanes, within one
+    """NumPy's masked loop calls the loop once per run of kept elements: under 64 elements,
+    in NumPy's order and its bits; longer runs (some, at 90% kept) over lanes, within one
     float16 ULP of NumPy's float32 sum rounded once."""
     values = (rng.standard_normal((6, 3000)) * 10).astype(np.float16)
     for keep in (0.3, 0.5, 0.9):
@@ -452,7 +465,7 @@ def test_float16_add_reduce_with_where_gives_numpys_bits_where_runs_are_short(rn
         for axis in (1, None):
             ours = ex.add.reduce(values, axis=axis, where=mask, initial=0)
             numpys = np.add.reduce(values, axis=axis, where=mask, initial=0)
-            if keep < 0.6:      # runs of 16 or more: 0.5**15 of them, none here
+            if keep < 0.6:      # runs of 64 or more: 0.5**63 of them, none here
                 assert_exactly_equal(ours, numpys)
             ulps = np.abs(np.asarray(ours).view(np.int16).astype(np.int64)
                           - np.asarray(numpys).view(np.int16).astype(np.int64))
@@ -483,6 +496,46 @@ def test_float16_partial_sums_beyond_65504_do_not_overflow_a_finite_result():
         ex.add.reduce(np.full(100, 60000, np.float16))        # the result itself overflows
     with np.errstate(over="ignore"):
         assert ex.add.reduce(np.full(100, 60000, np.float16)) == np.inf
+
+
+def test_float16_short_rows_keep_nan_bits_and_flags_of_numpys_conversions(rng):
+    # A short row converts one element at a time, with F16C where the CPU has it; NaN goes
+    # through half.h's conversions, which keep a payload and raise nothing, as NumPy's do.
+    # Then the float additions quiet a signalling NaN and raise invalid, in both
+    nans = np.array([0x7e00, 0xfe00, 0x7c01, 0xfc01, 0x7d55, 0x7fff], np.uint16).view(np.float16)
+    for columns in (1, 3, 9, 40):
+        x = short_row_values(np.float16, len(nans), columns, rng)
+        x[:, columns // 2] = nans
+        with np.errstate(invalid="ignore"):
+            ours, numpys = ex.add.reduce(x, axis=1), np.add.reduce(x, axis=1)
+        assert_exactly_equal(ours.view(np.uint16), numpys.view(np.uint16))
+        with np.errstate(invalid="raise"):
+            for row in x:
+                outcomes = []
+                for fn in (ex.add, np.add):
+                    try:
+                        outcomes.append(fn.reduce(row[None, :], axis=1).view(np.uint16).tolist())
+                    except FloatingPointError as error:
+                        outcomes.append(str(error))
+                assert outcomes[0] == outcomes[1], (row, outcomes)
+
+
+@pytest.mark.parametrize("columns", [2, 9, 40])
+def test_a_short_float16_row_that_overflows_raises_overflow_as_numpy_does(columns):
+    x = np.full((3, columns), 60000, np.float16)
+    x[1] = 1000                               # a finite row beside them
+    x[2, 1:] = -60000 / (columns - 1)         # a row whose float partials pass 65504
+    with np.errstate(over="ignore"):
+        assert_exactly_equal(ex.add.reduce(x, axis=1), np.add.reduce(x, axis=1))
+    for row in x:
+        outcomes = []
+        for fn in (ex.add, np.add):
+            with np.errstate(over="raise"):
+                try:
+                    outcomes.append(fn.reduce(row[None, :], axis=1).view(np.uint16).tolist())
+                except FloatingPointError as error:
+                    outcomes.append(str(error))
+        assert outcomes[0] == outcomes[1], (row, outcomes)
 
 
 @pytest.mark.parametrize("size", [1, 7, 100, 5000])

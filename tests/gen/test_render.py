@@ -143,7 +143,9 @@ def test_binary_loops_of_one_type_get_host_reductions_reorderable_where_associat
     half = module_c.split("#define UFG_REDUCE_BODY ufg_body_add_float16")[0].rsplit("#define UFG_REDUCE_T", 1)[1]
     assert half.split() == ["float", "#define", "UFG_REDUCE_STORAGE", "ufg_half", "#define", "UFG_REDUCE_LOAD",
                             "ufg_half_to_float", "#define", "UFG_REDUCE_STORE", "ufg_float_to_half",
-                            "#define", "UFG_REDUCE_LOAD_BLOCK", "ufg_halves_to_floats"]
+                            "#define", "UFG_REDUCE_LOAD_BLOCK", "ufg_halves_to_floats",
+                            "#define", "UFG_REDUCE_LOAD_F16C", "ufg_half_to_float_f16c",
+                            "#define", "UFG_REDUCE_STORE_F16C", "ufg_float_to_half_f16c"]
     assert "UFG_REDUCE_STORAGE" not in module_c.split("#define UFG_REDUCE_BODY ufg_body_add_float32")[0].rsplit(
         "#define UFG_REDUCE_T", 1)[1]
     assert "&ufg_reduce_add_int64_ops," in module_c

@@ -102,6 +102,21 @@ ufg_floats_to_halves_f16c(const float *src, ufg_half *dst, ptrdiff_t n)
     ufg_floats_to_halves_portable(src + i, dst + i, n - i);
 }
 
+/* One element each way, for scalar code compiled for F16C: NaN through half.h, as above. */
+__attribute__((target("f16c"))) static inline float
+ufg_half_to_float_f16c(ufg_half h)
+{
+    return (h & 0x7fffu) > 0x7c00u ? ufg_half_to_float_portable(h) : _cvtsh_ss(h);
+}
+
+__attribute__((target("f16c"))) static inline ufg_half
+ufg_float_to_half_f16c(float value)
+{
+    return (ufg_half_float_bits(value) & 0x7fffffffu) > 0x7f800000u
+               ? ufg_float_to_half_portable(value)
+               : (ufg_half)_cvtss_sh(value, _MM_FROUND_TO_NEAREST_INT);
+}
+
 #endif /* UFG_HALF_BLOCKS_F16C */
 
 /* n float16 elements widened to float (exact). */

@@ -6,10 +6,13 @@
  * Taken literally that is one serial chain, one element at a time.  A function that declares
  * itself associative (and commutative: see the README) may be reordered, and then runs here:
  *
- *   - leaves of UFG_REDUCE_LEAF elements, each reduced with UFG_REDUCE_LANES independent
- *     accumulators (lane j takes elements j, j + LANES, ...), which the compiler turns into
- *     SIMD registers; the lanes are then folded pairwise (j with j + LANES/2, ...); a leaf of
- *     fewer than two rows of them (a call's last, or a short call) the same way over
+ *   - a call of fewer than UFG_REDUCE_FEW elements (a short row of a 2-D reduction) in the
+ *     order of NumPy's own pairwise sum of so few (reduce_order.h), in scalar code
+ *     (ufg_reduce_ops.few);
+ *   - longer, leaves of UFG_REDUCE_LEAF elements, each reduced with UFG_REDUCE_LANES
+ *     independent accumulators (lane j takes elements j, j + LANES, ...), which the compiler
+ *     turns into SIMD registers; the lanes are then folded pairwise (j with j + LANES/2, ...);
+ *     the call's last leaf, when shorter than two rows of them, the same way over
  *     UFG_REDUCE_SHORT_LANES, and under two rows of those in order;
  *   - the leaf results combined pairwise by a binary counter (ufg_reduce_push): two results of
  *     the same level (2^level leaves each) merge as soon as both exist, so the partial sums
@@ -45,15 +48,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ufuncgen/reduce_order.h"
+
 /* Accumulators per leaf: 32 floats are 4 AVX2 registers, enough independent adds to hide the
  * add latency; 32 doubles still fit AVX2's 16 registers. */
 #define UFG_REDUCE_LANES 32
-/* A leaf of fewer elements than this (two rows of lanes) is reduced over
- * UFG_REDUCE_SHORT_LANES lanes: the last leaf of a call, or a call of its own (a short line
- * of a 2-D reduction, which NumPy's own add spreads over 8 accumulators too). */
+/* A leaf of fewer elements than this (two rows of lanes), a call's last, is reduced over
+ * UFG_REDUCE_SHORT_LANES lanes.  (A call as short is reduced through ufg_reduce_ops.few.) */
 #define UFG_REDUCE_MIN (2 * UFG_REDUCE_LANES)
 #define UFG_REDUCE_SHORT_LANES 8
-/* Fewer elements than this are reduced in order: a call through ufg_reduce_ops.ordered. */
+/* A last leaf of fewer elements than this is reduced in order. */
 #define UFG_REDUCE_SHORT_MIN (2 * UFG_REDUCE_SHORT_LANES)
 /* Elements per leaf: 4 per lane; a strided leaf is gathered into a stack buffer this long. */
 #define UFG_REDUCE_LEAF 128
@@ -81,6 +85,9 @@ typedef struct {
     void (*parts)(npy_intp count, const char *values, const char *rest, char *result);
     /* *acc = f(*acc, *x): the accumulator as stored, x a partial result */
     void (*combine)(char *acc, const char *x);
+    /* *acc = f(*acc, r), r the reduction of 1 <= n < UFG_REDUCE_SHORT_MIN elements in the
+     * order of NumPy's pairwise sum, rounded to the stored type once */
+    void (*few)(npy_intp n, const char *in, npy_intp stride, char *acc);
     /* *acc = f(...f(f(*acc, x0), x1)..., x[n-1]), in order, rounded to the stored type once
      * (every step, for a function not declared associative) */
     void (*ordered)(npy_intp n, const char *in, npy_intp stride, char *acc);
@@ -155,8 +162,9 @@ ufg_reduce_total(const ufg_reduce_ops *ops, const char *in, npy_intp n, npy_intp
 
 /*
  * A reduce-pattern call of a loop with a reduction: acc = f(acc, reduction of the n inputs).
- * Over lanes from UFG_REDUCE_SHORT_MIN elements on; fewer, or any for a function not declared
- * associative, in NumPy's order through ops->ordered, which is scalar.  `vector_math`: the
+ * Over lanes from UFG_REDUCE_FEW elements on; fewer through ops->few, in the order of NumPy's
+ * add of so few (a short row of a 2-D reduction); any number, for a function not declared
+ * associative, in NumPy's generic order through ops->ordered.  Both are scalar.  `vector_math`: the
  * body calls vector math (the loop has a flag-exact kernel, see ufg_run_block), so a
  * reordered reduction that raised invalid, divide-by-zero or overflow runs again through
  * ops->ordered, from the saved accumulator, so that only scalar libm's flags reach NumPy.
@@ -166,8 +174,12 @@ ufg_run_reduce(char **args, npy_intp n, const npy_intp *steps, const ufg_reduce_
                bool vector_math, bool threads_allowed)
 {
     _Alignas(8) char total[UFG_MAX_ITEMSIZE], saved_acc[UFG_MAX_ITEMSIZE];
-    if (n < UFG_REDUCE_SHORT_MIN || ops->range == NULL) {
+    if (ops->range == NULL) {
         ops->ordered(n, args[1], steps[1], args[0]);
+        return;
+    }
+    if (n < UFG_REDUCE_FEW) {
+        ops->few(n, args[1], steps[1], args[0]);
         return;
     }
     if (!vector_math) {
