@@ -85,8 +85,8 @@ typedef struct {
     void (*parts)(npy_intp count, const char *values, const char *rest, char *result);
     /* *acc = f(*acc, *x): the accumulator as stored, x a partial result */
     void (*combine)(char *acc, const char *x);
-    /* *acc = f(*acc, r), r the reduction of 1 <= n < UFG_REDUCE_SHORT_MIN elements in the
-     * order of NumPy's pairwise sum, rounded to the stored type once */
+    /* *acc = f(*acc, r), r the reduction of 1 <= n < UFG_REDUCE_FEW elements in the order of
+     * NumPy's pairwise sum (reduce_order.h), rounded to the stored type once */
     void (*few)(npy_intp n, const char *in, npy_intp stride, char *acc);
     /* *acc = f(...f(f(*acc, x0), x1)..., x[n-1]), in order, rounded to the stored type once
      * (every step, for a function not declared associative) */
