@@ -270,7 +270,7 @@ def test_a_result_handed_to_cupy_is_ordered_on_cupys_stream_and_names_no_stream(
 
         def __init__(self, d):
             self._d = d
-            self.device = contextlib.nullcontext()
+            self.device = types.SimpleNamespace(id=0)     # cupy.cuda.Device: its .id
 
         @property
         def __cuda_array_interface__(self):
@@ -282,7 +282,7 @@ def test_a_result_handed_to_cupy_is_ordered_on_cupys_stream_and_names_no_stream(
 
     cupy = types.ModuleType("cupy")
     cupy.asarray, cupy.ndarray = asarray, ndarray
-    cupy.cuda = types.SimpleNamespace(get_current_stream=lambda: current["stream"])
+    cupy.cuda = types.SimpleNamespace(get_current_stream=lambda device_id=-1: current["stream"])
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     s, other = side_stream(), side_stream()
     # cupy.cuda.Stream: .ptr is the handle, and the object owns the stream
