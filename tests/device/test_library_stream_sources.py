@@ -22,8 +22,12 @@ class FakeTorch(types.ModuleType):
         self.asked = []
         self._C = types.SimpleNamespace()
         if with_raw_getter:
-            self._C._cuda_getCurrentRawStream = lambda index: self.asked.append(("raw", index)) or 0x5000 + index
+            self._C._cuda_getCurrentRawStream = self._raw_stream
         self.cuda = types.SimpleNamespace(current_stream=self._current_stream)
+
+    def _raw_stream(self, index):
+        self.asked.append(("raw", index))
+        return 0x5000 + index
 
     def _current_stream(self, where):
         self.asked.append(("current_stream", where))

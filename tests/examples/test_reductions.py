@@ -231,7 +231,8 @@ def numpys_pairwise_sum(x):
 
 @pytest.mark.parametrize("columns", [2, 7, 8, 9, 15, 16, 17, 40, 63])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_a_row_shorter_than_64_is_numpys_pairwise_sum_added_to_the_accumulator(dtype, columns, rng):
+def test_a_row_shorter_than_64_is_numpys_pairwise_sum_added_to_the_accumulator(dtype, columns,
+                                                                                rng):
     # NumPy starts each row from add's identity, 0, and hands the loop the whole row: 0 plus
     # the row's pairwise sum, whatever NumPy's version does
     x = short_row_values(dtype, 30, columns, rng)
