@@ -140,6 +140,27 @@ def test_hypot_overflows_where_the_result_does_and_raises_nothing_else(fns, dtyp
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_negligible_part_raises_nothing_and_gives_numpys_bits_at_every_exponent(fns, dtype):
+    # The float64 hypot computes its correction with the smaller part even where that part
+    # is negligible (a gap of 54 to 60 binary orders) and chooses the sum after; that work
+    # must raise no flag, from the largest finite values down to subnormal ones.
+    info = np.finfo(dtype)
+    exponents = np.arange(info.minexp, info.maxexp, 7, dtype=np.float64)
+    gaps = np.arange(48, 66, dtype=np.float64)
+    e, g = (a.ravel() for a in np.meshgrid(exponents, gaps))
+    big = (1.6180339887 * np.exp2(e)).astype(dtype)
+    small = (1.4142135623 * np.exp2(e - g)).astype(dtype)
+    x = np.concatenate([big, -small, [0.0, -0.0]]).astype(dtype)
+    y = np.concatenate([small, big, [0.0, 0.0]]).astype(dtype)
+    # A reduction's chain: each step adds a part negligible beside what came before.
+    chain = np.concatenate([[info.max / 4], small[small < info.max / 2**60]]).astype(dtype)
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        assert_agree(fns.hypot_of(x, y), np.hypot(x, y), ULPS, f"hypot {dtype}, negligible parts")
+        assert_agree(fns.hypot_of.reduce(chain), np.hypot.reduce(chain), ULPS,
+                     f"hypot.reduce {dtype}, negligible parts")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_the_device_path_computes_the_host_loops_bits(fns, dtype):
     x, y = _pairs(dtype, np.random.default_rng(37))
     x, y = x[:20_000], y[:20_000]

@@ -384,21 +384,21 @@ UFG_PRELUDE_FN double ufg_hypot_d(double x, double y)
     const int64_t big = xa > ya ? xa : ya, small = xa > ya ? ya : xa;
     const uint64_t infinite = -(uint64_t)((xa == inf_bits) | (ya == inf_bits));
     const uint64_t nonfinite = -(uint64_t)(big >= inf_bits);
+    /* Lanes whose result is not the corrected square root compute it of (1, 0), so that a
+     * NaN, an infinity or hypot(0, 0)'s 0/0 raises nothing; a negligible ay needs no such
+     * care (it is at least ax * 2^-60 here, its square far from underflow), and keeping it
+     * off the square root's inputs keeps its test off their dependency chain, the one a
+     * reduction's chain of hypots waits on. */
+    const uint64_t unused = nonfinite | -(uint64_t)(big == 0);
     /* ay < ax * 2^-59: negligible, and left out of the scaling, where it would underflow. */
     const uint64_t far = -(uint64_t)((big >> 52) - (small >> 52) > 60);
     int64_t e = big >> 52;
     e = e < 1 ? 1 : e > 2045 ? 2045 : e;
-    e = (e & (int64_t)~nonfinite) | (1023 & (int64_t)nonfinite);
+    e = (e & (int64_t)~unused) | (1023 & (int64_t)unused);
     const double scale = ufg_d_of_bits((uint64_t)(2046 - e) << 52);
     const double unscale = ufg_d_of_bits((uint64_t)e << 52);
-    double ax = ufg_d_of_bits(((uint64_t)big & ~nonfinite) | (one_bits & nonfinite)) * scale;
-    double ay = ufg_d_of_bits((uint64_t)small & ~(nonfinite | far)) * scale;
-    /* ay <= ax * 2^-54, non-negative doubles compared as their bits. */
-    const double two_to_minus_54 = 5.5511151231257827021181583404541015625e-17;
-    const uint64_t negligible = far | -(uint64_t)(ufg_bits_of_d(ay) <= ufg_bits_of_d(ax * two_to_minus_54));
-    const uint64_t direct = nonfinite | negligible;
-    ax = ufg_d_of_bits((ufg_bits_of_d(ax) & ~direct) | (one_bits & direct));
-    ay = ufg_d_of_bits(ufg_bits_of_d(ay) & ~direct);
+    const double ax = ufg_d_of_bits(((uint64_t)big & ~unused) | (one_bits & unused)) * scale;
+    const double ay = ufg_d_of_bits((uint64_t)small & ~(unused | far)) * scale;
     /* glibc's correction, both of its branches, the one it takes chosen after. */
     double h = (sqrt)(ax * ax + ay * ay);
     const double dy = h - ay, dx = h - ax;
@@ -408,6 +408,10 @@ UFG_PRELUDE_FN double ufg_hypot_d(double x, double y)
     h -= ufg_d_of_bits((ufg_bits_of_d(near_y) & y_branch) | (ufg_bits_of_d(near_x) & ~y_branch))
          / (2.0 * h);
     const uint64_t corrected = ufg_bits_of_d(h * unscale);
+    /* ay <= ax * 2^-54, non-negative doubles compared as their bits: glibc returns ax + ay. */
+    const double two_to_minus_54 = 5.5511151231257827021181583404541015625e-17;
+    const uint64_t negligible = far | -(uint64_t)(ufg_bits_of_d(ay) <= ufg_bits_of_d(ax * two_to_minus_54));
+    const uint64_t direct = nonfinite | negligible;
     const uint64_t sum = ufg_bits_of_d(ufg_d_of_bits((uint64_t)big)
                                        + ufg_d_of_bits((uint64_t)small & negligible));
     /* A NaN argument: glibc's x + y, the first NaN's payload, quieted; an infinite one wins. */
