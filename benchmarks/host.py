@@ -38,6 +38,9 @@ What it measures, all on one core, in one process, so that ratios are comparable
      over 1,000 arrays of 20,000 no larger than ``np.add.reduce``'s.  The errors on the one
      ``--n``-element array are printed too, not judged: both results are within a few units
      in the last place of the exact sum, so one array's verdict is close to a coin toss.
+   And INFO rows, not judged, for the calls that are one chain in NumPy's order (its bits):
+   ``add.accumulate`` (``np.cumsum``) and ``hypot.reduce`` / ``hypot.accumulate`` against
+   NumPy's own.
 
 Ratios are ``peer time / ufuncgen time``: above 1 means ufuncgen is faster.  Times are the
 minimum over several repeats, with the candidates interleaved (each repeat times every
@@ -612,6 +615,28 @@ def in_order_reduce_ratios(n, repeat, rng):
     return results
 
 
+def chain_ratios(n, repeat, rng):
+    """{label: NumPy time / ufuncgen time} on one thread for the calls NumPy makes one chain of:
+    add.accumulate (np.cumsum) and hypot's .reduce and .accumulate, over n / 5 standard normal
+    values, 1-D and (add) as rows of 10 along axis 1.  The results are NumPy's bits."""
+    results = {}
+    for dtype_name in ("float32", "float64"):
+        x = rng.standard_normal(max(10, n // 5)).astype(dtype_name)
+        rows = x[: x.size // 10 * 10].reshape(-1, 10)
+        for label, ours, theirs, array, kwargs in (
+                ("add.accumulate", ex.add.accumulate, np.add.accumulate, x, {}),
+                ("add.accumulate rows of 10 axis=1", ex.add.accumulate, np.add.accumulate, rows,
+                 {"axis": 1}),
+                ("hypot.reduce", ex.hypot.reduce, np.hypot.reduce, x, {}),
+                ("hypot.accumulate", ex.hypot.accumulate, np.hypot.accumulate, x, {})):
+            assert np.array_equal(ours(array, **kwargs), theirs(array, **kwargs)), label
+            times = time_interleaved({"ufuncgen": lambda f=ours, a=array, k=kwargs: f(a, **k),
+                                      "NumPy": lambda f=theirs, a=array, k=kwargs: f(a, **k)},
+                                     repeat)
+            results[f"{label} {dtype_name}"] = times["NumPy"] / times["ufuncgen"]
+    return results
+
+
 def reduce_errors(n, seed, rows=1000, columns=20_000):
     """{dtype: ((ours, NumPy's) |error| vs math.fsum on one n-element standard normal array,
     (ours, NumPy's) root mean square error vs math.fsum over `rows` arrays of `columns`)}.
@@ -785,6 +810,9 @@ def targets(results, n, repeat, rng, seed=0, scalar=None, gufuncs=None):
     for case, ratio in in_order_reduce_ratios(n, repeat, rng).items():
         print(f"- INFO: custom_op.reduce float64 {case} (NumPy's order) vs Numba @vectorize "
               f".reduce, one thread: {ratio:.2f}x")
+    for label, ratio in chain_ratios(n, repeat, rng).items():
+        print(f"- INFO: {label} vs NumPy's, one thread: {ratio:.2f}x ({max(10, n // 5):,} "
+              "values; one chain: NumPy's order and bits)")
     for dtype_name, ((ours, theirs), (mean_ours, mean_theirs)) in reduce_errors(n, seed).items():
         # One array: printed, not judged (either method may land a few ulps closer).
         print(f"- INFO: add.reduce {dtype_name} |error| vs math.fsum, {n:,} standard normal "

@@ -340,6 +340,10 @@ _VECTOR_MATH = ("exp log pow sin cos acos acosh asin asinh atan atanh cbrt cosh 
                 "exp2 expm1 log10 log1p log2 sinh tan tanh atan2").split()
 _VECTOR_MATH_CALL = re.compile(r"\b(?:%s)f?\s*\(" % "|".join(_VECTOR_MATH))
 
+# The prelude's functions with a variant for a chain of calls, each waiting on the last (prelude.h,
+# UFG_BODY_FLAVOUR): the same results and flags, behind branches such a loop predicts.
+_CHAIN_VARIANT_CALL = re.compile(r"\bhypot\s*\(")
+
 # C that decides whether an operation runs (`x < 0 ? -1 : sqrt(x)`, `if`, an early exit).  GCC's
 # vectorizer may if-convert it into the operation computed on every lane, the guarded-off
 # ones too, raising their flags (sqrt(-1) invalid, log(0) divide-by-zero, x * x overflow).
@@ -419,6 +423,12 @@ class Function:
         if self.associative or self.is_gufunc or len(self.inputs) != 2 or len(self.outputs) != 1:
             return ()
         return tuple(s for s in self.signatures if len(set(s.all_types)) == 1)
+
+    @property
+    def reducing_signatures(self) -> tuple[TypeSignature, ...]:
+        """The loops whose NumPy reduce calls the host runs as a reduction (host_reduce_impl.h),
+        reordered or in order: the two above."""
+        return self.host_reduce_signatures + self.in_order_reduce_signatures
 
     @property
     def widened_reduce_signatures(self) -> tuple[TypeSignature, ...]:
@@ -617,6 +627,15 @@ class Module:
             lambda line: _VECTOR_MATH_CALL.search(line) or _CONDITIONAL.search(line))
         return frozenset(f.name for f in self.functions
                          if f.name in raising and not f.reads_core_outputs_first)
+
+    @property
+    def chain_body_functions(self) -> frozenset[str]:
+        """Functions whose host loops run a `.reduce` or `.accumulate` as one scalar chain
+        (host_reduce_impl.h: `ordered`, `few`, `accumulate`) and whose body itself calls a
+        prelude function with a variant for chains (hypot): those loops compile a `_chain` copy
+        of the body, with that variant (bodies.h.j2).  A helper keeps the one variant."""
+        return frozenset(f.name for f in self.functions
+                         if f.reducing_signatures and any(_CHAIN_VARIANT_CALL.search(line) for line in _code_lines(f.body)))
 
     @property
     def complex_product_functions(self) -> frozenset[str]:

@@ -6,7 +6,8 @@ import pytest
 
 import ufuncgen.examples as ex
 
-from .conftest import LAYOUTS, SIZES, assert_exactly_equal, assert_within, eps, with_layout
+from .conftest import (LAYOUTS, SIZES, assert_exactly_equal, assert_within, eps, loop_dtypes,
+                       with_layout)
 
 ADD_DTYPES = [np.int64, np.float32, np.float64]
 
@@ -418,6 +419,87 @@ def test_a_reduction_without_associative_raises_its_flags_as_numpys_would(rng):
         ex.custom_op.reduce(big)                   # 1e300 * 1e300 overflows at the first step
     with np.errstate(all="raise"):
         ex.custom_op.reduce(rng.uniform(-0.01, 0.01, 1000))
+
+
+# ----------------------------------------------------------------------------- accumulate
+#
+# NumPy's accumulate calls a binary loop with its first input the output one step back; the
+# host loops of a binary function of one type run such a call as one scalar chain
+# (host_reduce_impl.h, `accumulate`), which must be the element-by-element loop's results.
+
+
+def accumulate_in_python(step, values, axis):
+    """The chain out[i] = step(out[i - 1], x[i]) along `axis`, each step rounded to the
+    array's type as NumPy's loop stores it."""
+    moved = np.moveaxis(np.asarray(values), axis, 0)
+    out = np.empty_like(moved)
+    out[0] = moved[0]
+    with np.errstate(all="ignore"):
+        for i in range(1, len(moved)):
+            out[i] = step(out[i - 1], moved[i])
+    return np.moveaxis(out, 0, axis)
+
+
+STEPS = {"custom_op": lambda a, b: a * b + a, "hypot": np.hypot, "add": np.add}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["custom_op", "hypot"])
+def test_accumulate_of_a_function_without_associative_is_the_element_by_element_chain(name, dtype,
+                                                                                     layout, rng):
+    fn = getattr(ex, name)
+    if np.dtype(dtype) not in [d[0][0] for d in loop_dtypes(fn)]:
+        pytest.skip(f"{name} has no {np.dtype(dtype)} loop")
+    values = rng.uniform(-0.5, 0.5, (7, 300)).astype(dtype)
+    values[:, 0] = 1
+    x = with_layout(values, layout)
+    for axis in (0, 1):
+        got = fn.accumulate(x, axis=axis)
+        assert_exactly_equal(got, accumulate_in_python(STEPS[name], values, axis))
+        if name == "hypot":
+            assert_exactly_equal(got, np.hypot.accumulate(values, axis=axis))
+
+
+@pytest.mark.parametrize("name", ["add", "custom_op", "hypot"])
+def test_accumulate_in_place_and_into_a_shifted_view_of_its_input_is_numpys(name, rng):
+    # In place: each input read after the step before has stored, as the element-by-element
+    # loop reads it
+    fn = getattr(ex, name)
+    values = rng.uniform(-0.5, 0.5, 1000)
+    x = values.copy()
+    assert fn.accumulate(x, out=x) is x
+    assert_exactly_equal(x, accumulate_in_python(STEPS[name], values, 0))
+    # NumPy copies an input that overlaps the output otherwise (as np.add.accumulate does)
+    shifted = values.copy()
+    fn.accumulate(shifted[:-1], out=shifted[1:])
+    assert_exactly_equal(shifted[1:], accumulate_in_python(STEPS[name], values[:-1], 0))
+    shifted = values.copy()
+    fn.accumulate(shifted[1:], out=shifted[:-1])
+    assert_exactly_equal(shifted[:-1], accumulate_in_python(STEPS[name], values[1:], 0))
+
+
+def test_accumulate_raises_its_flags_as_numpys_element_by_element_loop_would(rng):
+    big = np.full(100, 1e300)
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError):
+        ex.custom_op.accumulate(big)
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError):
+        ex.add.accumulate(np.full(10, np.finfo(np.float64).max))
+    specials = np.array([0.0, np.nan, -np.inf, 3.0, -0.0, np.inf, 1e-310, 5.0, 1e308])
+    with np.errstate(all="raise", under="ignore"):
+        ex.custom_op.accumulate(rng.uniform(-0.01, 0.01, 1000))
+        assert_exactly_equal(ex.hypot.accumulate(specials), np.hypot.accumulate(specials))
+        assert_exactly_equal(ex.add.accumulate(specials[:3]), np.add.accumulate(specials[:3]))
+
+
+def test_int64_and_float16_accumulate_along_rows_is_numpys(rng):
+    ints = rng.integers(-2**62, 2**62, (40, 13))
+    halves = rng.standard_normal((40, 13)).astype(np.float16)
+    for axis in (0, 1):
+        assert_exactly_equal(ex.add.accumulate(ints, axis=axis), np.add.accumulate(ints, axis=axis))
+        assert_exactly_equal(ex.add.accumulate(halves, axis=axis), np.add.accumulate(halves, axis=axis))
+        assert_exactly_equal(ex.add.accumulate(halves[::-1, ::2], axis=axis),
+                             np.add.accumulate(halves[::-1, ::2], axis=axis))
 
 
 # ----------------------------------------------------------------------------- float16 add

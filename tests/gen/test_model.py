@@ -694,3 +694,54 @@ def test_a_gufunc_reads_its_output_first_where_its_first_mention_is_no_assignmen
             "gufunc g(x) -> y\n    layout: (n)->(n)\n    types: float64(float64)\n"
             "{\n    for (int64_t i = 0; i < n; i++) { %s }\n}\n" % body)
     assert model(text).functions[0].reads_core_outputs_first is reads
+
+
+CHAIN_BODIES = """
+helper double h(double a, double b)
+{
+    return hypot(a, b);
+}
+
+ufunc norm2(x, y) -> r
+    types: float64(float64, float64)
+{
+    r = hypot (x, y);
+}
+
+ufunc summed(x, y) -> r
+    types: float64(float64, float64)
+    associative: true
+{
+    r = hypot(x, y);
+}
+
+ufunc through_helper(x, y) -> r
+    types: float64(float64, float64)
+{
+    r = h(x, y);
+}
+
+ufunc commented(x, y) -> r
+    types: float64(float64, float64)
+{
+    r = x + y;   /* not hypot(x, y) */
+}
+
+ufunc three(x, y, z) -> r
+    types: float64(float64, float64, float64)
+{
+    r = hypot(x, y) + z;
+}
+
+ufunc mixed(x, y) -> r
+    types: float64(float32, float64)
+{
+    r = hypot(x, y);
+}
+"""
+
+
+def test_binary_functions_of_one_type_whose_own_body_calls_hypot_get_a_chain_body():
+    # Those whose host loops reduce or accumulate as one chain (in order or associative); not
+    # through a helper (compiled once), in a comment, nor where no loop reduces on the host.
+    assert model(CHAIN_BODIES).chain_body_functions == {"norm2", "summed"}

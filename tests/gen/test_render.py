@@ -160,6 +160,21 @@ def test_binary_loops_of_one_type_get_host_reductions_reorderable_where_associat
     assert "ufg_reduce_gelu" not in module_c and "ufg_reduce_gaussian_pdf" not in module_c
 
 
+def test_hypots_chains_call_a_copy_of_its_body_compiled_with_the_prelude_variant_for_chains(examples):
+    module_c, bodies = examples["ex_module.c"], examples["ex_bodies.h"]
+    for loop in ("hypot_float32", "hypot_float64"):
+        block = module_c.split(f"#define UFG_REDUCE_NAME(part) ufg_reduce_{loop}##part")[0].rsplit("*/", 1)[1]
+        assert f"#define UFG_REDUCE_CHAIN_BODY ufg_body_{loop}_chain" in block
+        copy = bodies.split(f"ufg_body_{loop}_chain(")[0].rsplit("#ifdef UFUNCGEN_HOST_LOOPS_H", 1)[1]
+        assert copy.split("*/", 1)[1].split() == ["#undef", "UFG_BODY_FLAVOUR", "#define", "UFG_BODY_FLAVOUR",
+                                                   "_chain", "UFG_BODY_FN", "void"]
+        after = bodies.split(f"ufg_body_{loop}_chain(")[1].split("#endif", 1)[0]
+        assert after.rstrip().endswith("#undef UFG_BODY_FLAVOUR\n#define UFG_BODY_FLAVOUR")
+    # add calls nothing with a variant, polar_distance (four inputs) has no host reduction
+    assert "UFG_REDUCE_CHAIN_BODY" not in module_c.split("#define UFG_REDUCE_NAME(part) ufg_reduce_add_float32##part")[0].rsplit("*/", 1)[1]
+    assert bodies.count("_chain(") == 2
+
+
 def test_a_gufunc_loop_picks_a_contiguous_specialization_with_constant_frozen_strides(examples):
     module_c = examples["ex_module.c"]
     steps = module_c.split("ufg_contiguous_steps_rgb_to_gray_float64(npy_intp const *dimensions, npy_intp *steps)")[1]
@@ -518,16 +533,18 @@ def test_each_body_is_preceded_by_a_line_directive_to_its_first_line_in_the_sign
             k += 1
         assert source[first - 2 + k] == "}", "a body ends at its closing '}'"
     # a body per type signature, its float-reading copy where a gufunc loop's core inputs are
-    # float16 or bfloat16 (inner1d and l2_norm: 3), and each helper once per type whose bodies
-    # call it
+    # float16 or bfloat16 (inner1d and l2_norm: 3), its copy for the host's chains where it
+    # calls hypot (hypot: 2), and each helper once per type whose bodies call it
     module = load_module("pkg.ex", [str(EXAMPLES)], source_root=str(EXAMPLES.parent))
     helpers = sum(len(helpers) for _, helpers in module.helper_instances)
     widened = sum(1 for f in module.functions for s in f.signatures if f.widened_args(s))
+    chains = sum(len(f.reducing_signatures) for f in module.functions
+                 if f.name in module.chain_body_functions)
     assert prototypes == declarations == helpers
-    assert widened == 3
-    assert seen == sum(len(f.signatures) for f in module.functions) + widened + helpers == 44
+    assert widened == 3 and chains == 2
+    assert seen == sum(len(f.signatures) for f in module.functions) + widened + chains + helpers == 46
     assert stores == sum(len(f.signatures) * sum(a.is_scalar for a in f.outputs)
-                         for f in module.functions) + widened
+                         for f in module.functions) + widened + chains
     assert cxx_only > 0         # lucas and the integer loops of add, matmul, ...
 
 

@@ -56,16 +56,23 @@ def _random_floats(dtype, n, rng):
     return bits.view(dtype)
 
 
-def _specials(dtype):
+def _specials(dtype, signaling=True):
     info = np.finfo(dtype)
-    return np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, -np.nan, info.max, -info.max,
-                     info.tiny, info.smallest_subnormal, -info.smallest_subnormal, info.eps,
-                     3.0, 4.0, 1e-30, 1e30], dtype=dtype)
+    values = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, -np.nan, info.max, -info.max,
+                       info.tiny, info.smallest_subnormal, -info.smallest_subnormal, info.eps,
+                       3.0, 4.0, 1e-30, 1e30], dtype=dtype)
+    # Signaling NaNs (quiet bit clear, a payload): beside an infinity, NaN, not the infinity.
+    bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    exponent = np.array(np.inf, dtype).view(bits)
+    sign = np.array(-0.0, dtype).view(bits)
+    nans = np.array([exponent | 1, exponent | sign | 5], dtype=bits).view(dtype)
+    return np.concatenate([values, nans]) if signaling else values
 
 
-def _pairs(dtype, rng):
+def _pairs(dtype, rng, signaling=True):
     """x, y: random against random, y a scaled copy of x (every exponent gap, the cases where
-    neither part is negligible), and every special against every special and some randoms."""
+    neither part is negligible), and every special (signaling NaNs unless told not) against
+    every special and some randoms."""
     dtype = np.dtype(dtype)
     n = 200_003                                        # odd: the vector loop and its tail
     x = _random_floats(dtype, n, rng)
@@ -74,7 +81,7 @@ def _pairs(dtype, rng):
     gap = rng.integers(-70, 71, size=n).astype(np.float64)
     with np.errstate(all="ignore"):
         near = (x.astype(np.float64) * mant * np.exp2(gap)).astype(dtype)
-    s = _specials(dtype)
+    s = _specials(dtype, signaling)
     sx, sy = (a.ravel() for a in np.meshgrid(s, np.concatenate([s, x[:50]])))
     return (np.concatenate([x, x, sx, sy]), np.concatenate([y, near, sy, sx]))
 
@@ -92,7 +99,9 @@ def test_the_modulus_of_a_complex_is_within_an_ulp_of_hypot_and_two_of_numpys_ab
     # |z| is a square root of the parts scaled by a power of two (cheaper than hypot's
     # correction), as np.abs's own SIMD loops are not correctly rounded either.
     part = np.dtype(dtype).type(0).real.dtype
-    re, im = _pairs(part, np.random.default_rng(36))
+    # No signaling NaN beside an infinity: np.abs gives inf there (as the modulus does), and
+    # np.hypot NaN.
+    re, im = _pairs(part, np.random.default_rng(36), signaling=False)
     z = np.empty(re.size, dtype=dtype)
     z.real, z.imag = re, im
     with np.errstate(all="ignore"):
@@ -158,6 +167,30 @@ def test_a_negligible_part_raises_nothing_and_gives_numpys_bits_at_every_exponen
         assert_agree(fns.hypot_of(x, y), np.hypot(x, y), ULPS, f"hypot {dtype}, negligible parts")
         assert_agree(fns.hypot_of.reduce(chain), np.hypot.reduce(chain), ULPS,
                      f"hypot.reduce {dtype}, negligible parts")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_reductions_and_accumulations_take_the_chain_variant_with_the_same_bits_and_flags(fns, dtype):
+    # A .reduce or .accumulate calls hypot's variant for chains (branches where the vector code
+    # masks): NumPy's bits over every exponent and special value, and no flag NumPy's hypot
+    # does not raise, each step's arguments a running result and a new value.
+    x, y = _pairs(dtype, np.random.default_rng(36))
+    ordinary = np.isfinite(x) & (np.abs(x) < np.finfo(dtype).max / 4)
+    with np.errstate(all="ignore"):
+        for values in (x, y, x[::-7], np.concatenate([x[ordinary][:4000], y[-400:]])):
+            assert_agree(fns.hypot_of.accumulate(values), np.hypot.accumulate(values), ULPS,
+                         f"hypot.accumulate {dtype}")
+            assert_agree(np.asarray(fns.hypot_of.reduce(values)), np.asarray(np.hypot.reduce(values)),
+                         ULPS, f"hypot.reduce {dtype}")
+        rows = y[:60_000].reshape(-1, 12)
+        assert_agree(fns.hypot_of.reduce(rows, axis=1), np.hypot.reduce(rows, axis=1), ULPS,
+                     f"hypot.reduce {dtype} of rows")
+        assert_agree(fns.hypot_of.accumulate(rows, axis=1), np.hypot.accumulate(rows, axis=1), ULPS,
+                     f"hypot.accumulate {dtype} of rows")
+    small = np.random.default_rng(37).uniform(-1e3, 1e3, 5000).astype(dtype)
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        assert_agree(fns.hypot_of.accumulate(small), np.hypot.accumulate(small), ULPS,
+                     f"hypot.accumulate {dtype}, raising nothing")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -501,9 +501,9 @@ ufg_run_elementwise_parallel(ufg_elementwise_job *job, int threads)
  * The one entry point of every elementwise loop.  `threads_allowed` is false for functions
  * with `threads: false`.  `reduce` is the loop's reduction (host_reduce.h) when it is a
  * binary loop of one type, reorderable when the function is `associative: true`, else NULL:
- * a reduce-pattern call then runs there.  Any other overlap of outputs and inputs (an
- * accumulation) runs serially, in order (one element per kernel call: the kernel's scalar
- * tail, flag-exact).
+ * a reduce-pattern call then runs there, and an accumulate call as one scalar chain.  Any other
+ * overlap of outputs and inputs runs serially, in order (one element per kernel call: the
+ * kernel's scalar tail, flag-exact).
  * `exact` is the loop's scalar kernel when its body calls vector math (see ufg_run_block),
  * else NULL: a contiguous call is then checked in chunks (ufg_run_contiguous_checked).
  * `from_line`: a call whose first output is contiguous starts its kernel's vector loop at that
@@ -517,6 +517,10 @@ ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int
 {
     if (reduce != NULL && ufg_is_reduce_call(args, n, steps, itemsizes[0])) {
         ufg_run_reduce(args, n, steps, reduce, exact != NULL, threads_allowed);
+        return;
+    }
+    if (reduce != NULL && ufg_is_accumulate_call(args, n, steps)) {
+        reduce->accumulate(n, args[0], args[1], steps[1], args[2], steps[2]);
         return;
     }
     if (n > 1 && ufg_outputs_overlap_inputs(args, n, steps, nin, nargs, itemsizes)) {

@@ -91,6 +91,10 @@ typedef struct {
     /* *acc = f(...f(f(*acc, x0), x1)..., x[n-1]), in order, rounded to the stored type once
      * (every step, for a function not declared associative) */
     void (*ordered)(npy_intp n, const char *in, npy_intp stride, char *acc);
+    /* out[i] = f(out[i - 1], in[i]) for i < n from out[-1] = *first, in order, each step
+     * rounded to the stored type (NumPy's accumulate call: ufg_is_accumulate_call) */
+    void (*accumulate)(npy_intp n, const char *first, const char *in, npy_intp in_stride,
+                       char *out, npy_intp out_stride);
 } ufg_reduce_ops;
 
 /*
@@ -102,6 +106,16 @@ ufg_is_reduce_call(char **args, npy_intp n, const npy_intp *steps, int itemsize)
 {
     return n > 1 && args[2] == args[0] && steps[0] == 0 && steps[2] == 0 &&
            !ufg_spans_overlap(args[1], steps[1], itemsize, args[0], 0, itemsize, n);
+}
+
+/*
+ * Whether NumPy called a binary loop as its accumulate does: input 0 is the output one step
+ * back (out[i - 1], the result before), so each element needs the one just written.
+ */
+static inline bool
+ufg_is_accumulate_call(char **args, npy_intp n, const npy_intp *steps)
+{
+    return n > 1 && steps[0] != 0 && steps[2] == steps[0] && args[2] == args[0] + steps[0];
 }
 
 /* Parts 1, 2, ... of a multi-threaded reduction (part 0 was the timed sample). */

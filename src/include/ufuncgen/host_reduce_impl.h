@@ -21,6 +21,12 @@
  *   UFG_REDUCE_LOAD_F16C    ufg_half_to_float_f16c
  *   UFG_REDUCE_STORE_F16C   ufg_float_to_half_f16c
  *
+ * and, where the body calls a prelude function with a variant for chains of calls (hypot),
+ * the body's copy with that variant, which the scalar chains below call (`ordered`, `few`,
+ * `accumulate`): the same results, each step waiting on less (prelude.h):
+ *
+ *   UFG_REDUCE_CHAIN_BODY   ufg_body_hypot_float64_chain
+ *
  * A loop of a function not declared associative defines UFG_REDUCE_IN_ORDER_ONLY instead of
  * UFG_REDUCE_CLONES: its reduction is `ordered` alone, NumPy's order, and a stored type that
  * is not T is rounded to at every step, as the loop's kernel would, called element by element.
@@ -30,6 +36,11 @@
  */
 #define T_ UFG_REDUCE_T
 #define F_ UFG_REDUCE_BODY
+#ifdef UFG_REDUCE_CHAIN_BODY
+#define FC_ UFG_REDUCE_CHAIN_BODY
+#else
+#define FC_ UFG_REDUCE_BODY
+#endif
 #ifdef UFG_REDUCE_STORAGE
 #define S_ UFG_REDUCE_STORAGE
 #define LOAD_(x) UFG_REDUCE_LOAD(x)
@@ -216,16 +227,38 @@ UFG_REDUCE_NAME(_ordered)(npy_intp n, const char *in, npy_intp stride, char *acc
     T_ a = LOAD_(stored);
     for (npy_intp i = 0; i < n; i++) {
         memcpy(&stored, in + i * stride, sizeof stored);
-        F_(a, LOAD_(stored), &a);
+        FC_(a, LOAD_(stored), &a);
         a = STEP_ROUNDED_(a);
     }
     stored = STORE_(a);
     memcpy(acc, &stored, sizeof stored);
 }
 
+/* ufg_reduce_ops.accumulate: NumPy's accumulate call, out[i] = f(out[i - 1], in[i]) from
+ * out[-1] = *first, in order.  The element-by-element loop's results (each step rounded to
+ * the stored type, as its store and the next step's load round), with the last result kept
+ * in a register rather than stored and loaded back, each step waiting on the body alone: an
+ * input aliasing the output is still read after the step before it has stored. */
+UFG_SCALAR_COPY static void
+UFG_REDUCE_NAME(_accumulate)(npy_intp n, const char *first, const char *in, npy_intp in_stride,
+                             char *out, npy_intp out_stride)
+{
+    S_ stored;
+    memcpy(&stored, first, sizeof stored);
+    T_ a = LOAD_(stored);
+    for (npy_intp i = 0; i < n; i++) {
+        memcpy(&stored, in + i * in_stride, sizeof stored);
+        FC_(a, LOAD_(stored), &a);
+        stored = STORE_(a);
+        memcpy(out + i * out_stride, &stored, sizeof stored);
+        a = LOAD_(stored);
+    }
+}
+
 #ifdef UFG_REDUCE_IN_ORDER_ONLY
 static const ufg_reduce_ops UFG_REDUCE_NAME(_ops) = {
     (int)sizeof(S_), (int)sizeof(T_), NULL, NULL, NULL, NULL, UFG_REDUCE_NAME(_ordered),
+    UFG_REDUCE_NAME(_accumulate),
 };
 #else
 
@@ -269,7 +302,7 @@ UFG_REDUCE_NAME(_few_with)(npy_intp n, const char *in, npy_intp stride, char *ac
     T_ result;
     S_ stored;
 #define ELEMENT_(i) (memcpy(&stored, in + (i) * stride, sizeof stored), load(stored))
-    UFG_REDUCE_FEW_ORDER(T_, n, ELEMENT_, F_, result);
+    UFG_REDUCE_FEW_ORDER(T_, n, ELEMENT_, FC_, result);
 #undef ELEMENT_
     UFG_REDUCE_NAME(_combine_with)(acc, result, load, store);
 }
@@ -299,6 +332,7 @@ UFG_REDUCE_NAME(_few)(npy_intp n, const char *in, npy_intp stride, char *acc)
 static const ufg_reduce_ops UFG_REDUCE_NAME(_ops) = {
     (int)sizeof(S_), (int)sizeof(T_), UFG_REDUCE_NAME(_range), UFG_REDUCE_NAME(_parts),
     UFG_REDUCE_NAME(_combine), UFG_REDUCE_NAME(_few), UFG_REDUCE_NAME(_ordered),
+    UFG_REDUCE_NAME(_accumulate),
 };
 #endif
 
@@ -306,6 +340,7 @@ static const ufg_reduce_ops UFG_REDUCE_NAME(_ops) = {
 #undef STORE_
 #undef LOAD_
 #undef S_
+#undef FC_
 #undef F_
 #undef T_
 #undef UFG_REDUCE_STORAGE
@@ -317,5 +352,6 @@ static const ufg_reduce_ops UFG_REDUCE_NAME(_ops) = {
 #undef UFG_REDUCE_IN_ORDER_ONLY
 #undef UFG_REDUCE_T
 #undef UFG_REDUCE_BODY
+#undef UFG_REDUCE_CHAIN_BODY
 #undef UFG_REDUCE_NAME
 #undef UFG_REDUCE_CLONES
