@@ -40,7 +40,7 @@ What it measures, all on one core, in one process, so that ratios are comparable
      in the last place of the exact sum, so one array's verdict is close to a coin toss.
    And INFO rows, not judged, for the calls that are one chain in NumPy's order (its bits):
    ``add.accumulate`` (``np.cumsum``) and ``hypot.reduce`` / ``hypot.accumulate`` against
-   NumPy's own.
+   NumPy's own; and ``add.at`` / ``hypot.at`` against Numba's and NumPy's.
 
 Ratios are ``peer time / ufuncgen time``: above 1 means ufuncgen is faster.  Times are the
 minimum over several repeats, with the candidates interleaved (each repeat times every
@@ -637,6 +637,33 @@ def chain_ratios(n, repeat, rng):
     return results
 
 
+def at_ratios(n, repeat, rng):
+    """{label: peer time / ufuncgen time} on one thread for `.at` (NumPy calls the loop once
+    per index): add and hypot, n / 50 updates of 1,000 float64 values, against Numba
+    @vectorize's .at (the same NumPy machinery) and NumPy's own (np.add.at has an indexed loop
+    of its own).  The results are the same bits."""
+    peers = numba_peers(np.dtype(np.float64))
+    target = rng.standard_normal(1000)
+    indices = rng.integers(0, 1000, max(10, n // 50))
+    values = rng.standard_normal(indices.size)
+    results = {}
+    for name, theirs in (("add", np.add), ("hypot", np.hypot)):
+        ours, numbas = getattr(ex, name), peers.get(name)
+        mine, numpys = target.copy(), target.copy()
+        ours.at(mine, indices, values)
+        theirs.at(numpys, indices, values)
+        assert np.array_equal(mine, numpys), name
+        candidates = {"ufuncgen": lambda f=ours: f.at(mine, indices, values),
+                      "NumPy": lambda f=theirs: f.at(numpys, indices, values)}
+        if numbas is not None:
+            candidates["Numba"] = lambda f=numbas: f.at(numpys, indices, values)
+        times = time_interleaved(candidates, repeat)
+        for peer in candidates:
+            if peer != "ufuncgen":
+                results[f"{name}.at float64 vs {peer}"] = times[peer] / times["ufuncgen"]
+    return results
+
+
 def reduce_errors(n, seed, rows=1000, columns=20_000):
     """{dtype: ((ours, NumPy's) |error| vs math.fsum on one n-element standard normal array,
     (ours, NumPy's) root mean square error vs math.fsum over `rows` arrays of `columns`)}.
@@ -810,6 +837,9 @@ def targets(results, n, repeat, rng, seed=0, scalar=None, gufuncs=None):
     for case, ratio in in_order_reduce_ratios(n, repeat, rng).items():
         print(f"- INFO: custom_op.reduce float64 {case} (NumPy's order) vs Numba @vectorize "
               f".reduce, one thread: {ratio:.2f}x")
+    for label, ratio in at_ratios(n, repeat, rng).items():
+        print(f"- INFO: {label}'s .at, one thread: {ratio:.2f}x ({max(10, n // 50):,} updates "
+              "of 1,000 values)")
     for label, ratio in chain_ratios(n, repeat, rng).items():
         print(f"- INFO: {label} vs NumPy's, one thread: {ratio:.2f}x ({max(10, n // 5):,} "
               "values; one chain: NumPy's order and bits)")

@@ -340,9 +340,9 @@ _VECTOR_MATH = ("exp log pow sin cos acos acosh asin asinh atan atanh cbrt cosh 
                 "exp2 expm1 log10 log1p log2 sinh tan tanh atan2").split()
 _VECTOR_MATH_CALL = re.compile(r"\b(?:%s)f?\s*\(" % "|".join(_VECTOR_MATH))
 
-# The prelude's functions with a variant for a chain of calls, each waiting on the last (prelude.h,
-# UFG_BODY_FLAVOUR): the same results and flags, behind branches such a loop predicts.
-_CHAIN_VARIANT_CALL = re.compile(r"\bhypot\s*\(")
+# The prelude's functions with a variant for scalar code (prelude.h, UFG_BODY_FLAVOUR): the
+# same results and flags, behind branches that scalar code predicts where the vector code masks.
+_SCALAR_VARIANT_CALL = re.compile(r"\bhypot\s*\(")
 
 # C that decides whether an operation runs (`x < 0 ? -1 : sqrt(x)`, `if`, an early exit).  GCC's
 # vectorizer may if-convert it into the operation computed on every lane, the guarded-off
@@ -629,13 +629,13 @@ class Module:
                          if f.name in raising and not f.reads_core_outputs_first)
 
     @property
-    def chain_body_functions(self) -> frozenset[str]:
-        """Functions whose host loops run a `.reduce` or `.accumulate` as one scalar chain
-        (host_reduce_impl.h: `ordered`, `few`, `accumulate`) and whose body itself calls a
-        prelude function with a variant for chains (hypot): those loops compile a `_chain` copy
-        of the body, with that variant (bodies.h.j2).  A helper keeps the one variant."""
-        return frozenset(f.name for f in self.functions
-                         if f.reducing_signatures and any(_CHAIN_VARIANT_CALL.search(line) for line in _code_lines(f.body)))
+    def scalar_body_functions(self) -> frozenset[str]:
+        """Elementwise functions whose body itself calls a prelude function with a variant for
+        scalar code (hypot): their host loops' scalar code (the in-order chains of
+        host_reduce_impl.h, the scalar copy of the kernel) calls a `_scalar` copy of the body,
+        compiled with that variant (bodies.h.j2).  A helper keeps the one variant."""
+        return frozenset(f.name for f in self.functions if not f.is_gufunc and any(
+            _SCALAR_VARIANT_CALL.search(line) for line in _code_lines(f.body)))
 
     @property
     def complex_product_functions(self) -> frozenset[str]:

@@ -268,13 +268,14 @@ def reduce_clones(fn: Function, sig, module: Module) -> str:
     return clones
 
 
-def aligns_stores(fn: Function, sig, module: Module) -> bool:
-    """Whether a contiguous call of an elementwise loop runs the elements before its first
-    output's next cache line apart, so that the kernel's vector loop stores whole lines
-    (host_loops.h, ufg_run_aligned).  Only where every element's bits are the same in the
-    scalar and the vector loop, wherever the split falls: no vector math (libmvec differs from
-    scalar libm by a few ULP), no fast math (a vector reciprocal estimate), no complex values,
-    no float16 or bfloat16 (their blocks convert apart)."""
+def scalar_gives_vector_bits(fn: Function, sig, module: Module) -> bool:
+    """Whether every element of an elementwise loop gets the same bits from its scalar copy and
+    its vector loop, wherever a call is split between them: no vector math (libmvec differs
+    from scalar libm by a few ULP), no fast math (a vector reciprocal estimate), no complex
+    values, no float16 or bfloat16 (their blocks convert apart).  Such a loop runs the elements
+    of a contiguous call before its first output's next cache line apart, so that the vector
+    loop stores whole lines (host_loops.h, ufg_run_aligned), and a call of one element (a .at
+    update) through its scalar copy, without the vector loop's set-up."""
     return (not fn.is_gufunc and not fn.fastmath
             and fn.name not in module.vector_math_functions
             and all(t.storage is None and not t.is_complex for t in sig.all_types))
@@ -306,7 +307,7 @@ def environment() -> jinja2.Environment:
         device_read=device_read, element_arguments=element_arguments, uses_cub=uses_cub,
         wrapper_doc=wrapper_doc, ufunc_doc=ufunc_doc, identity_spec=identity_spec,
         descriptor_flags=descriptor_flags, target_clones=target_clones, reduce_clones=reduce_clones,
-        aligns_stores=aligns_stores,
+        scalar_gives_vector_bits=scalar_gives_vector_bits,
         call_signature=call_signature, py_doc=py_doc, contiguous_steps=contiguous_steps,
         step_walks=step_walks,
         core_elements=core_elements,

@@ -1,9 +1,12 @@
 """Elementwise seed functions against NumPy's composed expressions: every loop, size, layout,
 dimensionality, broadcasting, out=/where= and type resolution."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import ufuncgen.examples as ex
+from ufuncgen.gen import load_module
 
 from .conftest import (
     ELEMENTWISE_NAMES,
@@ -19,6 +22,9 @@ from .conftest import (
 )
 
 CASES = function_dtype_cases(ELEMENTWISE_NAMES)
+# The seed functions whose loops call vector math (libmvec), from the generator's model.
+VECTOR_MATH = load_module("ufuncgen.examples", [str(Path(__file__).resolve().parents[2] / "signatures"
+                                                    / "examples.ufunc")]).vector_math_functions
 
 
 def as_tuple(result):
@@ -331,3 +337,35 @@ def test_elementwise_result_bits_do_not_depend_on_where_in_a_cache_line_the_arra
             fn(*placed, out=outs)
             for got, want in zip(outs, expected):
                 assert_exactly_equal(got, want)
+
+
+@pytest.mark.parametrize("name, dtype", CASES)
+def test_a_call_of_one_element_gives_the_bits_of_that_element_in_a_long_call(name, dtype, rng):
+    # A call of one element (NumPy's .at calls the loop once per index) runs the loop's scalar
+    # copy where that gives the vector loop's bits: each element alone must be the long call's.
+    if name in VECTOR_MATH:
+        pytest.skip(f"{name} calls vector math: libmvec and scalar libm differ by a few ULP")
+    fn = getattr(ex, name)
+    inputs = elementwise_inputs(name, dtype, (37,), rng)
+    expected = as_tuple(fn(*inputs))
+    for i in (0, 1, 17, 36):
+        alone = as_tuple(fn(*[a[i:i + 1] for a in inputs]))
+        for got, want in zip(alone, expected):
+            assert_exactly_equal(got, want[i:i + 1])
+
+
+@pytest.mark.parametrize("name", ["add", "custom_op", "hypot"])
+def test_at_with_repeated_indices_is_numpys_element_by_element_update(name, rng):
+    fn = getattr(ex, name)
+    step = {"add": np.add, "hypot": np.hypot}.get(name)
+    for dtype in sorted({ins[0] for ins, _ in loop_dtypes(fn) if ins[0] == ins[1]}, key=str):
+        values = elementwise_inputs(name, dtype, (500,), rng)[1]
+        indices = rng.integers(0, 20, 500)
+        mine = elementwise_inputs(name, dtype, (20,), rng)[0]
+        expected = mine.copy()
+        with np.errstate(all="ignore"):
+            for k, v in zip(indices, values):        # in order, once per occurrence
+                expected[k] = (step(expected[k], v) if step is not None
+                               else expected[k] * v + expected[k])
+            fn.at(mine, indices, values)
+        assert_exactly_equal(mine, expected)

@@ -696,7 +696,7 @@ def test_a_gufunc_reads_its_output_first_where_its_first_mention_is_no_assignmen
     assert model(text).functions[0].reads_core_outputs_first is reads
 
 
-CHAIN_BODIES = """
+SCALAR_BODIES = """
 helper double h(double a, double b)
 {
     return hypot(a, b);
@@ -738,10 +738,19 @@ ufunc mixed(x, y) -> r
 {
     r = hypot(x, y);
 }
+
+gufunc rows(x) -> r
+    layout: (n)->()
+    types: float64(float64)
+{
+    r = 0;
+    for (int64_t i = 0; i < n; i++)
+        r = hypot(r, x(i));
+}
 """
 
 
-def test_binary_functions_of_one_type_whose_own_body_calls_hypot_get_a_chain_body():
-    # Those whose host loops reduce or accumulate as one chain (in order or associative); not
-    # through a helper (compiled once), in a comment, nor where no loop reduces on the host.
-    assert model(CHAIN_BODIES).chain_body_functions == {"norm2", "summed"}
+def test_elementwise_functions_whose_own_body_calls_hypot_get_a_scalar_body():
+    # Not through a helper (compiled once), nor in a comment; a gufunc's loops have no scalar
+    # copy of the kernel.
+    assert model(SCALAR_BODIES).scalar_body_functions == {"norm2", "summed", "three", "mixed"}

@@ -155,24 +155,40 @@ def test_binary_loops_of_one_type_get_host_reductions_reorderable_where_associat
     add = module_c.split("#define UFG_REDUCE_NAME(part) ufg_reduce_add_float32##part")[0].rsplit("*/", 1)[1]
     assert "UFG_REDUCE_IN_ORDER_ONLY" not in add
     hypot_loop = module_c.split("ufg_loop_hypot_float64(")[1].split("\n}")[0]
-    assert hypot_loop.rstrip().endswith("NULL, &ufg_reduce_hypot_float64_ops, true, true);")
+    assert hypot_loop.rstrip().endswith("NULL, ufg_scalar_kernel_hypot_float64, &ufg_reduce_hypot_float64_ops, true, true);")
     # neither a unary function nor one of three inputs has one
     assert "ufg_reduce_gelu" not in module_c and "ufg_reduce_gaussian_pdf" not in module_c
 
 
-def test_hypots_chains_call_a_copy_of_its_body_compiled_with_the_prelude_variant_for_chains(examples):
+def test_the_scalar_code_of_hypots_loops_calls_a_copy_of_its_body_with_the_preludes_scalar_variant(examples):
     module_c, bodies = examples["ex_module.c"], examples["ex_bodies.h"]
+    for loop in ("hypot_float32", "hypot_float64", "polar_distance_float32", "polar_distance_float64"):
+        copy = bodies.split(f"ufg_body_{loop}_scalar(")[0].rsplit("#ifdef UFUNCGEN_HOST_LOOPS_H", 1)[1]
+        assert copy.split("*/", 1)[1].split() == ["#undef", "UFG_BODY_FLAVOUR", "#define", "UFG_BODY_FLAVOUR",
+                                                   "_scalar", "UFG_BODY_FN", "void"]
+        after = bodies.split(f"ufg_body_{loop}_scalar(")[1].split("#endif", 1)[0]
+        assert after.rstrip().endswith("#undef UFG_BODY_FLAVOUR\n#define UFG_BODY_FLAVOUR")
+        scalar_kernel = module_c.split(f"ufg_scalar_kernel_{loop}(npy_intp n, char **args)")[1].split("\n}")[0]
+        assert f"ufg_body_{loop}_scalar(" in scalar_kernel
+        vector_kernel = module_c.split(f"ufg_kernel_{loop}(npy_intp n, char **args)")[1].split("\n}")[0]
+        assert f"ufg_body_{loop}(" in vector_kernel and "_scalar(" not in vector_kernel
     for loop in ("hypot_float32", "hypot_float64"):
         block = module_c.split(f"#define UFG_REDUCE_NAME(part) ufg_reduce_{loop}##part")[0].rsplit("*/", 1)[1]
-        assert f"#define UFG_REDUCE_CHAIN_BODY ufg_body_{loop}_chain" in block
-        copy = bodies.split(f"ufg_body_{loop}_chain(")[0].rsplit("#ifdef UFUNCGEN_HOST_LOOPS_H", 1)[1]
-        assert copy.split("*/", 1)[1].split() == ["#undef", "UFG_BODY_FLAVOUR", "#define", "UFG_BODY_FLAVOUR",
-                                                   "_chain", "UFG_BODY_FN", "void"]
-        after = bodies.split(f"ufg_body_{loop}_chain(")[1].split("#endif", 1)[0]
-        assert after.rstrip().endswith("#undef UFG_BODY_FLAVOUR\n#define UFG_BODY_FLAVOUR")
-    # add calls nothing with a variant, polar_distance (four inputs) has no host reduction
-    assert "UFG_REDUCE_CHAIN_BODY" not in module_c.split("#define UFG_REDUCE_NAME(part) ufg_reduce_add_float32##part")[0].rsplit("*/", 1)[1]
-    assert bodies.count("_chain(") == 2
+        assert f"#define UFG_REDUCE_SCALAR_BODY ufg_body_{loop}_scalar" in block
+    # add calls nothing with a variant
+    assert "UFG_REDUCE_SCALAR_BODY" not in module_c.split("#define UFG_REDUCE_NAME(part) ufg_reduce_add_float32##part")[0].rsplit("*/", 1)[1]
+    assert bodies.count("_scalar(") == 4
+
+
+def test_a_loop_whose_scalar_copy_gives_its_bits_runs_a_call_of_one_element_there(examples):
+    module_c = examples["ex_module.c"]
+    for cname, exact, one in (("add_float32", "NULL", "ufg_scalar_kernel_add_float32"),
+                              ("hypot_float64", "NULL", "ufg_scalar_kernel_hypot_float64"),
+                              ("gaussian_pdf_float64", "ufg_scalar_kernel_gaussian_pdf_float64", "NULL"),
+                              ("add_float16", "NULL", "NULL")):
+        call = module_c.split(f"ufg_kernel_{cname}, ")[-1].split(")")[0].split(", ")
+        assert call[:2] == [exact, one], cname
+    assert "ufg_scalar_kernel_add_float16(" not in module_c
 
 
 def test_a_gufunc_loop_picks_a_contiguous_specialization_with_constant_frozen_strides(examples):
@@ -533,18 +549,18 @@ def test_each_body_is_preceded_by_a_line_directive_to_its_first_line_in_the_sign
             k += 1
         assert source[first - 2 + k] == "}", "a body ends at its closing '}'"
     # a body per type signature, its float-reading copy where a gufunc loop's core inputs are
-    # float16 or bfloat16 (inner1d and l2_norm: 3), its copy for the host's chains where it
-    # calls hypot (hypot: 2), and each helper once per type whose bodies call it
+    # float16 or bfloat16 (inner1d and l2_norm: 3), its copy for the host's scalar code where
+    # it calls hypot (hypot and polar_distance: 4), and each helper once per type whose bodies
+    # call it
     module = load_module("pkg.ex", [str(EXAMPLES)], source_root=str(EXAMPLES.parent))
     helpers = sum(len(helpers) for _, helpers in module.helper_instances)
     widened = sum(1 for f in module.functions for s in f.signatures if f.widened_args(s))
-    chains = sum(len(f.reducing_signatures) for f in module.functions
-                 if f.name in module.chain_body_functions)
+    scalar = sum(len(f.signatures) for f in module.functions if f.name in module.scalar_body_functions)
     assert prototypes == declarations == helpers
-    assert widened == 3 and chains == 2
-    assert seen == sum(len(f.signatures) for f in module.functions) + widened + chains + helpers == 46
+    assert widened == 3 and scalar == 4
+    assert seen == sum(len(f.signatures) for f in module.functions) + widened + scalar + helpers == 48
     assert stores == sum(len(f.signatures) * sum(a.is_scalar for a in f.outputs)
-                         for f in module.functions) + widened + chains
+                         for f in module.functions) + widened + scalar
     assert cxx_only > 0         # lucas and the integer loops of add, matmul, ...
 
 

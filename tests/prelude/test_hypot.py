@@ -170,10 +170,10 @@ def test_a_negligible_part_raises_nothing_and_gives_numpys_bits_at_every_exponen
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_reductions_and_accumulations_take_the_chain_variant_with_the_same_bits_and_flags(fns, dtype):
-    # A .reduce or .accumulate calls hypot's variant for chains (branches where the vector code
-    # masks): NumPy's bits over every exponent and special value, and no flag NumPy's hypot
-    # does not raise, each step's arguments a running result and a new value.
+def test_reductions_accumulations_and_at_take_the_scalar_variant_with_the_same_bits_and_flags(fns, dtype):
+    # A .reduce, an .accumulate and each element of a .at call hypot's variant for scalar code
+    # (branches where the vector code masks): NumPy's bits over every exponent and special
+    # value, and no flag NumPy's hypot does not raise.
     x, y = _pairs(dtype, np.random.default_rng(36))
     ordinary = np.isfinite(x) & (np.abs(x) < np.finfo(dtype).max / 4)
     with np.errstate(all="ignore"):
@@ -187,10 +187,19 @@ def test_reductions_and_accumulations_take_the_chain_variant_with_the_same_bits_
                      f"hypot.reduce {dtype} of rows")
         assert_agree(fns.hypot_of.accumulate(rows, axis=1), np.hypot.accumulate(rows, axis=1), ULPS,
                      f"hypot.accumulate {dtype} of rows")
+        indices = np.random.default_rng(38).integers(0, 1000, x.size)
+        mine, numpys = y[:1000].copy(), y[:1000].copy()
+        fns.hypot_of.at(mine, indices, x)
+        np.hypot.at(numpys, indices, x)
+        assert_agree(mine, numpys, ULPS, f"hypot.at {dtype}")
     small = np.random.default_rng(37).uniform(-1e3, 1e3, 5000).astype(dtype)
     with np.errstate(over="raise", invalid="raise", divide="raise"):
         assert_agree(fns.hypot_of.accumulate(small), np.hypot.accumulate(small), ULPS,
                      f"hypot.accumulate {dtype}, raising nothing")
+        mine, numpys = small[:100].copy(), small[:100].copy()
+        fns.hypot_of.at(mine, np.arange(5000) % 100, small)
+        np.hypot.at(numpys, np.arange(5000) % 100, small)
+        assert_agree(mine, numpys, ULPS, f"hypot.at {dtype}, raising nothing")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

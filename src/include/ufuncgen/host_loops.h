@@ -417,7 +417,7 @@ ufg_run_contiguous_part(char **args, npy_intp n, const npy_intp *steps, int nin,
  * block of a strided call then starts on one too: `a + 2.0`, an input broadcast against
  * another).  NumPy's large arrays start 16 bytes past a line, where every vector store, and
  * every load of an input at the same offset, would span two.  Only for kernels whose elements
- * get the same bits from the scalar and the vector loop (render.aligns_stores): which loop
+ * get the same bits from the scalar and the vector loop (render.scalar_gives_vector_bits): which loop
  * computes an element then depends on where the arrays lie.  A flag-exact re-run of a block
  * gives the flags of that block's elements, wherever the blocks start.  Done here, not in the
  * kernel, so that the kernel keeps one copy of its loop: with two inlined copies, hypot's
@@ -506,15 +506,22 @@ ufg_run_elementwise_parallel(ufg_elementwise_job *job, int threads)
  * kernel's scalar tail, flag-exact).
  * `exact` is the loop's scalar kernel when its body calls vector math (see ufg_run_block),
  * else NULL: a contiguous call is then checked in chunks (ufg_run_contiguous_checked).
+ * `one`: the loop's scalar copy where it gives the vector loop's bits, else NULL: a call of one
+ * element (NumPy's .at calls the loop once per index) runs there, without the vector loop's
+ * set-up (an AVX-512 hypot took some 25 ns to compute one element).
  * `from_line`: a call whose first output is contiguous starts its kernel's vector loop at that
  * output's cache line (ufg_run_aligned).
  */
 static inline void
 ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
                     const int *itemsizes, ufg_contiguous_kernel kernel,
-                    ufg_contiguous_kernel exact, const ufg_reduce_ops *reduce,
-                    bool threads_allowed, bool from_line)
+                    ufg_contiguous_kernel exact, ufg_contiguous_kernel one,
+                    const ufg_reduce_ops *reduce, bool threads_allowed, bool from_line)
 {
+    if (n == 1 && one != NULL) {
+        one(1, args);
+        return;
+    }
     if (reduce != NULL && ufg_is_reduce_call(args, n, steps, itemsizes[0])) {
         ufg_run_reduce(args, n, steps, reduce, exact != NULL, threads_allowed);
         return;

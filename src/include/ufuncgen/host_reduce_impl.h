@@ -21,11 +21,11 @@
  *   UFG_REDUCE_LOAD_F16C    ufg_half_to_float_f16c
  *   UFG_REDUCE_STORE_F16C   ufg_float_to_half_f16c
  *
- * and, where the body calls a prelude function with a variant for chains of calls (hypot),
- * the body's copy with that variant, which the scalar chains below call (`ordered`, `few`,
+ * and, where the body calls a prelude function with a variant for scalar code (hypot), the
+ * body's copy with that variant, which the scalar chains below call (`ordered`, `few`,
  * `accumulate`): the same results, each step waiting on less (prelude.h):
  *
- *   UFG_REDUCE_CHAIN_BODY   ufg_body_hypot_float64_chain
+ *   UFG_REDUCE_SCALAR_BODY  ufg_body_hypot_float64_scalar
  *
  * A loop of a function not declared associative defines UFG_REDUCE_IN_ORDER_ONLY instead of
  * UFG_REDUCE_CLONES: its reduction is `ordered` alone, NumPy's order, and a stored type that
@@ -36,10 +36,10 @@
  */
 #define T_ UFG_REDUCE_T
 #define F_ UFG_REDUCE_BODY
-#ifdef UFG_REDUCE_CHAIN_BODY
-#define FC_ UFG_REDUCE_CHAIN_BODY
+#ifdef UFG_REDUCE_SCALAR_BODY
+#define FS_ UFG_REDUCE_SCALAR_BODY
 #else
-#define FC_ UFG_REDUCE_BODY
+#define FS_ UFG_REDUCE_BODY
 #endif
 #ifdef UFG_REDUCE_STORAGE
 #define S_ UFG_REDUCE_STORAGE
@@ -227,7 +227,7 @@ UFG_REDUCE_NAME(_ordered)(npy_intp n, const char *in, npy_intp stride, char *acc
     T_ a = LOAD_(stored);
     for (npy_intp i = 0; i < n; i++) {
         memcpy(&stored, in + i * stride, sizeof stored);
-        FC_(a, LOAD_(stored), &a);
+        FS_(a, LOAD_(stored), &a);
         a = STEP_ROUNDED_(a);
     }
     stored = STORE_(a);
@@ -248,7 +248,7 @@ UFG_REDUCE_NAME(_accumulate)(npy_intp n, const char *first, const char *in, npy_
     T_ a = LOAD_(stored);
     for (npy_intp i = 0; i < n; i++) {
         memcpy(&stored, in + i * in_stride, sizeof stored);
-        FC_(a, LOAD_(stored), &a);
+        FS_(a, LOAD_(stored), &a);
         stored = STORE_(a);
         memcpy(out + i * out_stride, &stored, sizeof stored);
         a = LOAD_(stored);
@@ -302,7 +302,7 @@ UFG_REDUCE_NAME(_few_with)(npy_intp n, const char *in, npy_intp stride, char *ac
     T_ result;
     S_ stored;
 #define ELEMENT_(i) (memcpy(&stored, in + (i) * stride, sizeof stored), load(stored))
-    UFG_REDUCE_FEW_ORDER(T_, n, ELEMENT_, FC_, result);
+    UFG_REDUCE_FEW_ORDER(T_, n, ELEMENT_, FS_, result);
 #undef ELEMENT_
     UFG_REDUCE_NAME(_combine_with)(acc, result, load, store);
 }
@@ -340,7 +340,7 @@ static const ufg_reduce_ops UFG_REDUCE_NAME(_ops) = {
 #undef STORE_
 #undef LOAD_
 #undef S_
-#undef FC_
+#undef FS_
 #undef F_
 #undef T_
 #undef UFG_REDUCE_STORAGE
@@ -352,6 +352,6 @@ static const ufg_reduce_ops UFG_REDUCE_NAME(_ops) = {
 #undef UFG_REDUCE_IN_ORDER_ONLY
 #undef UFG_REDUCE_T
 #undef UFG_REDUCE_BODY
-#undef UFG_REDUCE_CHAIN_BODY
+#undef UFG_REDUCE_SCALAR_BODY
 #undef UFG_REDUCE_NAME
 #undef UFG_REDUCE_CLONES

@@ -366,6 +366,19 @@ UFG_UNSIGNED_TYPES(UFG_DEFINE_ARG_INTEGER)
 UFG_PRELUDE_FN float ufg_arg_f(float x) { return (atan2f)(0.0f, x); }
 UFG_PRELUDE_FN double ufg_arg_d(double x) { return (atan2)(0.0, x); }
 
+/* glibc's hypot of float64 corrects h = sqrt(ax*ax + ay*ay) by (these) / (2h), the first where
+ * h <= 2ay, the second elsewhere: written once for ufg_hypot_d and ufg_hypot_d_scalar. */
+UFG_PRELUDE_FN double ufg_hypot_near_y(double ax, double ay, double h)
+{
+    const double dy = h - ay;
+    return ax * (2.0 * dy - ax) + (dy - 2.0 * (ax - ay)) * dy;
+}
+UFG_PRELUDE_FN double ufg_hypot_near_x(double ax, double ay, double h)
+{
+    const double dx = h - ax;
+    return 2.0 * dx * (ax - 2.0 * ay) + ((4.0 * dx - ay) * ay + dx * dx);
+}
+
 /* hypot of float64, inline and branch-free so that a loop calling it vectorizes (libm's hypot
  * is a scalar call: a loop calling it ran at 12 ns an element, its sin and cos scalar too).
  * Bit for bit glibc's hypot (2.35 and later, built without FMA, as Debian's x86-64 glibc is):
@@ -406,9 +419,7 @@ UFG_PRELUDE_FN double ufg_hypot_d(double x, double y)
     const double ay = ufg_d_of_bits((uint64_t)small & ~(unused | far)) * scale;
     /* glibc's correction, both of its branches, the one it takes chosen after. */
     double h = (sqrt)(ax * ax + ay * ay);
-    const double dy = h - ay, dx = h - ax;
-    const double near_y = ax * (2.0 * dy - ax) + (dy - 2.0 * (ax - ay)) * dy;
-    const double near_x = 2.0 * dx * (ax - 2.0 * ay) + ((4.0 * dx - ay) * ay + dx * dx);
+    const double near_y = ufg_hypot_near_y(ax, ay, h), near_x = ufg_hypot_near_x(ax, ay, h);
     const uint64_t y_branch = -(uint64_t)(ufg_bits_of_d(h) <= ufg_bits_of_d(2.0 * ay));
     h -= ufg_d_of_bits((ufg_bits_of_d(near_y) & y_branch) | (ufg_bits_of_d(near_x) & ~y_branch))
          / (2.0 * h);
@@ -426,16 +437,15 @@ UFG_PRELUDE_FN double ufg_hypot_d(double x, double y)
                          | (nan & nonfinite & ~infinite) | ((uint64_t)inf_bits & infinite));
 }
 
-/* hypot for a chain of calls, each waiting on the last's result (a .reduce or .accumulate in
- * order, whose host loops compile a `_chain` copy of the body: UFG_BODY_FLAVOUR, below): the
- * results and flags of ufg_hypot_f and ufg_hypot_d, behind branches that such a loop predicts,
- * so that each step waits on a square root and glibc's correction, not on the masks and domain
- * crossings that keep the vector code branch-free (float64: 24 ns a step, against 15 for
- * glibc's hypot).  Where both arguments are finite, the larger in [2^-400, 2^400) and the
+/* hypot for scalar code (the host loops' `_scalar` copies of a body: UFG_BODY_FLAVOUR, below):
+ * the results and flags of ufg_hypot_f and ufg_hypot_d, behind branches that scalar code
+ * predicts, so that a call waits on a square root and glibc's correction, not on the masks and
+ * domain crossings that keep the vector code branch-free (float64: a .reduce's chain 24 ns a
+ * step, against 15 for glibc's hypot).  Where both arguments are finite, the larger in [2^-400, 2^400) and the
  * smaller at most 2^60 times smaller, no square, product or sum below can overflow or be
  * subnormal, so ufg_hypot_d's operations on its arguments scaled by a power of two give the
  * same bits on the arguments themselves; anything else takes ufg_hypot_d. */
-UFG_PRELUDE_FN double ufg_hypot_d_chain(double x, double y)
+UFG_PRELUDE_FN double ufg_hypot_d_scalar(double x, double y)
 {
     const uint64_t xa = ufg_bits_of_d(x) & 0x7fffffffffffffffull;
     const uint64_t ya = ufg_bits_of_d(y) & 0x7fffffffffffffffull;
@@ -451,12 +461,10 @@ UFG_PRELUDE_FN double ufg_hypot_d_chain(double x, double y)
         const double h = (sqrt)(ax * ax + ay * ay);
         double near;
         if (h <= 2.0 * ay) {
-            const double dy = h - ay;
-            near = ax * (2.0 * dy - ax) + (dy - 2.0 * (ax - ay)) * dy;
+            near = ufg_hypot_near_y(ax, ay, h);
         }
         else {
-            const double dx = h - ax;
-            near = 2.0 * dx * (ax - 2.0 * ay) + ((4.0 * dx - ay) * ay + dx * dx);
+            near = ufg_hypot_near_x(ax, ay, h);
         }
         return h - near / (2.0 * h);
     }
@@ -464,7 +472,7 @@ UFG_PRELUDE_FN double ufg_hypot_d_chain(double x, double y)
 }
 
 /* The float32 one: both finite, the square root in double, as ufg_hypot_f computes it. */
-UFG_PRELUDE_FN float ufg_hypot_f_chain(float x, float y)
+UFG_PRELUDE_FN float ufg_hypot_f_scalar(float x, float y)
 {
     uint32_t x_bits, y_bits;
     memcpy(&x_bits, &x, sizeof x);
@@ -477,8 +485,8 @@ UFG_PRELUDE_FN float ufg_hypot_f_chain(float x, float y)
     return ufg_hypot_f(x, y);
 }
 
-/* The variant of a prelude function a body calls: empty, or _chain where the generated bodies
- * header compiles a body's copy for the host loops' chains of calls (bodies.h.j2). */
+/* The variant of a prelude function a body calls: empty, or _scalar where the generated bodies
+ * header compiles a body's copy for the host loops' scalar code (bodies.h.j2). */
 #define UFG_BODY_FLAVOUR
 #define UFG_FLAVOURED(name) UFG_FLAVOURED_(name, UFG_BODY_FLAVOUR)
 #define UFG_FLAVOURED_(name, flavour) UFG_FLAVOURED_PASTE_(name, flavour)
