@@ -417,10 +417,10 @@ ufg_run_contiguous_part(char **args, npy_intp n, const npy_intp *steps, int nin,
  * block of a strided call then starts on one too: `a + 2.0`, an input broadcast against
  * another).  NumPy's large arrays start 16 bytes past a line, where every vector store, and
  * every load of an input at the same offset, would span two.  Only for kernels whose elements
- * get the same bits from the scalar and the vector loop (render.scalar_gives_vector_bits): which loop
- * computes an element then depends on where the arrays lie.  A flag-exact re-run of a block
- * gives the flags of that block's elements, wherever the blocks start.  Done here, not in the
- * kernel, so that the kernel keeps one copy of its loop: with two inlined copies, hypot's
+ * get the same bits from the scalar and the vector loop (render.scalar_gives_vector_bits):
+ * which loop computes an element then depends on where the arrays lie.  A flag-exact re-run of
+ * a block gives the flags of that block's elements, wherever the blocks start.  Done here, not
+ * in the kernel, so that the kernel keeps one copy of its loop: with two inlined copies, hypot's
  * float64 AVX-512 kernel ran 2.4x slower (GCC 12 rebuilt an all-ones constant with
  * vpternlogd, which reads its destination, into the register holding the last iteration's
  * result).
@@ -502,8 +502,8 @@ ufg_run_elementwise_parallel(ufg_elementwise_job *job, int threads)
  * with `threads: false`.  `reduce` is the loop's reduction (host_reduce.h) when it is a
  * binary loop of one type, reorderable when the function is `associative: true`, else NULL:
  * a reduce-pattern call then runs there, and an accumulate call as one scalar chain.  Any other
- * overlap of outputs and inputs runs serially, in order (one element per kernel call: the
- * kernel's scalar tail, flag-exact).
+ * overlap of outputs and inputs runs serially, in order, one element per call (of `one`, else
+ * of the kernel, its scalar tail: flag-exact).
  * `exact` is the loop's scalar kernel when its body calls vector math (see ufg_run_block),
  * else NULL: a contiguous call is then checked in chunks (ufg_run_contiguous_checked).
  * `one`: the loop's scalar copy where it gives the vector loop's bits, else NULL: a call of one
@@ -531,7 +531,7 @@ ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int
         return;
     }
     if (n > 1 && ufg_outputs_overlap_inputs(args, n, steps, nin, nargs, itemsizes)) {
-        ufg_run_elementwise_serial(args, n, steps, nargs, kernel);
+        ufg_run_elementwise_serial(args, n, steps, nargs, one != NULL ? one : kernel);
         return;
     }
     bool contiguous = true;

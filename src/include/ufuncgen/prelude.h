@@ -426,7 +426,8 @@ UFG_PRELUDE_FN double ufg_hypot_d(double x, double y)
     const uint64_t corrected = ufg_bits_of_d(h * unscale);
     /* ay <= ax * 2^-54, non-negative doubles compared as their bits: glibc returns ax + ay. */
     const double two_to_minus_54 = 5.5511151231257827021181583404541015625e-17;
-    const uint64_t negligible = far | -(uint64_t)(ufg_bits_of_d(ay) <= ufg_bits_of_d(ax * two_to_minus_54));
+    const uint64_t negligible = far | -(uint64_t)(ufg_bits_of_d(ay)
+                                                  <= ufg_bits_of_d(ax * two_to_minus_54));
     const uint64_t direct = nonfinite | negligible;
     const uint64_t sum = ufg_bits_of_d(ufg_d_of_bits((uint64_t)big)
                                        + ufg_d_of_bits((uint64_t)small & negligible));
@@ -440,11 +441,12 @@ UFG_PRELUDE_FN double ufg_hypot_d(double x, double y)
 /* hypot for scalar code (the host loops' `_scalar` copies of a body: UFG_BODY_FLAVOUR, below):
  * the results and flags of ufg_hypot_f and ufg_hypot_d, behind branches that scalar code
  * predicts, so that a call waits on a square root and glibc's correction, not on the masks and
- * domain crossings that keep the vector code branch-free (float64: a .reduce's chain 24 ns a
- * step, against 15 for glibc's hypot).  Where both arguments are finite, the larger in [2^-400, 2^400) and the
- * smaller at most 2^60 times smaller, no square, product or sum below can overflow or be
- * subnormal, so ufg_hypot_d's operations on its arguments scaled by a power of two give the
- * same bits on the arguments themselves; anything else takes ufg_hypot_d. */
+ * domain crossings that keep the vector code branch-free (float64: a .reduce's chain took 24
+ * ns a step through ufg_hypot_d, 16 through this, 15 through glibc's hypot).  Where both
+ * arguments are finite, the larger in [2^-400, 2^400) and the smaller at most 2^60 times
+ * smaller, no square, product or sum below can overflow or be subnormal, so ufg_hypot_d's
+ * operations on its arguments scaled by a power of two give the same bits on the arguments
+ * themselves; anything else takes ufg_hypot_d. */
 UFG_PRELUDE_FN double ufg_hypot_d_scalar(double x, double y)
 {
     const uint64_t xa = ufg_bits_of_d(x) & 0x7fffffffffffffffull;
@@ -713,7 +715,8 @@ UFG_PRELUDE_FN double _Complex ufg_div_cd(double _Complex a, double _Complex b) 
 #undef remainder
 #undef nextafter
 #define atan2(a, b) _Generic((a) + (b), UFG_REAL_ARMS(atan2f, (atan2)))(UFG_SUM_ARGS_2(a, b))
-#define hypot(a, b) _Generic((a) + (b), UFG_REAL_ARMS(UFG_FLAVOURED(ufg_hypot_f), UFG_FLAVOURED(ufg_hypot_d))) \
+#define hypot(a, b) _Generic((a) + (b), \
+                            UFG_REAL_ARMS(UFG_FLAVOURED(ufg_hypot_f), UFG_FLAVOURED(ufg_hypot_d))) \
     (UFG_SUM_ARGS_2(a, b))
 #define fmod(a, b) _Generic((a) + (b), UFG_REAL_ARMS(fmodf, (fmod)))(UFG_SUM_ARGS_2(a, b))
 #define fmin(a, b) _Generic((a) + (b), UFG_REAL_ARMS(ufg_fmin_f, ufg_fmin_d))(UFG_SUM_ARGS_2(a, b))
