@@ -22,8 +22,9 @@
  *   UFG_REDUCE_STORE_F16C   ufg_float_to_half_f16c
  *
  * and, where the body calls a prelude function with a variant for scalar code (hypot), the
- * body's copy with that variant, which the scalar chains below call (`ordered`, `few`,
- * `accumulate`): the same results, each step waiting on less (prelude.h):
+ * body's copy with that variant, which the scalar entry points below call (`ordered`, `few`,
+ * `accumulate`, `combine`; `range` and `parts`, vectorized, call the body): the same results,
+ * each step waiting on less (prelude.h):
  *
  *   UFG_REDUCE_SCALAR_BODY  ufg_body_hypot_float64_scalar
  *
@@ -275,7 +276,7 @@ UFG_REDUCE_NAME(_combine_with)(char *acc, T_ x, T_ (*load)(S_), S_ (*store)(T_))
     S_ stored;
     T_ a;
     memcpy(&stored, acc, sizeof stored);
-    F_(load(stored), x, &a);
+    FS_(load(stored), x, &a);
     stored = store(a);
     memcpy(acc, &stored, sizeof stored);
 }
