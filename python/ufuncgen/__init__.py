@@ -7,7 +7,7 @@ __version__ = "0.1.0"
 __all__ = ["Function", "get_num_threads", "load", "set_num_threads", "__version__"]
 
 from .threads import get_num_threads, set_num_threads
-from .loader import install_finder as _install_finder
+from ._cache_finder import install as _install_finder
 
 # Modules load() named by default import from its cache in any process that imports ufuncgen
 # (unpickling a generated function does): a dask worker needs no load() call of its own.

@@ -19,7 +19,6 @@ from __future__ import annotations
 import fcntl
 import glob
 import hashlib
-import importlib.abc
 import importlib.util
 import os
 import re
@@ -31,9 +30,6 @@ from dataclasses import dataclass
 
 from . import _fingerprint
 from ._fingerprint import EXT_SUFFIX
-
-# A module name load() chose itself: `<stem>_<8 hex digits of the key>`.
-_DEFAULT_NAME = re.compile(r"[A-Za-z_]\w*_[0-9a-f]{8}", re.ASCII)
 
 
 def cache_dir() -> str:
@@ -197,23 +193,12 @@ def _import(module: str, entry: str, extension: str):
     return loaded
 
 
-class CacheFinder(importlib.abc.MetaPathFinder):
-    """Finds a module load() named by default (`stem_1a2b3c4d`) in the cache, for a process
-    that unpickles its functions without having called load() (a dask worker, a
-    multiprocessing child).  Last on sys.meta_path, so it is asked only about names nothing
-    else found."""
-
-    def find_spec(self, fullname, path=None, target=None):
-        if path is not None or not _DEFAULT_NAME.fullmatch(fullname):
-            return None
-        pattern = os.path.join(glob.escape(cache_dir()), glob.escape(fullname) + "-*",
-                               glob.escape(fullname + EXT_SUFFIX))
-        found = glob.glob(pattern)
-        if not found:
-            return None
-        return importlib.util.spec_from_file_location(fullname, max(found, key=os.path.getmtime))
-
-
-def install_finder() -> None:
-    if not any(isinstance(f, CacheFinder) for f in sys.meta_path):
-        sys.meta_path.append(CacheFinder())
+def cached_spec(fullname: str):
+    """The import spec of `fullname`, a name load() chose itself, from the newest cache entry
+    that holds it, or None (ufuncgen._cache_finder asks)."""
+    pattern = os.path.join(glob.escape(cache_dir()), glob.escape(fullname) + "-*",
+                           glob.escape(fullname + EXT_SUFFIX))
+    found = glob.glob(pattern)
+    if not found:
+        return None
+    return importlib.util.spec_from_file_location(fullname, max(found, key=os.path.getmtime))
