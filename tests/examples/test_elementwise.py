@@ -172,6 +172,30 @@ def test_elementwise_function_writes_out_and_leaves_unselected_where_elements_un
                       tuple(e[mask] for e in expected), [a[mask] for a in inputs])
 
 
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("name, dtype", CASES)
+def test_an_out_of_every_other_element_is_written_there_and_its_gaps_are_left_alone(
+        name, dtype, size, rng):
+    # Inputs read and outputs written every other element (`a[::2]`) take the driver's
+    # stride-2 gather and scatter loops; a reversed one (`a[::-2]`) its general loop.
+    fn = getattr(ex, name)
+    inputs = elementwise_inputs(name, dtype, (size,), rng)
+    expected = elementwise_reference(name, *inputs)
+    for step in (2, -2):
+        bufs = tuple(np.full(2 * size, 77, dtype=e.dtype) for e in expected)
+        outs = tuple(b[::step] for b in bufs)
+        args = []
+        for a in inputs:
+            spread = np.zeros(2 * size, dtype=a.dtype)
+            spread[::step] = a
+            args.append(spread[::step])
+        fn(*args, out=outs if len(outs) > 1 else outs[0])
+        check_elementwise(name, outs, expected, inputs)
+        for b in bufs:
+            gaps = b[1::2] if step == 2 else b[0::2]
+            assert np.all(gaps == 77), "an element between the outputs was written"
+
+
 @pytest.mark.parametrize("name, dtype", CASES)
 def test_elementwise_function_writes_out_in_place_over_its_first_input(name, dtype, rng):
     fn = getattr(ex, name)
