@@ -129,7 +129,7 @@ def test_a_pickled_function_loads_in_a_fresh_process_that_never_called_load(cach
     assert result.stdout.decode().strip() == f"{module.__name__} 16.0"
 
 
-def test_importing_ufuncgen_and_a_built_module_leaves_the_loader_unimported():
+def test_importing_ufuncgen_and_a_built_module_leaves_the_loader_unimported(tmp_path):
     # The cache finder is installed by every `import ufuncgen`; the loader it falls back to
     # (hashing the build inputs, temporary folders, locks) only loads for a name of load()'s
     # shape that nothing else found.
@@ -141,10 +141,7 @@ def test_importing_ufuncgen_and_a_built_module_leaves_the_loader_unimported():
         ufuncgen.examples.add(1.0, 2.0)
         print(sorted({{m for m in {heavy!r} if m in sys.modules}} - before))
         """
-    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                            timeout=300)
-    assert result.returncode == 0, result.stderr.decode(errors="replace")
-    assert result.stdout.decode().strip() == "[]"
+    assert run_python(code, tmp_path).stdout.decode().strip() == "[]"
 
 
 def test_two_processes_loading_the_same_file_at_once_both_succeed_and_only_one_builds(

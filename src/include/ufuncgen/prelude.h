@@ -523,7 +523,8 @@ UFG_PRELUDE_FN float ufg_hypot_f_scalar(float x, float y)
         re_bits &= -(SBITS)(re_bits >= floor_bits); \
         im_bits &= -(SBITS)(im_bits >= floor_bits); \
         /* The larger part's exponent bits, clamped so that both powers are normal. */ \
-        const SBITS lowest = (SBITS)1 << (MANTISSA), highest = (SBITS)((MAX_EXPONENT) - 2) << (MANTISSA); \
+        const SBITS lowest = (SBITS)1 << (MANTISSA); \
+        const SBITS highest = (SBITS)((MAX_EXPONENT) - 2) << (MANTISSA); \
         big_bits = big_bits < highest ? big_bits : highest; \
         big_bits = big_bits > lowest ? big_bits : lowest; \
         const SBITS unscale_bits = big_bits & inf_bits; \
