@@ -281,6 +281,18 @@ def scalar_gives_vector_bits(fn: Function, sig, module: Module) -> bool:
             and all(t.storage is None and not t.is_complex for t in sig.all_types))
 
 
+def broadcast_kernel_inputs(fn: Function, sig, module: Module) -> tuple:
+    """The inputs of an elementwise loop that get a kernel of their own for calls where that
+    input alone is broadcast (stride 0) and every other argument contiguous: every input of a
+    loop of two or more whose scalar and vector code give the same bits, so that reading the
+    value once gives a buffer of its copies' bits, and that re-runs no block for its flags (the
+    scalar copy reads arrays)."""
+    if (len(fn.inputs) < 2 or fn.name in module.flag_exact_functions
+            or not scalar_gives_vector_bits(fn, sig, module)):
+        return ()
+    return tuple(fn.inputs)
+
+
 def dtype_code(t: ElementType) -> str:
     """The runtime's code of an element type (ufuncgen/cast_element.h's UFG_DT_<NAME>)."""
     return f"UFG_DT_{t.name.upper()}"
@@ -308,6 +320,7 @@ def environment() -> jinja2.Environment:
         wrapper_doc=wrapper_doc, ufunc_doc=ufunc_doc, identity_spec=identity_spec,
         descriptor_flags=descriptor_flags, target_clones=target_clones, reduce_clones=reduce_clones,
         scalar_gives_vector_bits=scalar_gives_vector_bits,
+        broadcast_kernel_inputs=broadcast_kernel_inputs,
         call_signature=call_signature, py_doc=py_doc, contiguous_steps=contiguous_steps,
         step_walks=step_walks,
         core_elements=core_elements,

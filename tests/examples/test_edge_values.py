@@ -228,3 +228,27 @@ def test_hypot_of_zeros_warns_about_nothing_like_numpy():
     with np.errstate(all="raise"):
         np.hypot(x, x)
         assert_exactly_equal(ex.hypot(x, x), np.zeros(16))
+
+
+BINARY_FLOAT_CASES = [c for c in FLOAT_CASES if getattr(ex, c.values[0]).nin == 2]
+
+
+@pytest.mark.parametrize("name, dtype", BINARY_FLOAT_CASES)
+def test_an_edge_value_broadcast_against_every_edge_value_gives_numpys_values_and_flags(
+        name, dtype):
+    # One input a stride-0 view (`x + 2.0`): the loop's kernel that reads that value once,
+    # where it has one, or blocks of its copies.  64 elements run its vector loop.
+    fn = getattr(ex, name)
+    values = np.resize(edge_values(dtype), 64)
+    kinds = FLAG_KINDS if name in ("add", "custom_op") else ("invalid", "divide", "over")
+    mismatches = []
+    for value in edge_values(dtype):
+        shared = np.broadcast_to(np.array(value, dtype=dtype), values.shape)
+        for args in ((shared, values), (values, shared)):
+            with np.errstate(all="ignore"):
+                got = fn(*args)
+            check_elementwise(name, (got,), elementwise_reference(name, *args), args)
+            if raised_flags(fn, *args, kinds=kinds) != raised_flags(FLAG_REFERENCES[name], *args,
+                                                                   kinds=kinds):
+                mismatches.append((value, args[0] is shared))
+    assert not mismatches, f"{len(mismatches)} flag mismatches, e.g. {mismatches[:3]}"

@@ -155,7 +155,8 @@ def test_binary_loops_of_one_type_get_host_reductions_reorderable_where_associat
     add = module_c.split("#define UFG_REDUCE_NAME(part) ufg_reduce_add_float32##part")[0].rsplit("*/", 1)[1]
     assert "UFG_REDUCE_IN_ORDER_ONLY" not in add
     hypot_loop = module_c.split("ufg_loop_hypot_float64(")[1].split("\n}")[0]
-    assert hypot_loop.rstrip().endswith("NULL, ufg_scalar_kernel_hypot_float64, &ufg_reduce_hypot_float64_ops, true, true);")
+    assert hypot_loop.rstrip().endswith("NULL, ufg_scalar_kernel_hypot_float64, ufg_broadcast_kernels_hypot_float64, "
+                                        "&ufg_reduce_hypot_float64_ops, true, true);")
     # neither a unary function nor one of three inputs has one
     assert "ufg_reduce_gelu" not in module_c and "ufg_reduce_gaussian_pdf" not in module_c
 
@@ -246,6 +247,25 @@ def test_only_the_contiguous_gufunc_loop_prefetches_counting_its_inputs_and_core
     elementwise = module_c.split("ufg_kernel_add_float32(")[1].split("\n}")[0]
     assert "prefetch" not in elementwise
 
+
+
+def test_loops_of_two_or_more_inputs_get_a_kernel_per_input_that_reads_it_once(examples):
+    # Where the scalar and the vector code give the same bits and no block is re-run for its
+    # flags, each input has a kernel for calls that broadcast it alone (`x + 2.0`): its one
+    # value read at [0], the other arguments at [i].
+    module_c = examples["ex_module.c"]
+    for cname in ("add_int64", "add_float32", "add_float64", "custom_op_float64", "hypot_float32"):
+        table = module_c.split(f"ufg_broadcast_kernels_{cname}[] = {{ ")[1].split(" };")[0]
+        assert table == f"ufg_kernel_{cname}_broadcast_x, ufg_kernel_{cname}_broadcast_y", cname
+        loop = module_c.split(f"ufg_kernel_{cname}_broadcast_y(npy_intp n, char **args)")[1]
+        assert "(ufg_arg_x[i], ufg_arg_y[0], &ufg_arg_" in loop.split("\n}")[0], cname
+        assert f"ufg_broadcast_kernels_{cname}, &ufg_reduce_{cname}_ops" in module_c, cname
+    # float16 (blocks), vector math or conditionals (flag-exact re-runs), one input: none.
+    for cname in ("add_float16", "gaussian_pdf_float32", "polar_distance_float64", "gelu_float32",
+                  "sincos_float64", "lucas_int64", "mandelbrot_complex64__int32"):
+        assert f"ufg_kernel_{cname}_broadcast" not in module_c, cname
+        loop = module_c.split(f"ufg_loop_{cname}(")[1].split("\n}")[0]
+        assert f"ufg_broadcast_kernels_{cname}" not in loop, cname
 
 
 def _runs_from_line(module_c, cname):
