@@ -638,10 +638,11 @@ def chain_ratios(n, repeat, rng):
 
 
 def at_ratios(n, repeat, rng):
-    """{label: peer time / ufuncgen time} on one thread for `.at` (NumPy calls the loop once
-    per index): add and hypot, n / 50 updates of 1,000 float64 values, against Numba
-    @vectorize's .at (the same NumPy machinery) and NumPy's own (np.add.at has an indexed loop
-    of its own).  The results are the same bits."""
+    """{label: peer time / ufuncgen time} on one thread for `.at` (ufuncgen's generated
+    indexed loop, src/core/host_at.c): add and hypot, n / 50 updates of 1,000 float64 values,
+    against Numba @vectorize's .at (NumPy's machinery, a loop call per index) and NumPy's own
+    (np.add.at has an indexed loop of its own, np.hypot.at not).  The results are the same
+    bits."""
     peers = numba_peers(np.dtype(np.float64))
     target = rng.standard_normal(1000)
     indices = rng.integers(0, 1000, max(10, n // 50))

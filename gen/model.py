@@ -531,6 +531,14 @@ class Function:
         return self.device_signatures
 
     @property
+    def host_at_signatures(self) -> tuple[TypeSignature, ...]:
+        """The loops whose `.at` runs without NumPy on the host (src/core/host_at.c): those of
+        at_signatures of NumPy's own types whose first input is the output's type, so that the
+        array's elements are read and written as they are stored, without a conversion."""
+        return tuple(s for s in self.at_signatures
+                     if s.is_numpy_builtin and s.inputs[0] == s.outputs[0])
+
+    @property
     def element_types(self) -> tuple[ElementType, ...]:
         """Every `T` this function's bodies are compiled for, in first-use order."""
         return tuple(dict.fromkeys(s.element_type for s in self.signatures))

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "dispatch.h"
+#include "host_at.h"
 #include "overlap.h"
 #include "overrides.h"
 #include "ufuncgen/device_call.h"
@@ -306,6 +307,7 @@ ufg_function_dealloc(PyObject *op)
     Py_CLEAR(self->module);
     Py_CLEAR(self->doc);
     Py_CLEAR(self->descriptor_capsule);
+    PyMem_Free(self->host_at_cache);
     Py_TYPE(op)->tp_free(op);
 }
 
@@ -704,6 +706,14 @@ ufg_function_device_method(PyObject *op, ufg_ufunc_method which, PyObject *const
     }
     if (device_index != UFG_DISPATCH_HOST) {
         return ufg_function_call_device(which, (ufg_FunctionObject *)op, args, nargs, kwnames);
+    }
+    if (which == UFG_METHOD_AT) {
+        ufg_FunctionObject *self = (ufg_FunctionObject *)op;
+        const int at = ufg_host_at(self->ufunc, self->descriptor, &self->host_at_cache, args,
+                                   nargs, kwnames);
+        if (at != UFG_HOST_AT_DECLINED) {
+            return at == UFG_HOST_AT_DONE ? Py_NewRef(Py_None) : NULL;
+        }
     }
     return ufg_function_host_method((ufg_FunctionObject *)op, which, args, nargs, kwnames);
 }

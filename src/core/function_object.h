@@ -20,6 +20,7 @@ typedef struct {
     PyObject *doc;     /* str: __doc__ */
     PyObject *descriptor_capsule; /* the generated descriptor's capsule, or None */
     const struct ufg_function_descriptor *descriptor; /* in it, or NULL */
+    short *host_at_cache;  /* host_at.c's loop per pair of types, made on the first .at */
     PyObject *weakreflist;
     vectorcallfunc vectorcall;
 } ufg_FunctionObject;

@@ -173,6 +173,20 @@ def test_host_gufunc_and_reduce():
     check_flat(lambda: ex.add.accumulate(a[0]), a)
 
 
+def test_host_at_through_the_indexed_loops():
+    x, values, indices = np.zeros(N), np.linspace(0, 1, N), np.arange(N) % 7
+    ints = np.arange(N)
+    check_flat(lambda: ex.add.at(x, indices, values), x, indices, values)
+    check_flat(lambda: ex.add.at(x, indices, np.float64(0.5)), x, indices)
+    check_flat(lambda: ex.hypot.at(x, indices, 0.5), x, indices)
+    check_flat(lambda: ex.lucas.at(ints, indices), ints, indices)
+    check_flat(raises(IndexError, ex.add.at, x, np.array([0, N]), 1.0), x)
+    first = indices[:4].copy()
+    with np.errstate(over="raise"):      # a fresh array each time: inf + 1e308 raises nothing
+        check_flat(raises(FloatingPointError, lambda: ex.add.at(np.full(4, 1e308), first, 1e308)),
+                   first)
+
+
 def test_host_error_paths():
     x = np.linspace(0, 1, N)
     check_flat(raises(TypeError, ex.lucas, x), x)                        # no float loop

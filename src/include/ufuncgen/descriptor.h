@@ -23,6 +23,13 @@
  * output-only dimension, from process_core_dims). */
 #define UFG_CORE_DIM_VARIABLE (-1)
 
+/* A loop's `.at` on the host, for an array of the loop's first input type (which is also its
+ * output's): for i < n in order, a[index[i]] = f(a[index[i]], b[i]), each index an npy_intp in
+ * -a_length..a_length-1 (src/core/host_at.c checks them first), b of the loop's second input
+ * type (unused by a unary function).  Steps in bytes. */
+typedef void (*ufg_host_at_loop)(char *a, npy_intp a_step, npy_intp a_length, const char *index,
+                                 npy_intp index_step, const char *b, npy_intp b_step, npy_intp n);
+
 typedef struct ufg_function_descriptor {
     const char *name;
     const char *doc;                /* the wrapper's docstring: call signature, text, types */
@@ -35,6 +42,7 @@ typedef struct ufg_function_descriptor {
     PyUFuncGenericFunction *loops;
     void **data;
     const char *types;              /* ntypes * (nin + nout) NumPy type numbers */
+    const ufg_host_at_loop *host_at_loops;  /* per loop, its .at, or NULL (none at all: NULL) */
 
     /* Identity: PyUFunc_None, PyUFunc_ReorderableNone or PyUFunc_IdentityValue with a value
      * of kind 'i', 'f' or 'b' spelled as a Python literal. */
@@ -77,8 +85,8 @@ typedef struct ufg_function_descriptor {
  * ufg_device_loop, at_* in ufg_reduce_params.  5: the provided loops.  6: device_codes, and
  * device loops for the provided loops.  7: total and scan launchers in ufg_device_loop, carry and
  * carry_keep_strides in ufg_reduce_params.  8: steps_in_float in ufg_device_loop,
- * partials_in and partials_out in ufg_reduce_params. */
+ * partials_in and partials_out in ufg_reduce_params.  9: host_at_loops. */
 #define UFG_DESCRIPTOR_CAPSULE_PREFIX "ufuncgen.descriptor"
-#define UFG_DESCRIPTOR_CAPSULE UFG_DESCRIPTOR_CAPSULE_PREFIX ".8"
+#define UFG_DESCRIPTOR_CAPSULE UFG_DESCRIPTOR_CAPSULE_PREFIX ".9"
 
 #endif /* UFUNCGEN_DESCRIPTOR_H */

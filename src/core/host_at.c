@@ -1,0 +1,360 @@
+/*
+ * `function.at(a, indices, b)` on the host, without NumPy's per-index loop calls.
+ *
+ * NumPy's ufunc.at calls a legacy loop once per index, at about 20 ns an update, where its
+ * own np.add.at runs an indexed loop at 2 ns.  The generated module gives each loop whose first
+ * input is its output's type an indexed loop of its own (descriptor.h: ufg_host_at_loop), and
+ * the calls NumPy would make in the simplest way come here:
+ *   - a: an exact ndarray, one-dimensional, aligned, writeable, native byte order;
+ *   - indices: an exact one-dimensional ndarray of intp, aligned, native;
+ *   - b (a binary function only): a 0-d or 1-D exact ndarray of len(indices) or 1 elements, a
+ *     NumPy scalar, or a Python float, int, complex or bool (which NumPy's .at types as
+ *     np.asarray does: float64, intp, complex128, bool);
+ *   - no keyword, and no memory shared by a with indices or b (NumPy copies an overlapping b);
+ *   - the loop NumPy resolves for (a's dtype, b's dtype) -- asked of ufunc.resolve_dtypes once
+ *     per pair of types and kept -- reads b as it is and has a's type as first input and
+ *     output, so that no element is converted.
+ * Anything else goes to NumPy's ufunc.at, which then answers, refuses or raises as it does.
+ * Here as there: every index is checked before any update (IndexError naming the first bad
+ * one, the array untouched), the updates are made in order, one at a time, through the loop's
+ * scalar body (so repeated indices accumulate and the floating-point flags are NumPy's), the
+ * GIL released, and the flags raised are reported under np.errstate as NumPy reports them.
+ */
+#include "numpy_api.h"
+
+#include "host_at.h"
+
+#include <fenv.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "ufuncgen/descriptor.h"
+
+/* The type-pair cache: one entry per (a's type, b's type), both NumPy builtin type numbers. */
+#define UFG_AT_TYPES NPY_NTYPES_LEGACY
+#define UFG_AT_UNKNOWN 0                /* not asked yet */
+#define UFG_AT_DECLINED (-1)            /* NumPy's path: no loop of ours runs it as it is */
+
+static atomic_llong ufg_host_at_calls;     /* calls that ran an indexed loop: for tests */
+
+/* b as the loop reads it: its first element, the step between its elements, its type. */
+typedef struct {
+    const char *data;
+    npy_intp step;
+    int type_num;
+    PyArrayObject *array;               /* b's ndarray, for the overlap test; NULL for a value */
+    union {                             /* a scalar b's value, stored as an element */
+        npy_double d;
+        npy_intp i;
+        npy_bool b;
+        npy_cdouble c;
+        char bytes[64];                 /* any NumPy scalar's (np.clongdouble: 32) */
+    } value;
+} ufg_at_second;
+
+/* An exact ndarray that the fast path can read (or, with `write`, update) in place. */
+static int
+ufg_at_plain_array(PyObject *obj, int write)
+{
+    if (!PyArray_CheckExact(obj)) {
+        return 0;
+    }
+    PyArrayObject *array = (PyArrayObject *)obj;
+    return PyArray_ISALIGNED(array) && PyArray_ISNBO(PyArray_DESCR(array)->byteorder) &&
+           PyArray_DESCR(array)->type_num < UFG_AT_TYPES &&
+           (!write || PyArray_ISWRITEABLE(array));
+}
+
+/* b, when it is one of the forms the fast path takes for n updates; 0 otherwise. */
+static int
+ufg_at_take_second(PyObject *obj, npy_intp n, ufg_at_second *b)
+{
+    memset(b, 0, sizeof(*b));
+    if (PyArray_CheckExact(obj)) {
+        PyArrayObject *array = (PyArrayObject *)obj;
+        const int ndim = PyArray_NDIM(array);
+        if (!ufg_at_plain_array(obj, 0) || ndim > 1 ||
+            (ndim == 1 && PyArray_DIM(array, 0) != n && PyArray_DIM(array, 0) != 1)) {
+            return 0;
+        }
+        b->data = PyArray_BYTES(array);
+        b->step = ndim == 1 && PyArray_DIM(array, 0) == n ? PyArray_STRIDE(array, 0) : 0;
+        b->type_num = PyArray_DESCR(array)->type_num;
+        b->array = array;
+        return 1;
+    }
+    b->data = b->value.bytes;
+    if (PyFloat_CheckExact(obj)) {
+        b->value.d = PyFloat_AS_DOUBLE(obj);
+        b->type_num = NPY_DOUBLE;
+        return 1;
+    }
+    if (PyBool_Check(obj)) {
+        b->value.b = obj == Py_True;
+        b->type_num = NPY_BOOL;
+        return 1;
+    }
+    if (PyLong_CheckExact(obj)) {
+        int overflow;
+        const long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+        if (overflow || (v == -1 && PyErr_Occurred()) || v < NPY_MIN_INTP || v > NPY_MAX_INTP) {
+            PyErr_Clear();
+            return 0;               /* NumPy's answer, whatever it is, for an int this big */
+        }
+        b->value.i = (npy_intp)v;
+        b->type_num = NPY_INTP;
+        return 1;
+    }
+    if (PyComplex_CheckExact(obj)) {
+        const Py_complex v = PyComplex_AsCComplex(obj);
+        npy_csetreal(&b->value.c, v.real);
+        npy_csetimag(&b->value.c, v.imag);
+        b->type_num = NPY_CDOUBLE;
+        return 1;
+    }
+    if (PyArray_IsScalar(obj, Generic)) {
+        PyArray_Descr *descr = PyArray_DescrFromScalar(obj);
+        if (descr == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        const int type_num = descr->type_num;
+        const int fits = type_num < UFG_AT_TYPES && !PyDataType_REFCHK(descr) &&
+                         PyDataType_ELSIZE(descr) <= (npy_intp)sizeof(b->value.bytes) &&
+                         PyArray_ISNBO(descr->byteorder);
+        Py_DECREF(descr);
+        if (!fits) {
+            return 0;
+        }
+        PyArray_ScalarAsCtype(obj, b->value.bytes);
+        b->type_num = type_num;
+        return 1;
+    }
+    return 0;
+}
+
+/* The first and one-past-last byte of a 0-d or 1-D array's elements. */
+static void
+ufg_at_extent(PyArrayObject *array, const char **lo, const char **hi)
+{
+    const char *data = PyArray_BYTES(array);
+    const npy_intp n = PyArray_NDIM(array) == 0 ? 1 : PyArray_DIM(array, 0);
+    const npy_intp step = PyArray_NDIM(array) == 0 ? 0 : PyArray_STRIDE(array, 0);
+    const char *last = data + (n - 1) * step;
+
+    *lo = step < 0 ? last : data;
+    *hi = (step < 0 ? data : last) + PyArray_ITEMSIZE(array);
+}
+
+/* Whether two 0-d or 1-D arrays' elements may share a byte (then NumPy's path). */
+static int
+ufg_at_may_overlap(PyArrayObject *x, PyArrayObject *y)
+{
+    const char *x_lo, *x_hi, *y_lo, *y_hi;
+
+    if (x == NULL || y == NULL || PyArray_SIZE(x) == 0 || PyArray_SIZE(y) == 0) {
+        return 0;
+    }
+    ufg_at_extent(x, &x_lo, &x_hi);
+    ufg_at_extent(y, &y_lo, &y_hi);
+    return x_lo < y_hi && y_lo < x_hi;
+}
+
+/* The loop NumPy resolves for (a_type, b_type) when it is one of ours that reads both as they
+ * are and writes a's type, or UFG_AT_DECLINED.  Asked of ufunc.resolve_dtypes, which resolves
+ * as .at does; an error there is NumPy's to raise, from its own .at. */
+static int
+ufg_at_resolve(PyUFuncObject *ufunc, const ufg_function_descriptor *fn, int a_type, int b_type)
+{
+    const int nargs = fn->nin + fn->nout;
+    int resolved[3];
+    PyObject *dtypes, *result;
+
+    dtypes = fn->nin == 2
+        ? Py_BuildValue("(NNO)", PyArray_DescrFromType(a_type), PyArray_DescrFromType(b_type),
+                        Py_None)
+        : Py_BuildValue("(NO)", PyArray_DescrFromType(a_type), Py_None);
+    if (dtypes == NULL) {
+        return -2;
+    }
+    result = PyObject_CallMethod((PyObject *)ufunc, "resolve_dtypes", "(O)", dtypes);
+    Py_DECREF(dtypes);
+    if (result == NULL) {
+        PyErr_Clear();
+        return UFG_AT_DECLINED;
+    }
+    for (int k = 0; k < nargs; k++) {
+        PyArray_Descr *descr = (PyArray_Descr *)PyTuple_GET_ITEM(result, k);
+        resolved[k] = PyArray_ISNBO(descr->byteorder) ? descr->type_num : -1;
+    }
+    Py_DECREF(result);
+    if (resolved[0] != a_type || resolved[nargs - 1] != a_type ||
+        (fn->nin == 2 && resolved[1] != b_type)) {
+        return UFG_AT_DECLINED;
+    }
+    for (int i = 0; i < fn->ntypes; i++) {
+        const char *types = fn->types + (size_t)i * (size_t)nargs;
+        int same = 1;
+        for (int k = 0; k < nargs; k++) {
+            same &= types[k] == resolved[k];
+        }
+        if (same) {
+            return fn->host_at_loops[i] != NULL ? i : UFG_AT_DECLINED;
+        }
+    }
+    return UFG_AT_DECLINED;
+}
+
+/* The loop for this pair of types, from the function's cache (made on its first .at). */
+static int
+ufg_at_loop(ufg_host_at_cache *cache, PyUFuncObject *ufunc, const ufg_function_descriptor *fn,
+            int a_type, int b_type)
+{
+    if (*cache == NULL) {
+        *cache = PyMem_Calloc(UFG_AT_TYPES * UFG_AT_TYPES, sizeof(**cache));
+        if (*cache == NULL) {
+            PyErr_NoMemory();
+            return -2;
+        }
+    }
+    short *entry = &(*cache)[a_type * UFG_AT_TYPES + b_type];
+    if (*entry == UFG_AT_UNKNOWN) {
+        const int loop = ufg_at_resolve(ufunc, fn, a_type, b_type);
+        if (loop == -2) {
+            return -2;
+        }
+        *entry = (short)(loop == UFG_AT_DECLINED ? UFG_AT_DECLINED : loop + 1);
+    }
+    return *entry == UFG_AT_DECLINED ? UFG_AT_DECLINED : *entry - 1;
+}
+
+/* Whether every one of n (> 0) contiguous indices lies in -length..length-1: one pass, which
+ * GCC vectorizes (with AVX2's 64-bit compares where the CPU has them), before any update. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static int
+ufg_at_contiguous_in_bounds(const npy_intp *index, npy_intp n, npy_intp length)
+{
+    npy_intp lowest = index[0], highest = index[0];
+
+    for (npy_intp i = 1; i < n; i++) {
+        lowest = index[i] < lowest ? index[i] : lowest;
+        highest = index[i] > highest ? index[i] : highest;
+    }
+    return lowest >= -length && highest < length;
+}
+
+/* 0 when every index lies in -length..length-1; else IndexError naming the first that does
+ * not, in NumPy's words. */
+static int
+ufg_at_check_indices(const char *index, npy_intp step, npy_intp n, npy_intp length)
+{
+    if (n == 0 || (step == (npy_intp)sizeof(npy_intp) &&
+                   ufg_at_contiguous_in_bounds((const npy_intp *)index, n, length))) {
+        return 0;
+    }
+    for (npy_intp i = 0; i < n; i++) {
+        const npy_intp k = *(const npy_intp *)(index + i * step);
+        if (k < -length || k >= length) {
+            PyErr_Format(PyExc_IndexError, "index %zd is out of bounds for axis 0 with size %zd",
+                         (Py_ssize_t)k, (Py_ssize_t)length);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The floating-point flags the updates raised, reported as NumPy reports a ufunc's, under the
+ * function's name, as np.add.at's own indexed loop does ("overflow encountered in add";
+ * NumPy's loop-per-index .at says "in at"). */
+static int
+ufg_at_report_flags(const char *name)
+{
+    const int raised = fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID);
+    const int errors = ((raised & FE_DIVBYZERO) ? NPY_FPE_DIVIDEBYZERO : 0) |
+                       ((raised & FE_OVERFLOW) ? NPY_FPE_OVERFLOW : 0) |
+                       ((raised & FE_UNDERFLOW) ? NPY_FPE_UNDERFLOW : 0) |
+                       ((raised & FE_INVALID) ? NPY_FPE_INVALID : 0);
+
+    feclearexcept(FE_ALL_EXCEPT);
+    return errors == 0 ? 0 : PyUFunc_GiveFloatingpointErrors(name, errors);
+}
+
+int
+ufg_host_at(PyObject *ufunc_obj, const ufg_function_descriptor *fn, ufg_host_at_cache *cache,
+            PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyUFuncObject *ufunc = (PyUFuncObject *)ufunc_obj;
+    PyArrayObject *a, *indices;
+    ufg_at_second b;
+    int loop;
+
+    if (fn == NULL || fn->host_at_loops == NULL || ufunc->functions != fn->loops ||
+        ufunc->ntypes != fn->ntypes || nargs != 1 + fn->nin ||
+        (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)) {
+        return UFG_HOST_AT_DECLINED;
+    }
+    if (PyArray_Check(args[0]) && !PyArray_ISWRITEABLE((PyArrayObject *)args[0])) {
+        /* NumPy's .at (2.4) writes into it. */
+        PyErr_Format(PyExc_ValueError, "%s.at: argument 'a' must be a writeable array, got a "
+                     "read-only one", fn->name);
+        return UFG_HOST_AT_ERROR;
+    }
+    if (!ufg_at_plain_array(args[0], 1) || PyArray_NDIM((PyArrayObject *)args[0]) != 1 ||
+        !ufg_at_plain_array(args[1], 0) || PyArray_NDIM((PyArrayObject *)args[1]) != 1 ||
+        PyArray_DESCR((PyArrayObject *)args[1])->type_num != NPY_INTP) {
+        return UFG_HOST_AT_DECLINED;
+    }
+    a = (PyArrayObject *)args[0];
+    indices = (PyArrayObject *)args[1];
+    const npy_intp n = PyArray_DIM(indices, 0);
+    if (fn->nin == 2) {
+        if (!ufg_at_take_second(args[2], n, &b)) {
+            return UFG_HOST_AT_DECLINED;
+        }
+    }
+    else {
+        memset(&b, 0, sizeof(b));     /* type 0 in the cache's key: a unary loop reads no b */
+    }
+    if (ufg_at_may_overlap(a, indices) || ufg_at_may_overlap(a, b.array)) {
+        return UFG_HOST_AT_DECLINED;
+    }
+    loop = ufg_at_loop(cache, ufunc, fn, PyArray_DESCR(a)->type_num, b.type_num);
+    if (loop < 0) {
+        return loop == UFG_AT_DECLINED ? UFG_HOST_AT_DECLINED : UFG_HOST_AT_ERROR;
+    }
+
+    const char *index = PyArray_BYTES(indices);
+    const npy_intp index_step = PyArray_STRIDE(indices, 0), length = PyArray_DIM(a, 0);
+    if (ufg_at_check_indices(index, index_step, n, length) < 0) {
+        return UFG_HOST_AT_ERROR;
+    }
+    feclearexcept(FE_ALL_EXCEPT);
+    Py_BEGIN_ALLOW_THREADS
+    fn->host_at_loops[loop](PyArray_BYTES(a), PyArray_STRIDE(a, 0), length, index, index_step,
+                            b.data, b.step, n);
+    Py_END_ALLOW_THREADS
+    atomic_fetch_add(&ufg_host_at_calls, 1);
+    return ufg_at_report_flags(ufunc->name) < 0 ? UFG_HOST_AT_ERROR : UFG_HOST_AT_DONE;
+}
+
+/* ------------------------------------------------------------------ for tests */
+
+static PyObject *
+ufg_host_at_stats(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
+{
+    return PyLong_FromLongLong(atomic_load(&ufg_host_at_calls));
+}
+
+static PyMethodDef ufg_host_at_methods[] = {
+    {"_host_at_calls", ufg_host_at_stats, METH_NOARGS,
+     "_host_at_calls()\n--\n\nHow many .at calls ran their generated indexed loop, for tests."},
+    {NULL, NULL, 0, NULL},
+};
+
+int
+ufg_host_at_register(PyObject *module)
+{
+    return PyModule_AddFunctions(module, ufg_host_at_methods);
+}

@@ -1,0 +1,282 @@
+"""function.at(a, indices, b) on the host through the generated indexed loops (src/core/host_at.c).
+
+The reference for every result, error and warning is NumPy's own ufunc.at on the same ufunc
+(fn.ufunc.at, which calls the legacy loop once per index), on a copy of the same array; where
+the values can be computed independently, plain Python's element-by-element updates are too.
+_core._host_at_calls() tells which calls ran the indexed loop, so that each test also checks
+that it tested the path it meant to.
+"""
+import warnings
+
+import numpy as np
+import pytest
+
+import ufuncgen.examples as ex
+from ufuncgen import _core
+
+# The shipped functions with an indexed loop: unary or binary, one output of the first input's
+# type, and the dtypes of those loops.
+AT_LOOPS = [
+    pytest.param(name, np.dtype(types[0]), id=f"{name}-{np.dtype(types[0]).name}")
+    for name in ("add", "custom_op", "hypot", "gelu", "lucas")
+    for types in getattr(ex, name).ufunc.types
+    if types[0] == types.split("->")[1]
+]
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20261128)
+
+
+EDGE_FLOATS = [0.0, -0.0, 1.0, -1.5, np.inf, -np.inf, np.nan, 1e-300, 6e-8, 1e300, 65504.0]
+
+
+def values_of(dtype, n, rng):
+    """n values of `dtype` with its edge values among them (NaN, +-inf, -0.0, huge, tiny)."""
+    if dtype.kind == "i":
+        info = np.iinfo(dtype)
+        values = rng.integers(-300, 300, n).astype(dtype)
+        values[: 4] = [info.min, info.max, -1, 0][: n]
+        return values
+    with np.errstate(over="ignore"):
+        values = rng.uniform(-8, 8, n).astype(dtype)
+        edges = np.array(EDGE_FLOATS).astype(dtype)
+    values[: min(n, edges.size)] = edges[: min(n, edges.size)]
+    return rng.permutation(values)
+
+
+def outcome(call, name=None):
+    """(the exception's type and text or None, the warnings' texts) of call().  With `name`,
+    NumPy's loop-per-index .at's "... encountered in at" reads "... encountered in <name>", as
+    np.add.at's indexed loop and ufuncgen's say it."""
+    def named(text):
+        return text.replace(" encountered in at", f" encountered in {name}") if name else text
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            call()
+            error = None
+        except Exception as e:                      # noqa: BLE001 -- compared with NumPy's
+            error = (type(e), named(str(e)))
+    return error, [(w.category, named(str(w.message))) for w in caught]
+
+
+def at_both(fn, a, indices, *b, view=lambda array: array):
+    """fn.at and NumPy's fn.ufunc.at on copies of `a` (seen through `view`): asserts the same
+    arrays afterwards, bit for bit, the same exception and the same warnings; returns whether
+    fn.at ran the indexed loop."""
+    mine, theirs = a.copy(), a.copy()
+    before = _core._host_at_calls()
+    got = outcome(lambda: fn.at(view(mine), indices, *b))
+    fast = _core._host_at_calls() > before
+    want = outcome(lambda: fn.ufunc.at(view(theirs), indices, *b), fn.ufunc.__name__)
+    assert got == want
+    assert mine.tobytes() == theirs.tobytes(), (mine, theirs)
+    return fast
+
+
+def binary(name):
+    return getattr(ex, name).nin == 2
+
+
+@pytest.mark.parametrize("name, dtype", AT_LOOPS)
+def test_every_loop_updates_as_numpys_at_with_repeated_and_negative_indices(name, dtype, rng):
+    fn = getattr(ex, name)
+    a = values_of(dtype, 40, rng)
+    indices = rng.integers(-40, 40, 300)
+    b = (values_of(dtype, 300, rng),) if binary(name) else ()
+    with np.errstate(all="ignore"):
+        assert at_both(fn, a, indices, *b)
+
+
+@pytest.mark.parametrize("name, dtype", [p for p in AT_LOOPS if binary(p.values[0])])
+def test_every_form_of_b_of_the_loops_type_takes_the_indexed_loop(name, dtype, rng):
+    fn = getattr(ex, name)
+    a, indices = values_of(dtype, 16, rng), rng.integers(0, 16, 50)
+    value = values_of(dtype, 1, rng)
+    forms = {"one element": value, "0-d": value.reshape(()), "NumPy scalar": value[0],
+             "strided": values_of(dtype, 100, rng)[::2],
+             "reversed": values_of(dtype, 50, rng)[::-1]}
+    if dtype == np.float64:
+        forms["Python float"] = float(value[0])
+    if dtype == np.int64:
+        forms["Python int"] = int(value[0])
+    for form, b in forms.items():
+        with np.errstate(all="ignore"):
+            assert at_both(fn, a, indices, b), form
+
+
+@pytest.mark.parametrize("name, dtype", AT_LOOPS)
+def test_strided_and_reversed_arrays_and_indices_take_the_indexed_loop(name, dtype, rng):
+    fn = getattr(ex, name)
+    a = values_of(dtype, 60, rng)
+    b = (values_of(dtype, 20, rng),) if binary(name) else ()
+    every_third = rng.integers(-20, 20, 60)[::3]
+    with np.errstate(all="ignore"):
+        assert at_both(fn, a, every_third, *b, view=lambda x: x[::3])
+        assert at_both(fn, a, every_third[::-1], *b, view=lambda x: x[::-3])
+
+
+def test_repeated_indices_accumulate_as_plain_python_updates_do(rng):
+    a = rng.standard_normal(5)
+    indices = rng.integers(-5, 5, 1000)
+    values = rng.standard_normal(1000)
+    expected = a.tolist()
+    for k, v in zip(indices.tolist(), values.tolist()):
+        expected[k] += v                             # Python floats: IEEE double addition
+    before = _core._host_at_calls()
+    ex.add.at(a, indices, values)
+    assert _core._host_at_calls() == before + 1
+    assert a.tolist() == expected
+
+
+def test_nothing_selected_changes_nothing(rng):
+    a = rng.standard_normal(4)
+    assert at_both(ex.add, a, np.zeros(0, np.intp), np.zeros(0))
+    assert at_both(ex.add, np.zeros(0), np.zeros(0, np.intp), 1.0)
+
+
+@pytest.mark.parametrize("indices", [[0, 5, -7], [-4], [3], [2, -3, 1, 9]])
+def test_an_index_out_of_bounds_is_numpys_index_error_and_nothing_is_updated(indices):
+    a = np.arange(3.0)
+    mine = a.copy()
+    with pytest.raises(IndexError) as error:
+        ex.add.at(mine, np.array(indices), np.ones(len(indices)))
+    with pytest.raises(IndexError) as numpys:
+        ex.add.ufunc.at(a.copy(), np.array(indices), np.ones(len(indices)))
+    assert str(error.value) == str(numpys.value)
+    assert mine.tobytes() == a.tobytes()
+    with pytest.raises(IndexError, match="index 0 is out of bounds for axis 0 with size 0"):
+        ex.add.at(np.zeros(0), np.zeros(1, np.intp), 1.0)
+
+
+CASES_OF_FLAGS = [
+    pytest.param("add", [1e308], [1e308], "over", id="add-overflow"),
+    pytest.param("add", [np.inf], [-np.inf], "invalid", id="add-invalid"),
+    pytest.param("custom_op", [1e-300], [1e-300], "under", id="custom_op-underflow"),
+    pytest.param("hypot", [1e308], [1e308], "over", id="hypot-overflow"),
+    pytest.param("gelu", [np.nan], None, "invalid", id="gelu-nan-quiet"),
+]
+
+
+@pytest.mark.parametrize("mode", ["raise", "warn", "ignore"])
+@pytest.mark.parametrize("name, a, b, kind", CASES_OF_FLAGS)
+def test_floating_point_errors_follow_errstate_as_numpys_do(name, a, b, kind, mode):
+    fn = getattr(ex, name)
+    a = np.array(a * 3)
+    extra = (np.array(b * 3),) if b is not None else ()
+    with np.errstate(all="ignore", **{kind: mode}):
+        assert at_both(fn, a, np.array([0, 2, 0]), *extra)
+
+
+def test_flags_raised_before_the_call_are_not_reported_as_its_own():
+    with np.errstate(over="raise"):
+        with pytest.raises(FloatingPointError):
+            np.multiply(np.float64(1e308), np.float64(10))
+        a = np.ones(3)
+        ex.add.at(a, np.array([0]), 1.0)             # raises nothing: its own flags only
+    assert a.tolist() == [2.0, 1.0, 1.0]
+
+
+def _overlapping_b():
+    a = np.arange(6.0)
+    return a, a[1:4]
+
+
+DECLINED = {
+    "a list of indices": (lambda: np.arange(5.0), [0, 0, 4], 1.5),
+    "int32 indices": (lambda: np.arange(5.0), np.array([0, 0, 4], np.int32), 1.5),
+    "a tuple of indices of a 2-D array": (lambda: np.arange(6.0).reshape(2, 3),
+                                          (np.array([0, 1]), np.array([2, 2])), 1.0),
+    "a boolean mask": (lambda: np.arange(4.0), np.array([True, False, True, True]), 1.0),
+    "a slice": (lambda: np.arange(4.0), slice(None, None, 2), 1.0),
+    "b of another type": (lambda: np.arange(4.0), np.array([0, 1]), np.ones(2, np.float32)),
+    "a Python float into float32 (the float64 loop)":
+        (lambda: np.ones(3, np.float32), np.array([0, 0, 2]), 1.5 * 2.0 ** -24),
+    "int32 array (no int32 loop)": (lambda: np.arange(4, dtype=np.int32), np.array([1, 1]), 7),
+    "a Python int too large for int64": (lambda: np.arange(4.0), np.array([0]), 2 ** 70),
+    "b of the wrong length": (lambda: np.arange(4.0), np.array([0, 1]), np.ones(3)),
+    "a byte-swapped array": (lambda: np.arange(4.0).astype(">f8"), np.array([0, 3]), 1.0),
+    "a 0-d array": (lambda: np.array(2.5), (), 1.0),
+}
+
+
+@pytest.mark.parametrize("case", DECLINED)
+def test_calls_the_indexed_loop_does_not_take_get_numpys_answers(case):
+    make, indices, b = DECLINED[case]
+    assert not at_both(ex.add, make(), indices, b)
+
+
+def test_b_sharing_memory_with_the_array_is_read_before_the_updates_as_numpy_copies_it():
+    a, b = _overlapping_b()
+    before = _core._host_at_calls()
+    ex.add.at(a, np.array([0, 1, 2]), b)
+    assert _core._host_at_calls() == before          # NumPy's path, which copies b
+    assert a.tolist() == [1.0, 3.0, 5.0, 3.0, 4.0, 5.0]
+
+
+def test_indices_sharing_memory_with_the_array_get_numpys_answer():
+    a = np.array([0, 1, 2, 3])
+    mine, theirs = a.copy(), a.copy()
+    before = _core._host_at_calls()
+    ex.add.at(mine, mine[::-1], 1)
+    ex.add.ufunc.at(theirs, theirs[::-1], 1)
+    assert _core._host_at_calls() == before
+    assert mine.tolist() == theirs.tolist()
+
+
+@pytest.mark.parametrize("shape", [(3,), (3, 1), ()])
+def test_a_read_only_array_is_a_value_error_and_stays_as_it_was(shape):
+    # NumPy 2.4's ufunc.at writes into a read-only array; ufuncgen's refuses it.
+    a = np.arange(3.0).reshape(shape) if shape else np.array(1.0)
+    a.flags.writeable = False
+    before = a.copy()
+    with pytest.raises(ValueError, match=r"^add\.at: argument 'a' must be a writeable array, "
+                                         r"got a read-only one$"):
+        ex.add.at(a, np.array([0]) if shape else (), 1.0)
+    assert a.tobytes() == before.tobytes()
+
+
+def test_a_subclass_goes_to_numpy_and_keeps_its_type():
+    m = np.ma.masked_array(np.arange(4.0), mask=[False, True, False, False])
+    before = _core._host_at_calls()
+    ex.add.at(m, np.array([0, 1]), 1.0)
+    assert _core._host_at_calls() == before
+    assert isinstance(m, np.ma.MaskedArray)
+
+
+def test_unary_at_given_b_and_binary_at_without_it_are_numpys_errors():
+    for call, numpys in ((lambda: ex.lucas.at(np.arange(3), np.array([0]), 1),
+                          lambda: ex.lucas.ufunc.at(np.arange(3), np.array([0]), 1)),
+                         (lambda: ex.add.at(np.arange(3.0), np.array([0])),
+                          lambda: ex.add.ufunc.at(np.arange(3.0), np.array([0])))):
+        assert outcome(call) == outcome(numpys)
+        assert outcome(call)[0] is not None
+
+
+def test_keywords_are_numpys_type_error():
+    assert outcome(lambda: ex.add.at(np.ones(3), np.array([0]), b=1.0)) == \
+        outcome(lambda: ex.add.ufunc.at(np.ones(3), np.array([0]), b=1.0))
+
+
+def test_a_loaded_module_gets_indexed_loops_too(tmp_path, rng):
+    import ufuncgen
+    module = ufuncgen.load("""\
+ufunc clamp_add(x, y) -> z
+    types: int32(int32, int32), float32(float32, float32)
+{
+    z = x + y > 10 ? 10 : x + y;
+}
+""", name="ufg_test_host_at_loaded", cuda_arch="none")
+    for dtype in (np.int32, np.float32):
+        a = np.zeros(5, dtype)
+        indices = rng.integers(0, 5, 200)
+        ones = np.ones(200, dtype)
+        expected = [0] * 5
+        for k in indices.tolist():
+            expected[k] = min(expected[k] + 1, 10)
+        before = _core._host_at_calls()
+        module.clamp_add.at(a, indices, ones)
+        assert _core._host_at_calls() == before + 1
+        assert a.tolist() == expected
