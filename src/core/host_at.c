@@ -6,7 +6,8 @@
  * input is its output's type an indexed loop of its own (descriptor.h: ufg_host_at_loop), and
  * the calls NumPy would make in the simplest way come here:
  *   - a: an exact ndarray, one-dimensional, aligned, writeable, native byte order;
- *   - indices: an exact one-dimensional ndarray of intp, aligned, native;
+ *   - indices: an exact one-dimensional ndarray of a signed integer type (or an unsigned one
+ *     narrower than intp), converted to intp first when it is not intp already;
  *   - b (a binary function only): a 0-d or 1-D exact ndarray of len(indices) or 1 elements, a
  *     NumPy scalar, or a Python float, int, complex or bool (which NumPy's .at types as
  *     np.asarray does: float64, intp, complex128, bool);
@@ -281,12 +282,54 @@ ufg_at_report_flags(const char *name)
     return errors == 0 ? 0 : PyUFunc_GiveFloatingpointErrors(name, errors);
 }
 
+/* Whether `obj` is an index array the fast path takes: an exact 1-D ndarray of a signed
+ * integer type, or of an unsigned one narrower than intp (each converts to intp safely, as
+ * NumPy converts them to index). */
+static int
+ufg_at_index_array(PyObject *obj)
+{
+    if (!PyArray_CheckExact(obj) || PyArray_NDIM((PyArrayObject *)obj) != 1) {
+        return 0;
+    }
+    const PyArray_Descr *descr = PyArray_DESCR((PyArrayObject *)obj);
+    return PyDataType_ISSIGNED(descr) ||
+           (PyDataType_ISUNSIGNED(descr) && PyDataType_ELSIZE(descr) < (npy_intp)sizeof(npy_intp));
+}
+
+/* The updates, with every index checked first; the indices as intp, converted (a copy) when
+ * they are of another type, unaligned or byte-swapped. */
+static int
+ufg_at_run(const ufg_function_descriptor *fn, PyUFuncObject *ufunc, int loop, PyArrayObject *a,
+           PyObject *indices_obj, const ufg_at_second *b)
+{
+    PyArrayObject *indices = (PyArrayObject *)PyArray_FromAny(
+        indices_obj, PyArray_DescrFromType(NPY_INTP), 1, 1, NPY_ARRAY_ALIGNED, NULL);
+    if (indices == NULL) {
+        return UFG_HOST_AT_ERROR;
+    }
+    const npy_intp n = PyArray_DIM(indices, 0), length = PyArray_DIM(a, 0);
+    const char *index = PyArray_BYTES(indices);
+    const npy_intp index_step = PyArray_STRIDE(indices, 0);
+    if (ufg_at_check_indices(index, index_step, n, length) < 0) {
+        Py_DECREF(indices);
+        return UFG_HOST_AT_ERROR;
+    }
+    feclearexcept(FE_ALL_EXCEPT);
+    Py_BEGIN_ALLOW_THREADS
+    fn->host_at_loops[loop](PyArray_BYTES(a), PyArray_STRIDE(a, 0), length, index, index_step,
+                            b->data, b->step, n);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(indices);
+    atomic_fetch_add(&ufg_host_at_calls, 1);
+    return ufg_at_report_flags(ufunc->name) < 0 ? UFG_HOST_AT_ERROR : UFG_HOST_AT_DONE;
+}
+
 int
 ufg_host_at(PyObject *ufunc_obj, const ufg_function_descriptor *fn, ufg_host_at_cache *cache,
             PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyUFuncObject *ufunc = (PyUFuncObject *)ufunc_obj;
-    PyArrayObject *a, *indices;
+    PyArrayObject *a;
     ufg_at_second b;
     int loop;
 
@@ -302,41 +345,26 @@ ufg_host_at(PyObject *ufunc_obj, const ufg_function_descriptor *fn, ufg_host_at_
         return UFG_HOST_AT_ERROR;
     }
     if (!ufg_at_plain_array(args[0], 1) || PyArray_NDIM((PyArrayObject *)args[0]) != 1 ||
-        !ufg_at_plain_array(args[1], 0) || PyArray_NDIM((PyArrayObject *)args[1]) != 1 ||
-        PyArray_DESCR((PyArrayObject *)args[1])->type_num != NPY_INTP) {
+        !ufg_at_index_array(args[1])) {
         return UFG_HOST_AT_DECLINED;
     }
     a = (PyArrayObject *)args[0];
-    indices = (PyArrayObject *)args[1];
-    const npy_intp n = PyArray_DIM(indices, 0);
     if (fn->nin == 2) {
-        if (!ufg_at_take_second(args[2], n, &b)) {
+        if (!ufg_at_take_second(args[2], PyArray_DIM((PyArrayObject *)args[1], 0), &b)) {
             return UFG_HOST_AT_DECLINED;
         }
     }
     else {
         memset(&b, 0, sizeof(b));     /* type 0 in the cache's key: a unary loop reads no b */
     }
-    if (ufg_at_may_overlap(a, indices) || ufg_at_may_overlap(a, b.array)) {
+    if (ufg_at_may_overlap(a, (PyArrayObject *)args[1]) || ufg_at_may_overlap(a, b.array)) {
         return UFG_HOST_AT_DECLINED;
     }
     loop = ufg_at_loop(cache, ufunc, fn, PyArray_DESCR(a)->type_num, b.type_num);
     if (loop < 0) {
         return loop == UFG_AT_DECLINED ? UFG_HOST_AT_DECLINED : UFG_HOST_AT_ERROR;
     }
-
-    const char *index = PyArray_BYTES(indices);
-    const npy_intp index_step = PyArray_STRIDE(indices, 0), length = PyArray_DIM(a, 0);
-    if (ufg_at_check_indices(index, index_step, n, length) < 0) {
-        return UFG_HOST_AT_ERROR;
-    }
-    feclearexcept(FE_ALL_EXCEPT);
-    Py_BEGIN_ALLOW_THREADS
-    fn->host_at_loops[loop](PyArray_BYTES(a), PyArray_STRIDE(a, 0), length, index, index_step,
-                            b.data, b.step, n);
-    Py_END_ALLOW_THREADS
-    atomic_fetch_add(&ufg_host_at_calls, 1);
-    return ufg_at_report_flags(ufunc->name) < 0 ? UFG_HOST_AT_ERROR : UFG_HOST_AT_DONE;
+    return ufg_at_run(fn, ufunc, loop, a, args[1], &b);
 }
 
 /* ------------------------------------------------------------------ for tests */

@@ -180,6 +180,9 @@ def test_host_at_through_the_indexed_loops():
     check_flat(lambda: ex.add.at(x, indices, np.float64(0.5)), x, indices)
     check_flat(lambda: ex.hypot.at(x, indices, 0.5), x, indices)
     check_flat(lambda: ex.lucas.at(ints, indices), ints, indices)
+    narrow = indices.astype(np.int32)                   # converted to intp: a copy each call
+    check_flat(lambda: ex.add.at(x, narrow, values), x, narrow, values)
+    check_flat(raises(IndexError, ex.add.at, x, np.array([0, N], np.int32), 1.0), x)
     check_flat(raises(IndexError, ex.add.at, x, np.array([0, N]), 1.0), x)
     first = indices[:4].copy()
     with np.errstate(over="raise"):      # a fresh array each time: inf + 1e308 raises nothing

@@ -219,6 +219,19 @@ def test_the_gil_is_released_during_a_long_host_loop(name, one_host_thread):
                                f"{duration:.2f} s host call: the GIL was held")
 
 
+def test_the_gil_is_released_during_a_long_host_at(one_host_thread):
+    # lucas.at through its generated indexed loop (src/core/host_at.c): a 64-step loop per
+    # update, on one thread.
+    def call_at_scale(scale):
+        indices = np.random.default_rng(7).integers(0, 100, 200_000 * scale)
+        target = np.arange(-50, 50)
+        return lambda: ex.lucas.at(target, indices)
+
+    duration, share = _share_of_free_progress(call_at_scale)
+    assert share >= RELEASED, (f"a Python thread made {share:.0%} of its free progress during a "
+                               f"{duration:.2f} s host .at: the GIL was held")
+
+
 @pytest.mark.parametrize("name", ["lucas", "pairwise_distances"])
 def test_the_gil_is_released_during_a_long_simulated_launch_and_synchronize(name):
     fn = getattr(ex, name)

@@ -118,6 +118,23 @@ def test_strided_and_reversed_arrays_and_indices_take_the_indexed_loop(name, dty
         assert at_both(fn, a, every_third[::-1], *b, view=lambda x: x[::-3])
 
 
+def _unaligned(indices):
+    raw = np.zeros(indices.nbytes + 1, np.uint8)[1:]
+    view = raw.view(indices.dtype)
+    view[:] = indices
+    return view
+
+
+@pytest.mark.parametrize("kind", ["int8", "int16", "int32", ">i8", "uint8", "uint16", "uint32",
+                                  "unaligned intp"])
+def test_indices_of_every_integer_type_numpy_converts_safely_take_the_indexed_loop(kind, rng):
+    indices = rng.integers(-30 if kind[0] != "u" else 0, 30, 200)
+    indices = _unaligned(indices) if kind == "unaligned intp" else indices.astype(kind)
+    a, b = rng.standard_normal(30), rng.standard_normal(200)
+    assert at_both(ex.add, a, indices, b)
+    assert at_both(ex.add, a, indices[::-2], b[::2])
+
+
 def test_repeated_indices_accumulate_as_plain_python_updates_do(rng):
     a = rng.standard_normal(5)
     indices = rng.integers(-5, 5, 1000)
@@ -186,7 +203,8 @@ def _overlapping_b():
 
 DECLINED = {
     "a list of indices": (lambda: np.arange(5.0), [0, 0, 4], 1.5),
-    "int32 indices": (lambda: np.arange(5.0), np.array([0, 0, 4], np.int32), 1.5),
+    "uint64 indices": (lambda: np.arange(5.0), np.array([0, 0, 4], np.uint64), 1.5),
+    "boolean indices": (lambda: np.arange(3.0), np.array([True, False, True]), 1.5),
     "a tuple of indices of a 2-D array": (lambda: np.arange(6.0).reshape(2, 3),
                                           (np.array([0, 1]), np.array([2, 2])), 1.0),
     "a boolean mask": (lambda: np.arange(4.0), np.array([True, False, True, True]), 1.0),
