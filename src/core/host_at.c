@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "ufuncgen/descriptor.h"
+#include "ufuncgen/spans.h"
 
 /* The type-pair cache: one entry per (a's type, b's type), both NumPy builtin type numbers. */
 #define UFG_AT_TYPES NPY_NTYPES_LEGACY
@@ -134,19 +135,6 @@ ufg_at_take_second(PyObject *obj, npy_intp n, ufg_at_second *b)
     return 0;
 }
 
-/* The first and one-past-last byte of a 0-d or 1-D array's elements. */
-static void
-ufg_at_extent(PyArrayObject *array, const char **lo, const char **hi)
-{
-    const char *data = PyArray_BYTES(array);
-    const npy_intp n = PyArray_NDIM(array) == 0 ? 1 : PyArray_DIM(array, 0);
-    const npy_intp step = PyArray_NDIM(array) == 0 ? 0 : PyArray_STRIDE(array, 0);
-    const char *last = data + (n - 1) * step;
-
-    *lo = step < 0 ? last : data;
-    *hi = (step < 0 ? data : last) + PyArray_ITEMSIZE(array);
-}
-
 /* Whether two 0-d or 1-D arrays' elements may share a byte (then NumPy's path). */
 static int
 ufg_at_may_overlap(PyArrayObject *x, PyArrayObject *y)
@@ -156,8 +144,10 @@ ufg_at_may_overlap(PyArrayObject *x, PyArrayObject *y)
     if (x == NULL || y == NULL || PyArray_SIZE(x) == 0 || PyArray_SIZE(y) == 0) {
         return 0;
     }
-    ufg_at_extent(x, &x_lo, &x_hi);
-    ufg_at_extent(y, &y_lo, &y_hi);
+    ufg_span(PyArray_BYTES(x), PyArray_NDIM(x) == 0 ? 0 : PyArray_STRIDE(x, 0),
+             PyArray_ITEMSIZE(x), PyArray_SIZE(x), &x_lo, &x_hi);
+    ufg_span(PyArray_BYTES(y), PyArray_NDIM(y) == 0 ? 0 : PyArray_STRIDE(y, 0),
+             PyArray_ITEMSIZE(y), PyArray_SIZE(y), &y_lo, &y_hi);
     return x_lo < y_hi && y_lo < x_hi;
 }
 
@@ -333,19 +323,19 @@ ufg_host_at(PyObject *ufunc_obj, const ufg_function_descriptor *fn, ufg_host_at_
     ufg_at_second b;
     int loop;
 
-    if (fn == NULL || fn->host_at_loops == NULL || ufunc->functions != fn->loops ||
-        ufunc->ntypes != fn->ntypes || nargs != 1 + fn->nin ||
-        (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)) {
-        return UFG_HOST_AT_DECLINED;
+    if (ufunc->core_enabled || ufunc->nout != 1 || (ufunc->nin != 1 && ufunc->nin != 2) ||
+        nargs != 1 + ufunc->nin || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)) {
+        return UFG_HOST_AT_DECLINED;    /* NumPy's refusal, whatever a is */
     }
     if (PyArray_Check(args[0]) && !PyArray_ISWRITEABLE((PyArrayObject *)args[0])) {
-        /* NumPy's .at (2.4) writes into it. */
+        /* NumPy's .at (2.4) writes into it, with or without an indexed loop of ours. */
         PyErr_Format(PyExc_ValueError, "%s.at: argument 'a' must be a writeable array, got a "
-                     "read-only one", fn->name);
+                     "read-only one", ufunc->name);
         return UFG_HOST_AT_ERROR;
     }
-    if (!ufg_at_plain_array(args[0], 1) || PyArray_NDIM((PyArrayObject *)args[0]) != 1 ||
-        !ufg_at_index_array(args[1])) {
+    if (fn == NULL || fn->host_at_loops == NULL || ufunc->functions != fn->loops ||
+        ufunc->ntypes != fn->ntypes || !ufg_at_plain_array(args[0], 1) ||
+        PyArray_NDIM((PyArrayObject *)args[0]) != 1 || !ufg_at_index_array(args[1])) {
         return UFG_HOST_AT_DECLINED;
     }
     a = (PyArrayObject *)args[0];

@@ -256,6 +256,15 @@ def test_a_read_only_array_is_a_value_error_and_stays_as_it_was(shape):
     assert a.tobytes() == before.tobytes()
 
 
+def test_a_read_only_array_is_refused_by_functions_without_an_indexed_loop_too():
+    # mandelbrot's loops (complex -> int32) have none: NumPy's ufunc.at would run them.
+    a = np.zeros(3, np.complex64)
+    a.flags.writeable = False
+    with pytest.raises(ValueError, match=r"^mandelbrot\.at: argument 'a' must be a writeable "):
+        ex.mandelbrot.at(a, np.array([0]))
+    assert a.tolist() == [0j, 0j, 0j]
+
+
 def test_a_subclass_goes_to_numpy_and_keeps_its_type():
     m = np.ma.masked_array(np.arange(4.0), mask=[False, True, False, False])
     before = _core._host_at_calls()
