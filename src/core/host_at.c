@@ -5,9 +5,11 @@
  * own np.add.at runs an indexed loop at 2 ns.  The generated module gives each loop whose first
  * input is its output's type an indexed loop of its own (descriptor.h: ufg_host_at_loop), and
  * the calls NumPy would make in the simplest way come here:
- *   - a: an exact ndarray, one-dimensional, aligned, writeable, native byte order;
- *   - indices: an exact one-dimensional ndarray of a signed integer type (or an unsigned one
- *     narrower than intp), converted to intp first when it is not intp already;
+ *   - a: an exact ndarray, aligned, writeable, native byte order;
+ *   - indices: one index array for a 1-D a, or a tuple of one per axis of a: exact 1-D
+ *     ndarrays of one length, of a signed integer type (or an unsigned one narrower than
+ *     intp), converted to intp first when not intp already; for an N-D a, each update's byte
+ *     offset is computed first, and the loop steps one byte per index;
  *   - b (a binary function only): a 0-d or 1-D exact ndarray of len(indices) or 1 elements, a
  *     NumPy scalar, or a Python float, int, complex or bool (which NumPy's .at types as
  *     np.asarray does: float64, intp, complex128, bool);
@@ -16,8 +18,8 @@
  *     per pair of types and kept -- reads b as it is and has a's type as first input and
  *     output, so that no element is converted.
  * Anything else goes to NumPy's ufunc.at, which then answers, refuses or raises as it does.
- * Here as there: every index is checked before any update (IndexError naming the first bad
- * one, the array untouched), the updates are made in order, one at a time, through the loop's
+ * Here as there: every index is checked before any update, axis after axis (IndexError
+ * naming the first bad one, the array untouched), the updates are made in order, one at a time, through the loop's
  * scalar body (so repeated indices accumulate and the floating-point flags are NumPy's), the
  * GIL released, and the flags raised are reported under np.errstate as NumPy reports them.
  */
@@ -30,7 +32,6 @@
 #include <string.h>
 
 #include "ufuncgen/descriptor.h"
-#include "ufuncgen/spans.h"
 
 /* The type-pair cache: one entry per (a's type, b's type), both NumPy builtin type numbers. */
 #define UFG_AT_TYPES NPY_NTYPES_LEGACY
@@ -135,19 +136,32 @@ ufg_at_take_second(PyObject *obj, npy_intp n, ufg_at_second *b)
     return 0;
 }
 
-/* Whether two 0-d or 1-D arrays' elements may share a byte (then NumPy's path). */
+/* [*lo, *hi): the bytes of a non-empty array's elements, whatever its strides. */
+static void
+ufg_at_extent(PyArrayObject *array, char **lo, char **hi)
+{
+    npy_intp lowest = 0, highest = 0;
+
+    for (int d = 0; d < PyArray_NDIM(array); d++) {
+        const npy_intp reach = (PyArray_DIM(array, d) - 1) * PyArray_STRIDE(array, d);
+        lowest += reach < 0 ? reach : 0;
+        highest += reach > 0 ? reach : 0;
+    }
+    *lo = PyArray_BYTES(array) + lowest;
+    *hi = PyArray_BYTES(array) + highest + PyArray_ITEMSIZE(array);
+}
+
+/* Whether two arrays' elements may share a byte (then NumPy's path). */
 static int
 ufg_at_may_overlap(PyArrayObject *x, PyArrayObject *y)
 {
-    const char *x_lo, *x_hi, *y_lo, *y_hi;
+    char *x_lo, *x_hi, *y_lo, *y_hi;
 
     if (x == NULL || y == NULL || PyArray_SIZE(x) == 0 || PyArray_SIZE(y) == 0) {
         return 0;
     }
-    ufg_span(PyArray_BYTES(x), PyArray_NDIM(x) == 0 ? 0 : PyArray_STRIDE(x, 0),
-             PyArray_ITEMSIZE(x), PyArray_SIZE(x), &x_lo, &x_hi);
-    ufg_span(PyArray_BYTES(y), PyArray_NDIM(y) == 0 ? 0 : PyArray_STRIDE(y, 0),
-             PyArray_ITEMSIZE(y), PyArray_SIZE(y), &y_lo, &y_hi);
+    ufg_at_extent(x, &x_lo, &x_hi);
+    ufg_at_extent(y, &y_lo, &y_hi);
     return x_lo < y_hi && y_lo < x_hi;
 }
 
@@ -237,9 +251,9 @@ ufg_at_contiguous_in_bounds(const npy_intp *index, npy_intp n, npy_intp length)
 }
 
 /* 0 when every index lies in -length..length-1; else IndexError naming the first that does
- * not, in NumPy's words. */
+ * not, in NumPy's words for `axis`. */
 static int
-ufg_at_check_indices(const char *index, npy_intp step, npy_intp n, npy_intp length)
+ufg_at_check_indices(const char *index, npy_intp step, npy_intp n, npy_intp length, int axis)
 {
     if (n == 0 || (step == (npy_intp)sizeof(npy_intp) &&
                    ufg_at_contiguous_in_bounds((const npy_intp *)index, n, length))) {
@@ -248,8 +262,8 @@ ufg_at_check_indices(const char *index, npy_intp step, npy_intp n, npy_intp leng
     for (npy_intp i = 0; i < n; i++) {
         const npy_intp k = *(const npy_intp *)(index + i * step);
         if (k < -length || k >= length) {
-            PyErr_Format(PyExc_IndexError, "index %zd is out of bounds for axis 0 with size %zd",
-                         (Py_ssize_t)k, (Py_ssize_t)length);
+            PyErr_Format(PyExc_IndexError, "index %zd is out of bounds for axis %d with size %zd",
+                         (Py_ssize_t)k, axis, (Py_ssize_t)length);
             return -1;
         }
     }
@@ -286,28 +300,122 @@ ufg_at_index_array(PyObject *obj)
            (PyDataType_ISUNSIGNED(descr) && PyDataType_ELSIZE(descr) < (npy_intp)sizeof(npy_intp));
 }
 
-/* The updates, with every index checked first; the indices as intp, converted (a copy) when
- * they are of another type, unaligned or byte-swapped. */
+/* The index arrays of a call the fast path takes, one per axis of a, borrowed: `indices`
+ * itself for a 1-D a, or the items of a tuple of a.ndim of them, all of one length (*n).
+ * 0 for any other index, which NumPy's path takes (scalars, slices, masks, broadcasting). */
 static int
-ufg_at_run(const ufg_function_descriptor *fn, PyUFuncObject *ufunc, int loop, PyArrayObject *a,
-           PyObject *indices_obj, const ufg_at_second *b)
+ufg_at_index_arrays(PyArrayObject *a, PyObject *indices, PyObject **arrays, npy_intp *n)
+{
+    const int ndim = PyArray_NDIM(a);
+
+    if (PyTuple_CheckExact(indices) && PyTuple_GET_SIZE(indices) == ndim) {
+        for (int d = 0; d < ndim; d++) {
+            arrays[d] = PyTuple_GET_ITEM(indices, d);
+        }
+    }
+    else if (!PyTuple_CheckExact(indices) && ndim == 1) {
+        arrays[0] = indices;
+    }
+    else {
+        return 0;
+    }
+    for (int d = 0; d < ndim; d++) {
+        if (!ufg_at_index_array(arrays[d]) || PyArray_DIM((PyArrayObject *)arrays[d], 0) !=
+                                                  PyArray_DIM((PyArrayObject *)arrays[0], 0)) {
+            return 0;
+        }
+    }
+    *n = ndim == 0 ? 0 : PyArray_DIM((PyArrayObject *)arrays[0], 0);
+    return ndim > 0;
+}
+
+/* Where the updates go: the element of index k is at base + k * step, for k in 0..length-1
+ * (a negative k counting from length). */
+typedef struct {
+    char *base;
+    npy_intp step, length;
+} ufg_at_target;
+
+/* A 1-D a's indices as intp (a copy when they are of another type, unaligned or byte-swapped),
+ * every one checked; NULL with IndexError. */
+static PyArrayObject *
+ufg_at_axis_indices(PyObject *array, npy_intp length, int axis)
 {
     PyArrayObject *indices = (PyArrayObject *)PyArray_FromAny(
-        indices_obj, PyArray_DescrFromType(NPY_INTP), 1, 1, NPY_ARRAY_ALIGNED, NULL);
-    if (indices == NULL) {
-        return UFG_HOST_AT_ERROR;
+        array, PyArray_DescrFromType(NPY_INTP), 1, 1, NPY_ARRAY_ALIGNED, NULL);
+    if (indices != NULL &&
+        ufg_at_check_indices(PyArray_BYTES(indices), PyArray_STRIDE(indices, 0),
+                             PyArray_DIM(indices, 0), length, axis) < 0) {
+        Py_CLEAR(indices);
     }
-    const npy_intp n = PyArray_DIM(indices, 0), length = PyArray_DIM(a, 0);
-    const char *index = PyArray_BYTES(indices);
-    const npy_intp index_step = PyArray_STRIDE(indices, 0);
-    if (ufg_at_check_indices(index, index_step, n, length) < 0) {
-        Py_DECREF(indices);
+    return indices;
+}
+
+/* For an N-D a: each update's byte offset from the lowest byte of a's elements, from one
+ * index array per axis, checked axis after axis as NumPy checks them (the first bad index of
+ * the first axis that has one); *target then takes those offsets (step 1, length the bytes
+ * a's elements span).  A new intp array, or NULL with an exception. */
+static PyArrayObject *
+ufg_at_offsets(PyArrayObject *a, PyObject *const *arrays, npy_intp n, ufg_at_target *target)
+{
+    const int ndim = PyArray_NDIM(a);
+    PyArrayObject *axes[NPY_MAXDIMS] = {NULL}, *offsets = NULL;
+    int checked = 0;
+
+    while (checked < ndim &&
+           (axes[checked] = ufg_at_axis_indices(arrays[checked], PyArray_DIM(a, checked),
+                                                checked)) != NULL) {
+        checked++;
+    }
+    if (checked == ndim && (offsets = (PyArrayObject *)PyArray_SimpleNew(1, &n, NPY_INTP))) {
+        char *lo, *hi;
+        npy_intp *offset = (npy_intp *)PyArray_DATA(offsets);
+        ufg_at_extent(a, &lo, &hi);     /* every index is in range: a has elements, or n is 0 */
+        for (npy_intp i = 0; i < n; i++) {
+            offset[i] = PyArray_BYTES(a) - lo;
+        }
+        for (int d = 0; d < ndim; d++) {
+            const char *index = PyArray_BYTES(axes[d]);
+            const npy_intp step = PyArray_STRIDE(axes[d], 0), dim = PyArray_DIM(a, d);
+            const npy_intp stride = PyArray_STRIDE(a, d);
+            for (npy_intp i = 0; i < n; i++) {
+                const npy_intp k = *(const npy_intp *)(index + i * step);
+                offset[i] += (k < 0 ? k + dim : k) * stride;
+            }
+        }
+        target->base = lo;
+        target->step = 1;
+        target->length = hi - lo;
+    }
+    for (int d = 0; d < checked; d++) {
+        Py_DECREF(axes[d]);
+    }
+    return offsets;
+}
+
+/* The updates, every index checked first, the GIL released. */
+static int
+ufg_at_run(const ufg_function_descriptor *fn, PyUFuncObject *ufunc, int loop, PyArrayObject *a,
+           PyObject *const *arrays, npy_intp n, const ufg_at_second *b)
+{
+    ufg_at_target target = {PyArray_BYTES(a), 0, 0};
+    PyArrayObject *indices;
+
+    if (PyArray_NDIM(a) == 1) {
+        target.step = PyArray_STRIDE(a, 0);
+        target.length = PyArray_DIM(a, 0);
+        indices = ufg_at_axis_indices(arrays[0], target.length, 0);
+    }
+    else {
+        indices = ufg_at_offsets(a, arrays, n, &target);
+    }
+    if (indices == NULL) {
         return UFG_HOST_AT_ERROR;
     }
     feclearexcept(FE_ALL_EXCEPT);
     Py_BEGIN_ALLOW_THREADS
-    fn->host_at_loops[loop](PyArray_BYTES(a), PyArray_STRIDE(a, 0), length, index, index_step,
-                            b->data, b->step, n);
+    fn->host_at_loops[loop](target.base, target.step, target.length, PyArray_BYTES(indices),
+                            PyArray_STRIDE(indices, 0), b->data, b->step, n);
     Py_END_ALLOW_THREADS
     Py_DECREF(indices);
     atomic_fetch_add(&ufg_host_at_calls, 1);
@@ -319,8 +427,10 @@ ufg_host_at(PyObject *ufunc_obj, const ufg_function_descriptor *fn, ufg_host_at_
             PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyUFuncObject *ufunc = (PyUFuncObject *)ufunc_obj;
+    PyObject *arrays[NPY_MAXDIMS];
     PyArrayObject *a;
     ufg_at_second b;
+    npy_intp n;
     int loop;
 
     if (ufunc->core_enabled || ufunc->nout != 1 || (ufunc->nin != 1 && ufunc->nin != 2) ||
@@ -335,26 +445,31 @@ ufg_host_at(PyObject *ufunc_obj, const ufg_function_descriptor *fn, ufg_host_at_
     }
     if (fn == NULL || fn->host_at_loops == NULL || ufunc->functions != fn->loops ||
         ufunc->ntypes != fn->ntypes || !ufg_at_plain_array(args[0], 1) ||
-        PyArray_NDIM((PyArrayObject *)args[0]) != 1 || !ufg_at_index_array(args[1])) {
+        !ufg_at_index_arrays((PyArrayObject *)args[0], args[1], arrays, &n)) {
         return UFG_HOST_AT_DECLINED;
     }
     a = (PyArrayObject *)args[0];
     if (fn->nin == 2) {
-        if (!ufg_at_take_second(args[2], PyArray_DIM((PyArrayObject *)args[1], 0), &b)) {
+        if (!ufg_at_take_second(args[2], n, &b)) {
             return UFG_HOST_AT_DECLINED;
         }
     }
     else {
         memset(&b, 0, sizeof(b));     /* type 0 in the cache's key: a unary loop reads no b */
     }
-    if (ufg_at_may_overlap(a, (PyArrayObject *)args[1]) || ufg_at_may_overlap(a, b.array)) {
+    if (ufg_at_may_overlap(a, b.array)) {
         return UFG_HOST_AT_DECLINED;
+    }
+    for (int d = 0; d < PyArray_NDIM(a); d++) {
+        if (ufg_at_may_overlap(a, (PyArrayObject *)arrays[d])) {
+            return UFG_HOST_AT_DECLINED;
+        }
     }
     loop = ufg_at_loop(cache, ufunc, fn, PyArray_DESCR(a)->type_num, b.type_num);
     if (loop < 0) {
         return loop == UFG_AT_DECLINED ? UFG_HOST_AT_DECLINED : UFG_HOST_AT_ERROR;
     }
-    return ufg_at_run(fn, ufunc, loop, a, args[1], &b);
+    return ufg_at_run(fn, ufunc, loop, a, arrays, n, &b);
 }
 
 /* ------------------------------------------------------------------ for tests */

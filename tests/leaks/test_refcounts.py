@@ -184,6 +184,9 @@ def test_host_at_through_the_indexed_loops():
     check_flat(lambda: ex.add.at(x, narrow, values), x, narrow, values)
     check_flat(raises(IndexError, ex.add.at, x, np.array([0, N], np.int32), 1.0), x)
     check_flat(raises(IndexError, ex.add.at, x, np.array([0, N]), 1.0), x)
+    grid, rows, columns = np.zeros((7, N // 7)), indices, np.arange(N) % 5
+    check_flat(lambda: ex.add.at(grid, (rows, columns), values), grid, rows, columns, values)
+    check_flat(raises(IndexError, ex.add.at, grid, (rows, columns + N), 1.0), grid, rows)
     first = indices[:4].copy()
     with np.errstate(over="raise"):      # a fresh array each time: inf + 1e308 raises nothing
         check_flat(raises(FloatingPointError, lambda: ex.add.at(np.full(4, 1e308), first, 1e308)),

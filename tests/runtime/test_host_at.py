@@ -135,6 +135,49 @@ def test_indices_of_every_integer_type_numpy_converts_safely_take_the_indexed_lo
     assert at_both(ex.add, a, indices[::-2], b[::2])
 
 
+ND_VIEWS = {
+    "C": lambda x: x,
+    "transposed": lambda x: x.T,
+    "reversed and strided": lambda x: x[::-1, ::2] if x.ndim == 2 else x[::-1, ::2, ::-1],
+}
+
+
+@pytest.mark.parametrize("view", ND_VIEWS)
+@pytest.mark.parametrize("shape", [(7, 12), (5, 6, 8)])
+@pytest.mark.parametrize("name, dtype", [p for p in AT_LOOPS if p.values[0] in ("add", "lucas")])
+def test_a_tuple_of_one_index_array_per_axis_takes_the_indexed_loop(name, dtype, shape, view, rng):
+    fn = getattr(ex, name)
+    a = values_of(dtype, int(np.prod(shape)), rng).reshape(shape)
+    seen = ND_VIEWS[view](a).shape
+    indices = tuple(rng.integers(-n, n, 400) for n in seen)
+    b = (values_of(dtype, 400, rng),) if binary(name) else ()
+    with np.errstate(all="ignore"):
+        assert at_both(fn, a, indices, *b, view=ND_VIEWS[view])
+        if binary(name):
+            assert at_both(fn, a, indices, b[0][:1], view=ND_VIEWS[view])
+            assert at_both(fn, a, tuple(i.astype(np.int32) for i in indices), b[0][0],
+                           view=ND_VIEWS[view])
+
+
+def test_two_dimensional_add_at_is_a_histogram(rng):
+    x, y = rng.integers(0, 10, 5000), rng.integers(0, 20, 5000)
+    counts = np.zeros((10, 20), np.int64)
+    before = _core._host_at_calls()
+    ex.add.at(counts, (x, y), 1)
+    assert _core._host_at_calls() == before + 1
+    expected, _, _ = np.histogram2d(x, y, bins=(np.arange(11), np.arange(21)))
+    assert counts.tolist() == expected.astype(np.int64).tolist()
+
+
+@pytest.mark.parametrize("ix, iy", [([0, 5], [9, 0]), ([0, 1], [9, 0]), ([0, -4], [1, -5]),
+                                    ([0, 1], [2, 7]), ([-3, 2], [-4, 4])])
+def test_indices_out_of_bounds_are_checked_axis_after_axis_as_numpy_does(ix, iy):
+    a = np.arange(12.0).reshape(3, 4)
+    assert at_both(ex.add, a, (np.array(ix), np.array(iy)), 1.0) is False
+    with pytest.raises(IndexError, match="out of bounds for axis"):
+        ex.add.at(a.copy(), (np.array(ix), np.array(iy)), 1.0)
+
+
 def test_repeated_indices_accumulate_as_plain_python_updates_do(rng):
     a = rng.standard_normal(5)
     indices = rng.integers(-5, 5, 1000)
@@ -205,8 +248,16 @@ DECLINED = {
     "a list of indices": (lambda: np.arange(5.0), [0, 0, 4], 1.5),
     "uint64 indices": (lambda: np.arange(5.0), np.array([0, 0, 4], np.uint64), 1.5),
     "boolean indices": (lambda: np.arange(3.0), np.array([True, False, True]), 1.5),
-    "a tuple of indices of a 2-D array": (lambda: np.arange(6.0).reshape(2, 3),
-                                          (np.array([0, 1]), np.array([2, 2])), 1.0),
+    "index arrays of two lengths": (lambda: np.arange(6.0).reshape(2, 3),
+                                    (np.array([0, 1]), np.array([2, 2, 1])), 1.0),
+    "an index array and an integer": (lambda: np.arange(6.0).reshape(2, 3),
+                                      (np.array([0, 1, 1]), 2), 1.0),
+    "an index array and a slice": (lambda: np.arange(6.0).reshape(2, 3),
+                                   (np.array([0, 1]), slice(None)), 1.0),
+    "one index array into a 2-D array (rows)": (lambda: np.arange(6.0).reshape(2, 3),
+                                                np.array([0, 1, 1]), 1.0),
+    "fewer index arrays than axes": (lambda: np.arange(24.0).reshape(2, 3, 4),
+                                     (np.array([0, 1]), np.array([2, 2])), 1.0),
     "a boolean mask": (lambda: np.arange(4.0), np.array([True, False, True, True]), 1.0),
     "a slice": (lambda: np.arange(4.0), slice(None, None, 2), 1.0),
     "b of another type": (lambda: np.arange(4.0), np.array([0, 1]), np.ones(2, np.float32)),

@@ -30,7 +30,6 @@
 #include "ufuncgen/host_threads.h"
 #include "ufuncgen/half_blocks.h"   /* float16 converted a block at a time */
 #include "ufuncgen/prefetch.h"      /* a gufunc's contiguous inputs, ahead of its loop */
-#include "ufuncgen/spans.h"
 
 /* UFG_MAX_ARGS and UFG_MAX_ITEMSIZE: generated from the generator's tables (gen/limits.py,
  * gen/element_types.py). */
@@ -357,6 +356,18 @@ ufg_run_contiguous_checked(char **args, npy_intp n, const npy_intp *steps, int n
                           itemsizes, kernel, exact, NULL);
         }
     }
+}
+
+/* Whether n elements at a (step sa, itemsize ia) and at b (sb, ib) share any byte. */
+static inline bool
+ufg_spans_overlap(const char *a, npy_intp sa, int ia, const char *b, npy_intp sb, int ib,
+                  npy_intp n)
+{
+    const char *a_lo = sa < 0 ? a + (n - 1) * sa : a;
+    const char *a_hi = (sa < 0 ? a : a + (n - 1) * sa) + ia;
+    const char *b_lo = sb < 0 ? b + (n - 1) * sb : b;
+    const char *b_hi = (sb < 0 ? b : b + (n - 1) * sb) + ib;
+    return a_lo < b_hi && b_lo < a_hi;
 }
 
 /*
