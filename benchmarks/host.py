@@ -640,6 +640,7 @@ def chain_ratios(n, repeat, rng):
 def at_ratios(n, repeat, rng):
     """{label: peer time / ufuncgen time} on one thread for `.at` (ufuncgen's generated
     indexed loop, src/core/host_at.c): add and hypot, n / 50 updates of 1,000 float64 values,
+    and add by a pair of index arrays into 100x100 (a 2-D histogram's update),
     against Numba @vectorize's .at (NumPy's machinery, a loop call per index) and NumPy's own
     (np.add.at has an indexed loop of its own, np.hypot.at not).  The results are the same
     bits."""
@@ -647,21 +648,26 @@ def at_ratios(n, repeat, rng):
     target = rng.standard_normal(1000)
     indices = rng.integers(0, 1000, max(10, n // 50))
     values = rng.standard_normal(indices.size)
+    grid = rng.standard_normal((100, 100))           # a 2-D histogram's shape of update
+    cells = (rng.integers(0, 100, indices.size), rng.integers(0, 100, indices.size))
     results = {}
-    for name, theirs in (("add", np.add), ("hypot", np.hypot)):
-        ours, numbas = getattr(ex, name), peers.get(name)
-        mine, numpys = target.copy(), target.copy()
-        ours.at(mine, indices, values)
-        theirs.at(numpys, indices, values)
+    for label, name, theirs, array, where in (
+            ("add.at float64", "add", np.add, target, indices),
+            ("hypot.at float64", "hypot", np.hypot, target, indices),
+            ("add.at float64 by (rows, columns)", "add", np.add, grid, cells)):
+        ours, numbas = getattr(ex, name), peers.get(name) if array is target else None
+        mine, numpys = array.copy(), array.copy()
+        ours.at(mine, where, values)
+        theirs.at(numpys, where, values)
         assert np.array_equal(mine, numpys), name
-        candidates = {"ufuncgen": lambda f=ours: f.at(mine, indices, values),
-                      "NumPy": lambda f=theirs: f.at(numpys, indices, values)}
+        candidates = {"ufuncgen": lambda f=ours: f.at(mine, where, values),
+                      "NumPy": lambda f=theirs: f.at(numpys, where, values)}
         if numbas is not None:
-            candidates["Numba"] = lambda f=numbas: f.at(numpys, indices, values)
+            candidates["Numba"] = lambda f=numbas: f.at(numpys, where, values)
         times = time_interleaved(candidates, repeat)
         for peer in candidates:
             if peer != "ufuncgen":
-                results[f"{name}.at float64 vs {peer}"] = times[peer] / times["ufuncgen"]
+                results[f"{label} vs {peer}"] = times[peer] / times["ufuncgen"]
     return results
 
 
@@ -839,8 +845,9 @@ def targets(results, n, repeat, rng, seed=0, scalar=None, gufuncs=None):
         print(f"- INFO: custom_op.reduce float64 {case} (NumPy's order) vs Numba @vectorize "
               f".reduce, one thread: {ratio:.2f}x")
     for label, ratio in at_ratios(n, repeat, rng).items():
+        into = "100x100" if "(rows, columns)" in label else "1,000"
         print(f"- INFO: {label}'s .at, one thread: {ratio:.2f}x ({max(10, n // 50):,} updates "
-              "of 1,000 values)")
+              f"of {into} values)")
     for label, ratio in chain_ratios(n, repeat, rng).items():
         print(f"- INFO: {label} vs NumPy's, one thread: {ratio:.2f}x ({max(10, n // 5):,} "
               "values; one chain: NumPy's order and bits)")
