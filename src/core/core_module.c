@@ -62,7 +62,8 @@ PyInit__core(void)
         return NULL;
     }
     if (ufg_function_type_register(module) < 0 || ufg_threads_register(module) < 0 ||
-        ufg_dispatch_register(module) < 0 || ufg_host_at_register(module) < 0 || ufg_core_install_ufunc_pickler() < 0) {
+        ufg_dispatch_register(module) < 0 || ufg_host_at_register(module) < 0 ||
+        ufg_core_install_ufunc_pickler() < 0) {
         Py_DECREF(module);
         return NULL;
     }
