@@ -19,9 +19,10 @@
  *     output, so that no element is converted.
  * Anything else goes to NumPy's ufunc.at, which then answers, refuses or raises as it does.
  * Here as there: every index is checked before any update, axis after axis (IndexError
- * naming the first bad one, the array untouched), the updates are made in order, one at a time, through the loop's
- * scalar body (so repeated indices accumulate and the floating-point flags are NumPy's), the
- * GIL released, and the flags raised are reported under np.errstate as NumPy reports them.
+ * naming the first bad one, the array untouched), the updates are made in order, one at a
+ * time, through the loop's scalar body (so repeated indices accumulate and the floating-point
+ * flags are NumPy's), the GIL released, and the flags raised are reported under np.errstate
+ * as NumPy reports them.
  */
 #include "numpy_api.h"
 
@@ -37,6 +38,7 @@
 #define UFG_AT_TYPES NPY_NTYPES_LEGACY
 #define UFG_AT_UNKNOWN 0                /* not asked yet */
 #define UFG_AT_DECLINED (-1)            /* NumPy's path: no loop of ours runs it as it is */
+#define UFG_AT_FAILED (-2)              /* an exception is set (no memory) */
 
 static atomic_llong ufg_host_at_calls;     /* calls that ran an indexed loop: for tests */
 
@@ -166,8 +168,9 @@ ufg_at_may_overlap(PyArrayObject *x, PyArrayObject *y)
 }
 
 /* The loop NumPy resolves for (a_type, b_type) when it is one of ours that reads both as they
- * are and writes a's type, or UFG_AT_DECLINED.  Asked of ufunc.resolve_dtypes, which resolves
- * as .at does; an error there is NumPy's to raise, from its own .at. */
+ * are and writes a's type; else UFG_AT_DECLINED, or UFG_AT_FAILED.  Asked of
+ * ufunc.resolve_dtypes, which resolves as .at does; an error there is NumPy's to raise, from
+ * its own .at. */
 static int
 ufg_at_resolve(PyUFuncObject *ufunc, const ufg_function_descriptor *fn, int a_type, int b_type)
 {
@@ -180,7 +183,7 @@ ufg_at_resolve(PyUFuncObject *ufunc, const ufg_function_descriptor *fn, int a_ty
                         Py_None)
         : Py_BuildValue("(NO)", PyArray_DescrFromType(a_type), Py_None);
     if (dtypes == NULL) {
-        return -2;
+        return UFG_AT_FAILED;
     }
     result = PyObject_CallMethod((PyObject *)ufunc, "resolve_dtypes", "(O)", dtypes);
     Py_DECREF(dtypes);
@@ -210,7 +213,8 @@ ufg_at_resolve(PyUFuncObject *ufunc, const ufg_function_descriptor *fn, int a_ty
     return UFG_AT_DECLINED;
 }
 
-/* The loop for this pair of types, from the function's cache (made on its first .at). */
+/* The loop for this pair of types, from the function's cache (made on its first .at), or as
+ * ufg_at_resolve answers. */
 static int
 ufg_at_loop(ufg_host_at_cache *cache, PyUFuncObject *ufunc, const ufg_function_descriptor *fn,
             int a_type, int b_type)
@@ -219,14 +223,14 @@ ufg_at_loop(ufg_host_at_cache *cache, PyUFuncObject *ufunc, const ufg_function_d
         *cache = PyMem_Calloc(UFG_AT_TYPES * UFG_AT_TYPES, sizeof(**cache));
         if (*cache == NULL) {
             PyErr_NoMemory();
-            return -2;
+            return UFG_AT_FAILED;
         }
     }
     short *entry = &(*cache)[a_type * UFG_AT_TYPES + b_type];
     if (*entry == UFG_AT_UNKNOWN) {
         const int loop = ufg_at_resolve(ufunc, fn, a_type, b_type);
-        if (loop == -2) {
-            return -2;
+        if (loop == UFG_AT_FAILED) {
+            return UFG_AT_FAILED;
         }
         *entry = (short)(loop == UFG_AT_DECLINED ? UFG_AT_DECLINED : loop + 1);
     }
