@@ -129,6 +129,14 @@ def device_cuda_arch():
     return "native" if device.backend() == "cuda" and device.is_available() else "none"
 
 
+@pytest.fixture(scope="session")
+def compile_check_cuda_arch(device_cuda_arch):
+    """`--cuda-arch` of a module whose kernels should at least compile where nvcc is found:
+    one architecture (a fifth of the default list's nvcc time), or the card at hand on a GPU.
+    Without nvcc the build is host-only, as any build is."""
+    return "native" if device_cuda_arch == "native" else "75-real"
+
+
 # Two functions alike but for `fastmath: true` (tests/gen/test_render.py,
 # tests/device/test_fastmath_on_device.py).  plus_zero: IEEE gives +0.0 for -0.0 + 0, fast
 # math (no signed zeros) may fold x + 0 to x; ratio: IEEE division, or an approximate one.
@@ -166,20 +174,27 @@ def fastmath_signatures() -> str:
     return FASTMATH_FILE
 
 
+# The modules below are built for the device the run has (device_cuda_arch): their tests are
+# about threads, dask and reduction order, not about nvcc, and kernels for five GPUs the run
+# cannot use took 30 to 45 s of nvcc each.
+
+
 @pytest.fixture(scope="session")
-def probe_module_dir(tmp_path_factory) -> Path:
+def probe_module_dir(tmp_path_factory, device_cuda_arch) -> Path:
     """The directory holding the built module `ufg_probe` (not on sys.path)."""
-    return build_module(tmp_path_factory.mktemp("probe"), "ufg_probe", PROBE_FILE)
+    return build_module(tmp_path_factory.mktemp("probe"), "ufg_probe", PROBE_FILE,
+                        "--cuda-arch", device_cuda_arch)
 
 
 @pytest.fixture(scope="session")
-def probe_module_without_threads_dir(tmp_path_factory) -> Path:
+def probe_module_without_threads_dir(tmp_path_factory, device_cuda_arch) -> Path:
     """The same file built with `ufuncgen build --no-threads`, as `ufg_probe_serial`."""
     return build_module(tmp_path_factory.mktemp("probe_serial"), "ufg_probe_serial",
-                        PROBE_FILE, "--no-threads")
+                        PROBE_FILE, "--no-threads", "--cuda-arch", device_cuda_arch)
 
 
 @pytest.fixture(scope="session")
-def reduce_order_module_dir(tmp_path_factory) -> Path:
+def reduce_order_module_dir(tmp_path_factory, device_cuda_arch) -> Path:
     """The directory holding the built module `ufg_order` (not on sys.path)."""
-    return build_module(tmp_path_factory.mktemp("order"), "ufg_order", REDUCE_ORDER_FILE)
+    return build_module(tmp_path_factory.mktemp("order"), "ufg_order", REDUCE_ORDER_FILE,
+                        "--cuda-arch", device_cuda_arch)

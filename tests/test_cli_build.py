@@ -131,14 +131,15 @@ def mymod(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def pkgmod(tmp_path_factory):
-    """`python -m ufuncgen build f.ufunc --name pkg.mod -o out/pkg`: the directory holding out."""
+def pkgmod(tmp_path_factory, compile_check_cuda_arch):
+    """`python -m ufuncgen build f.ufunc --name pkg.mod -o out/pkg`: the directory holding out.
+    Kernels for one GPU (mymod builds the default list): a dotted name reaches nvcc too."""
     work = tmp_path_factory.mktemp("package")
     (work / "f.ufunc").write_text(USER_FILE)
     (work / "out" / "pkg").mkdir(parents=True)
     (work / "out" / "pkg" / "__init__.py").write_text("")
-    _built(_ufuncgen("build", "f.ufunc", "--name", "pkg.mod", "-o", "out/pkg", cwd=work,
-                     via_python_m=True))
+    _built(_ufuncgen("build", "f.ufunc", "--name", "pkg.mod", "-o", "out/pkg",
+                     "--cuda-arch", compile_check_cuda_arch, cwd=work, via_python_m=True))
     return work
 
 

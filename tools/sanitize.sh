@@ -73,11 +73,15 @@ if [ $# -eq 0 ]; then
     set -- tests/examples tests/device tests/runtime tests/gen tests/leaks \
         --ignore=tests/gen/test_fuzz.py
 fi
+# Its own pytest folder and load() cache: .ci/run runs this beside the plain test run, and
+# the two must not clean up or share each other's folders.
+export UFUNCGEN_CACHE_DIR=$work/cache
 start=$(date +%s)
 status=0
 # libasan for the Python processes only (not for `date` or the shell, whose own leaks
 # LeakSanitizer would report); `ufuncgen build` drops it again for CMake and the compiler.
-LD_PRELOAD=$libasan "$py" -m pytest -p no:cacheprovider -q "$@" || status=$?
+LD_PRELOAD=$libasan "$py" -m pytest -p no:cacheprovider -q --basetemp "$work/pytest" "$@" \
+    || status=$?
 echo "sanitize.sh: tests ran in $(( $(date +%s) - start )) s, exit $status"
 if compgen -G "$reports/*" > /dev/null; then
     for report in "$reports"/*; do

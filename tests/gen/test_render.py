@@ -828,9 +828,10 @@ gufunc differences(x) -> d
 
 
 def test_arguments_named_like_the_generated_variables_compute_what_their_bodies_say(
-        tmp_path, module_importer):
+        tmp_path, module_importer, compile_check_cuda_arch):
     import numpy as np
-    m = module_importer(tmp_path, "named_alike", NAMES_LIKE_GENERATED_ONES)
+    m = module_importer(tmp_path, "named_alike", NAMES_LIKE_GENERATED_ONES,
+                        "--cuda-arch", compile_check_cuda_arch)
     rng = np.random.default_rng(5)
     # 600 elements: the float16 arguments go through the block conversion (ufg_block_*).
     a = rng.uniform(-2, 2, 600).astype(np.float16)
