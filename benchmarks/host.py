@@ -640,7 +640,8 @@ def chain_ratios(n, repeat, rng):
 def at_ratios(n, repeat, rng):
     """{label: peer time / ufuncgen time} on one thread for `.at` (ufuncgen's generated
     indexed loop, src/core/host_at.c): add and hypot, n / 50 updates of 1,000 float64 values,
-    and add by a pair of index arrays into 100x100 (a 2-D histogram's update),
+    add by a pair of index arrays into 100x100 (a 2-D histogram's update), and add by a
+    Python list of 100 indices and a list of values (each converted to an array per call),
     against Numba @vectorize's .at (NumPy's machinery, a loop call per index) and NumPy's own
     (np.add.at has an indexed loop of its own, np.hypot.at not).  The results are the same
     bits."""
@@ -650,12 +651,16 @@ def at_ratios(n, repeat, rng):
     values = rng.standard_normal(indices.size)
     grid = rng.standard_normal((100, 100))           # a 2-D histogram's shape of update
     cells = (rng.integers(0, 100, indices.size), rng.integers(0, 100, indices.size))
+    listed, listed_values = indices[:100].tolist(), values[:100].tolist()
     results = {}
-    for label, name, theirs, array, where in (
-            ("add.at float64", "add", np.add, target, indices),
-            ("hypot.at float64", "hypot", np.hypot, target, indices),
-            ("add.at float64 by (rows, columns)", "add", np.add, grid, cells)):
-        ours, numbas = getattr(ex, name), peers.get(name) if array is target else None
+    for label, name, theirs, array, where, values in (
+            ("add.at float64", "add", np.add, target, indices, values),
+            ("hypot.at float64", "hypot", np.hypot, target, indices, values),
+            ("add.at float64 by (rows, columns)", "add", np.add, grid, cells, values),
+            ("add.at float64 by lists of 100", "add", np.add, target, listed, listed_values)):
+        # Numba's .at refuses lists ("compilation disabled"): NumPy alone for that row.
+        ours = getattr(ex, name)
+        numbas = peers.get(name) if array is target and where is not listed else None
         mine, numpys = array.copy(), array.copy()
         ours.at(mine, where, values)
         theirs.at(numpys, where, values)

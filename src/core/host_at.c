@@ -13,6 +13,8 @@
  *   - b (a binary function only): a 0-d or 1-D exact ndarray of len(indices) or 1 elements, a
  *     NumPy scalar, or a Python float, int, complex or bool (which NumPy's .at types as
  *     np.asarray does: float64, intp, complex128, bool);
+ *   - a list, as an index or as b, as the array np.asarray makes of it (NumPy converts a
+ *     list so in both places), if that array is of a form above;
  *   - no keyword, and no memory shared by a with indices or b (NumPy copies an overlapping b);
  *   - the loop NumPy resolves for (a's dtype, b's dtype) -- asked of ufunc.resolve_dtypes once
  *     per pair of types and kept -- reads b as it is and has a's type as first input and
@@ -304,11 +306,45 @@ ufg_at_index_array(PyObject *obj)
            (PyDataType_ISUNSIGNED(descr) && PyDataType_ELSIZE(descr) < (npy_intp)sizeof(npy_intp));
 }
 
-/* The index arrays of a call the fast path takes, one per axis of a, borrowed: `indices`
- * itself for a 1-D a, or the items of a tuple of a.ndim of them, all of one length (*n).
- * 0 for any other index, which NumPy's path takes (scalars, slices, masks, broadcasting). */
+/* The arrays a call converts: the lists among its operands, as NumPy converts them. */
+typedef struct {
+    PyObject *arrays[NPY_MAXDIMS + 1];
+    int count;
+} ufg_at_conversions;
+
+/* `obj`, or the array a list converts to as np.asarray converts it (which NumPy does with a
+ * list given as an index or as b), kept in `made`; NULL, with no exception, where the
+ * conversion fails: NumPy's path then raises what it raises. */
+static PyObject *
+ufg_at_listed(PyObject *obj, ufg_at_conversions *made)
+{
+    if (!PyList_CheckExact(obj)) {
+        return obj;
+    }
+    PyObject *array = PyArray_FromAny(obj, NULL, 0, 0, 0, NULL);
+    if (array == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    made->arrays[made->count++] = array;
+    return array;
+}
+
+static void
+ufg_at_release(ufg_at_conversions *made)
+{
+    for (int i = 0; i < made->count; i++) {
+        Py_DECREF(made->arrays[i]);
+    }
+}
+
+/* The index arrays of a call the fast path takes, one per axis of a, borrowed (or kept in
+ * `made`, for lists): `indices` itself for a 1-D a, or the items of a tuple of a.ndim of
+ * them, all of one length (*n).  0 for any other index, which NumPy's path takes (scalars,
+ * slices, masks, broadcasting). */
 static int
-ufg_at_index_arrays(PyArrayObject *a, PyObject *indices, PyObject **arrays, npy_intp *n)
+ufg_at_index_arrays(PyArrayObject *a, PyObject *indices, PyObject **arrays, npy_intp *n,
+                    ufg_at_conversions *made)
 {
     const int ndim = PyArray_NDIM(a);
 
@@ -324,8 +360,10 @@ ufg_at_index_arrays(PyArrayObject *a, PyObject *indices, PyObject **arrays, npy_
         return 0;
     }
     for (int d = 0; d < ndim; d++) {
-        if (!ufg_at_index_array(arrays[d]) || PyArray_DIM((PyArrayObject *)arrays[d], 0) !=
-                                                  PyArray_DIM((PyArrayObject *)arrays[0], 0)) {
+        arrays[d] = ufg_at_listed(arrays[d], made);
+        if (arrays[d] == NULL || !ufg_at_index_array(arrays[d]) ||
+            PyArray_DIM((PyArrayObject *)arrays[d], 0) !=
+                PyArray_DIM((PyArrayObject *)arrays[0], 0)) {
             return 0;
         }
     }
@@ -426,35 +464,23 @@ ufg_at_run(const ufg_function_descriptor *fn, PyUFuncObject *ufunc, int loop, Py
     return ufg_at_report_flags(ufunc->name) < 0 ? UFG_HOST_AT_ERROR : UFG_HOST_AT_DONE;
 }
 
-int
-ufg_host_at(PyObject *ufunc_obj, const ufg_function_descriptor *fn, ufg_host_at_cache *cache,
-            PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+/* A call whose a is a plain, writeable ndarray of a function with indexed loops. */
+static int
+ufg_at_plain_call(PyUFuncObject *ufunc, const ufg_function_descriptor *fn,
+                  ufg_host_at_cache *cache, PyObject *const *args, ufg_at_conversions *made)
 {
-    PyUFuncObject *ufunc = (PyUFuncObject *)ufunc_obj;
+    PyArrayObject *a = (PyArrayObject *)args[0];
     PyObject *arrays[NPY_MAXDIMS];
-    PyArrayObject *a;
     ufg_at_second b;
     npy_intp n;
     int loop;
 
-    if (ufunc->core_enabled || ufunc->nout != 1 || (ufunc->nin != 1 && ufunc->nin != 2) ||
-        nargs != 1 + ufunc->nin || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)) {
-        return UFG_HOST_AT_DECLINED;    /* NumPy's refusal, whatever a is */
-    }
-    if (PyArray_Check(args[0]) && !PyArray_ISWRITEABLE((PyArrayObject *)args[0])) {
-        /* NumPy's .at (2.4) writes into it, with or without an indexed loop of ours. */
-        PyErr_Format(PyExc_ValueError, "%s.at: argument 'a' must be a writeable array, got a "
-                     "read-only one", ufunc->name);
-        return UFG_HOST_AT_ERROR;
-    }
-    if (fn == NULL || fn->host_at_loops == NULL || ufunc->functions != fn->loops ||
-        ufunc->ntypes != fn->ntypes || !ufg_at_plain_array(args[0], 1) ||
-        !ufg_at_index_arrays((PyArrayObject *)args[0], args[1], arrays, &n)) {
+    if (!ufg_at_index_arrays(a, args[1], arrays, &n, made)) {
         return UFG_HOST_AT_DECLINED;
     }
-    a = (PyArrayObject *)args[0];
     if (fn->nin == 2) {
-        if (!ufg_at_take_second(args[2], n, &b)) {
+        PyObject *second = ufg_at_listed(args[2], made);
+        if (second == NULL || !ufg_at_take_second(second, n, &b)) {
             return UFG_HOST_AT_DECLINED;
         }
     }
@@ -474,6 +500,32 @@ ufg_host_at(PyObject *ufunc_obj, const ufg_function_descriptor *fn, ufg_host_at_
         return loop == UFG_AT_DECLINED ? UFG_HOST_AT_DECLINED : UFG_HOST_AT_ERROR;
     }
     return ufg_at_run(fn, ufunc, loop, a, arrays, n, &b);
+}
+
+int
+ufg_host_at(PyObject *ufunc_obj, const ufg_function_descriptor *fn, ufg_host_at_cache *cache,
+            PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyUFuncObject *ufunc = (PyUFuncObject *)ufunc_obj;
+    ufg_at_conversions made = {.count = 0};
+
+    if (ufunc->core_enabled || ufunc->nout != 1 || (ufunc->nin != 1 && ufunc->nin != 2) ||
+        nargs != 1 + ufunc->nin || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)) {
+        return UFG_HOST_AT_DECLINED;    /* NumPy's refusal, whatever a is */
+    }
+    if (PyArray_Check(args[0]) && !PyArray_ISWRITEABLE((PyArrayObject *)args[0])) {
+        /* NumPy's .at (2.4) writes into it, with or without an indexed loop of ours. */
+        PyErr_Format(PyExc_ValueError, "%s.at: argument 'a' must be a writeable array, got a "
+                     "read-only one", ufunc->name);
+        return UFG_HOST_AT_ERROR;
+    }
+    if (fn == NULL || fn->host_at_loops == NULL || ufunc->functions != fn->loops ||
+        ufunc->ntypes != fn->ntypes || !ufg_at_plain_array(args[0], 1)) {
+        return UFG_HOST_AT_DECLINED;
+    }
+    const int result = ufg_at_plain_call(ufunc, fn, cache, args, &made);
+    ufg_at_release(&made);
+    return result;
 }
 
 /* ------------------------------------------------------------------ for tests */

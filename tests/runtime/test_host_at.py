@@ -245,7 +245,15 @@ def _overlapping_b():
 
 
 DECLINED = {
-    "a list of indices": (lambda: np.arange(5.0), [0, 0, 4], 1.5),
+    "a list of bools (a mask)": (lambda: np.arange(3.0), [True, False, True], 1.5),
+    "a nested list (a 2-D index)": (lambda: np.arange(5.0), [[0, 1], [4, 4]], 1.5),
+    "an empty list": (lambda: np.arange(5.0), [], 1.5),
+    "a list of floats": (lambda: np.arange(5.0), [0.0, 1.0], 1.5),
+    "a list of ints too large for intp": (lambda: np.arange(5.0), [0, 2 ** 70], 1.5),
+    "a list of a slice": (lambda: np.arange(5.0), [slice(None)], 1.5),
+    "a list of lists b": (lambda: np.arange(5.0), [0, 1], [[1.0], [2.0]]),
+    "a list b of the wrong length": (lambda: np.arange(5.0), [0, 1], [1.0, 2.0, 3.0]),
+    "a list b of another type": (lambda: np.arange(5.0), [0, 1], [1, 2]),
     "uint64 indices": (lambda: np.arange(5.0), np.array([0, 0, 4], np.uint64), 1.5),
     "boolean indices": (lambda: np.arange(3.0), np.array([True, False, True]), 1.5),
     "index arrays of two lengths": (lambda: np.arange(6.0).reshape(2, 3),
@@ -269,6 +277,35 @@ DECLINED = {
     "a byte-swapped array": (lambda: np.arange(4.0).astype(">f8"), np.array([0, 3]), 1.0),
     "a 0-d array": (lambda: np.array(2.5), (), 1.0),
 }
+
+
+LISTED = {
+    "a list of indices": (lambda: np.arange(5.0), [0, 0, -1, 4], 1.5),
+    "a list of NumPy integers": (lambda: np.arange(5.0), [np.int8(0), np.int64(-2)], 1.5),
+    "a list of a bool and an int (ints)": (lambda: np.arange(5.0), [True, 1], 1.5),
+    "a list of an int and a 0-d array": (lambda: np.arange(5.0), [1, np.array(2)], 1.5),
+    "a list of indices and a list b": (lambda: np.arange(5.0), [4, 0, 4], [0.5, -0.0, np.inf]),
+    "an index array and a list b": (lambda: np.arange(5.0), np.array([1, 1]), [2.0, 3.0]),
+    "a list b of one element": (lambda: np.arange(5.0), np.array([1, 3, 1]), [2.5]),
+    "a list of ints b into int64": (lambda: np.arange(5), [1, 3, 1], [7, -2 ** 63, 9]),
+    "a tuple of lists into 2-D": (lambda: np.arange(12.0).reshape(3, 4),
+                                  ([0, 2, 2, -1], [3, 0, 0, 1]), 1.0),
+    "a list and an index array into 2-D": (lambda: np.arange(12.0).reshape(3, 4),
+                                           ([0, 2], np.array([3, 3])), [1.0, 2.0]),
+}
+
+
+@pytest.mark.parametrize("case", LISTED)
+def test_lists_as_indices_or_b_take_the_indexed_loop_as_the_arrays_numpy_makes_of_them(case):
+    make, indices, b = LISTED[case]
+    with np.errstate(over="ignore"):
+        assert at_both(ex.add, make(), indices, b)
+
+
+def test_a_list_index_out_of_bounds_is_numpys_index_error():
+    assert at_both(ex.add, np.arange(3.0), [0, 1, 3], 1.0) is False
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
+        ex.add.at(np.arange(3.0), [0, 1, 3], 1.0)
 
 
 @pytest.mark.parametrize("case", DECLINED)
