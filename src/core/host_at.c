@@ -487,7 +487,9 @@ ufg_at_plain_call(PyUFuncObject *ufunc, const ufg_function_descriptor *fn,
     else {
         memset(&b, 0, sizeof(b));     /* type 0 in the cache's key: a unary loop reads no b */
     }
-    if (ufg_at_may_overlap(a, b.array)) {
+    /* A list's items may run Python code as they are converted (__index__, __array__), and
+     * that code may have made a read-only. */
+    if (ufg_at_may_overlap(a, b.array) || (made->count > 0 && !PyArray_ISWRITEABLE(a))) {
         return UFG_HOST_AT_DECLINED;
     }
     for (int d = 0; d < PyArray_NDIM(a); d++) {

@@ -308,6 +308,28 @@ def test_a_list_index_out_of_bounds_is_numpys_index_error():
         ex.add.at(np.arange(3.0), [0, 1, 3], 1.0)
 
 
+def test_an_array_made_read_only_while_a_list_converts_is_left_to_numpy():
+    class FreezesTheArray:      # np.asarray asks __array__ for the dtype, __int__ for the value
+        def __init__(self, target, index):
+            self.target, self.index = target, index
+
+        def __array__(self, dtype=None, copy=None):
+            self.target.flags.writeable = False
+            return np.array(self.index)
+
+        def __int__(self):
+            return self.index
+
+    results = []
+    for at in (ex.add.at, ex.add.ufunc.at):
+        a = np.arange(4.0)
+        before = _core._host_at_calls()
+        at(a, [FreezesTheArray(a, 1), 3], 1.0)
+        assert _core._host_at_calls() == before
+        results.append(a.tolist())
+    assert results[0] == results[1]
+
+
 @pytest.mark.parametrize("case", DECLINED)
 def test_calls_the_indexed_loop_does_not_take_get_numpys_answers(case):
     make, indices, b = DECLINED[case]
