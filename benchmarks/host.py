@@ -642,6 +642,7 @@ def at_ratios(n, repeat, rng):
     indexed loop, src/core/host_at.c): add and hypot, n / 50 updates of 1,000 float64 values,
     add by a pair of index arrays into 100x100 (a 2-D histogram's update), and add by a
     Python list of 100 indices and a list of values (each converted to an array per call),
+    add of the Python int 1 (cast to float64 once: np.add.at's indexed loop takes no cast),
     against Numba @vectorize's .at (NumPy's machinery, a loop call per index) and NumPy's own
     (np.add.at has an indexed loop of its own, np.hypot.at not).  The results are the same
     bits."""
@@ -657,7 +658,8 @@ def at_ratios(n, repeat, rng):
             ("add.at float64", "add", np.add, target, indices, values),
             ("hypot.at float64", "hypot", np.hypot, target, indices, values),
             ("add.at float64 by (rows, columns)", "add", np.add, grid, cells, values),
-            ("add.at float64 by lists of 100", "add", np.add, target, listed, listed_values)):
+            ("add.at float64 by lists of 100", "add", np.add, target, listed, listed_values),
+            ("add.at float64 of a Python int (cast)", "add", np.add, target, indices, 1)):
         # Numba's .at refuses lists ("compilation disabled"): NumPy alone for that row.
         ours = getattr(ex, name)
         numbas = peers.get(name) if array is target and where is not listed else None

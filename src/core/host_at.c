@@ -17,8 +17,9 @@
  *     list so in both places), if that array is of a form above;
  *   - no keyword, and no memory shared by a with indices or b (NumPy copies an overlapping b);
  *   - the loop NumPy resolves for (a's dtype, b's dtype) -- asked of ufunc.resolve_dtypes once
- *     per pair of types and kept -- reads b as it is and has a's type as first input and
- *     output, so that no element is converted.
+ *     per pair of types and kept -- has a's type as first input and output, so that no
+ *     element of a is converted, and reads b as it is or safely cast (once, before the
+ *     updates, as NumPy's .at casts b: a Python int into a float64 a is one float64).
  * Anything else goes to NumPy's ufunc.at, which then answers, refuses or raises as it does.
  * Here as there: every index is checked before any update, axis after axis (IndexError
  * naming the first bad one, the array untouched), the updates are made in order, one at a
@@ -199,7 +200,8 @@ ufg_at_resolve(PyUFuncObject *ufunc, const ufg_function_descriptor *fn, int a_ty
     }
     Py_DECREF(result);
     if (resolved[0] != a_type || resolved[nargs - 1] != a_type ||
-        (fn->nin == 2 && resolved[1] != b_type)) {
+        (fn->nin == 2 && resolved[1] != b_type &&
+         (resolved[1] < 0 || !PyArray_CanCastSafely(b_type, resolved[1])))) {
         return UFG_AT_DECLINED;
     }
     for (int i = 0; i < fn->ntypes; i++) {
@@ -306,9 +308,10 @@ ufg_at_index_array(PyObject *obj)
            (PyDataType_ISUNSIGNED(descr) && PyDataType_ELSIZE(descr) < (npy_intp)sizeof(npy_intp));
 }
 
-/* The arrays a call converts: the lists among its operands, as NumPy converts them. */
+/* The arrays a call converts: the lists among its operands, as NumPy converts them, and b
+ * cast to the type its loop reads. */
 typedef struct {
-    PyObject *arrays[NPY_MAXDIMS + 1];
+    PyObject *arrays[NPY_MAXDIMS + 2];  /* an index per axis, b, b cast */
     int count;
 } ufg_at_conversions;
 
@@ -464,6 +467,39 @@ ufg_at_run(const ufg_function_descriptor *fn, PyUFuncObject *ufunc, int loop, Py
     return ufg_at_report_flags(ufunc->name) < 0 ? UFG_HOST_AT_ERROR : UFG_HOST_AT_DONE;
 }
 
+/* b cast to `type_num`, the type its loop reads, when it is of another type: a safe cast
+ * (ufg_at_resolve), which NumPy's .at makes of b too, so the values are the same; the cast
+ * array is kept in `made`.  0, or -1 (no exception: NumPy's path then answers) where it fails. */
+static int
+ufg_at_cast_second(int type_num, ufg_at_second *b, ufg_at_conversions *made)
+{
+    PyObject *value = NULL, *cast;
+
+    if (b->type_num == type_num) {
+        return 0;
+    }
+    if (b->array == NULL) {
+        value = PyArray_SimpleNewFromData(0, NULL, b->type_num, b->value.bytes);
+        if (value == NULL) {
+            PyErr_Clear();
+            return -1;
+        }
+    }
+    cast = PyArray_CastToType(value != NULL ? (PyArrayObject *)value : b->array,
+                              PyArray_DescrFromType(type_num), 0);
+    Py_XDECREF(value);
+    if (cast == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    made->arrays[made->count++] = cast;
+    b->array = (PyArrayObject *)cast;
+    b->data = PyArray_BYTES(b->array);
+    b->step = b->step != 0 ? PyArray_ITEMSIZE(b->array) : 0;    /* C-contiguous now */
+    b->type_num = type_num;
+    return 0;
+}
+
 /* A call whose a is a plain, writeable ndarray of a function with indexed loops. */
 static int
 ufg_at_plain_call(PyUFuncObject *ufunc, const ufg_function_descriptor *fn,
@@ -500,6 +536,11 @@ ufg_at_plain_call(PyUFuncObject *ufunc, const ufg_function_descriptor *fn,
     loop = ufg_at_loop(cache, ufunc, fn, PyArray_DESCR(a)->type_num, b.type_num);
     if (loop < 0) {
         return loop == UFG_AT_DECLINED ? UFG_HOST_AT_DECLINED : UFG_HOST_AT_ERROR;
+    }
+    if (fn->nin == 2 &&
+        ufg_at_cast_second(fn->types[(size_t)loop * (size_t)(fn->nin + fn->nout) + 1], &b,
+                           made) < 0) {
+        return UFG_HOST_AT_DECLINED;
     }
     return ufg_at_run(fn, ufunc, loop, a, arrays, n, &b);
 }

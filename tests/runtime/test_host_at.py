@@ -253,7 +253,8 @@ DECLINED = {
     "a list of a slice": (lambda: np.arange(5.0), [slice(None)], 1.5),
     "a list of lists b": (lambda: np.arange(5.0), [0, 1], [[1.0], [2.0]]),
     "a list b of the wrong length": (lambda: np.arange(5.0), [0, 1], [1.0, 2.0, 3.0]),
-    "a list b of another type": (lambda: np.arange(5.0), [0, 1], [1, 2]),
+    "a list b to cast into float32 (the float64 loop)":
+        (lambda: np.ones(5, np.float32), [0, 1], [1, 2]),
     "uint64 indices": (lambda: np.arange(5.0), np.array([0, 0, 4], np.uint64), 1.5),
     "boolean indices": (lambda: np.arange(3.0), np.array([True, False, True]), 1.5),
     "index arrays of two lengths": (lambda: np.arange(6.0).reshape(2, 3),
@@ -268,7 +269,12 @@ DECLINED = {
                                      (np.array([0, 1]), np.array([2, 2])), 1.0),
     "a boolean mask": (lambda: np.arange(4.0), np.array([True, False, True, True]), 1.0),
     "a slice": (lambda: np.arange(4.0), slice(None, None, 2), 1.0),
-    "b of another type": (lambda: np.arange(4.0), np.array([0, 1]), np.ones(2, np.float32)),
+    "a Python int into float32 (the float64 loop)":
+        (lambda: np.ones(3, np.float32), np.array([0, 0, 2]), 3),
+    "np.uint64 into int64 (the float64 loop)":
+        (lambda: np.arange(3), np.array([0, 0, 2]), np.uint64(3)),
+    "float64 b into float32 (the float64 loop)":
+        (lambda: np.ones(3, np.float32), np.array([0, 0, 2]), np.full(3, 0.1)),
     "a Python float into float32 (the float64 loop)":
         (lambda: np.ones(3, np.float32), np.array([0, 0, 2]), 1.5 * 2.0 ** -24),
     "int32 array (no int32 loop)": (lambda: np.arange(4, dtype=np.int32), np.array([1, 1]), 7),
@@ -279,6 +285,38 @@ DECLINED = {
 }
 
 
+BIG = np.array([2 ** 53 + 1, -(2 ** 62) - 3, 7, 2 ** 63 - 1])   # round on their way to float64
+CAST = {   # (name, a, b): b of another type, which NumPy's .at casts safely to the loop's
+    "a Python int into float64": ("add", lambda: np.arange(5.0), 3),
+    "a Python bool into float64": ("add", lambda: np.arange(5.0), True),
+    "np.int32 into float64": ("add", lambda: np.arange(5.0), np.int32(-7)),
+    "np.float16 into float64": ("add", lambda: np.arange(5.0), np.float16(0.1)),
+    "float32 values into float64": ("add", lambda: np.arange(5.0),
+                                    np.array([0.1, -np.inf, np.nan, 3e38], np.float32)),
+    "int64 values that round into float64": ("add", lambda: np.zeros(5), BIG),
+    "reversed int16 values into float64": ("add", lambda: np.zeros(5),
+                                           np.arange(-4, 4, dtype=np.int16)[::-2]),
+    "an int32 value broadcast (stride 0)": ("add", lambda: np.zeros(5),
+                                            np.broadcast_to(np.int32(9), (4,))),
+    "uint8 values into int64": ("add", lambda: np.arange(5), np.array([255, 0, 1, 128], np.uint8)),
+    "bool values into int64": ("add", lambda: np.arange(5), np.array([True, False, True, True])),
+    "np.uint32 into int64": ("add", lambda: np.arange(5), np.uint32(2 ** 32 - 1)),
+    "int8 values into float32": ("add", lambda: np.ones(5, np.float32),
+                                 np.array([-128, 127, 0, 5], np.int8)),
+    "a Python bool into float16": ("add", lambda: np.ones(5, np.float16), True),
+    "float32 values into float64 hypot": ("hypot", lambda: np.arange(5.0),
+                                          np.array([3e38, -4.0, np.nan, 1e-45], np.float32)),
+}
+
+
+@pytest.mark.parametrize("case", CAST)
+def test_b_of_another_type_is_cast_once_as_numpy_casts_it_and_takes_the_indexed_loop(case):
+    name, make, b = CAST[case]
+    indices = np.array([0, 4, 4, -1])
+    with np.errstate(all="ignore"):
+        assert at_both(getattr(ex, name), make(), indices, b)
+
+
 LISTED = {
     "a list of indices": (lambda: np.arange(5.0), [0, 0, -1, 4], 1.5),
     "a list of NumPy integers": (lambda: np.arange(5.0), [np.int8(0), np.int64(-2)], 1.5),
@@ -287,6 +325,7 @@ LISTED = {
     "a list of indices and a list b": (lambda: np.arange(5.0), [4, 0, 4], [0.5, -0.0, np.inf]),
     "an index array and a list b": (lambda: np.arange(5.0), np.array([1, 1]), [2.0, 3.0]),
     "a list b of one element": (lambda: np.arange(5.0), np.array([1, 3, 1]), [2.5]),
+    "a list of ints b into float64": (lambda: np.arange(5.0), [0, 4], [2 ** 53 + 1, -3]),
     "a list of ints b into int64": (lambda: np.arange(5), [1, 3, 1], [7, -2 ** 63, 9]),
     "a tuple of lists into 2-D": (lambda: np.arange(12.0).reshape(3, 4),
                                   ([0, 2, 2, -1], [3, 0, 0, 1]), 1.0),
