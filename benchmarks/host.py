@@ -33,7 +33,8 @@ What it measures, all on one core, in one process, so that ratios are comparable
    - ``add.reduce`` (associative: pairwise and vectorized) >= 1.0x ``np.add.reduce``, float32
      and float64, ``--n`` elements, 1-D and along the contiguous axis of a 2-D array
      (rows of 1,000), ufuncgen on one thread (INFO rows, not judged: rows of 40 and of 10,
-     whose results are np.add.reduce's bits, and float16);
+     whose results are np.add.reduce's bits, column sums (axis=0) of 8 and of 100 columns,
+     also its bits, and float16);
    - its accuracy on standard normal values: root mean square error against ``math.fsum``
      over 1,000 arrays of 20,000 no larger than ``np.add.reduce``'s.  The errors on the one
      ``--n``-element array are printed too, not judged: both results are within a few units
@@ -563,11 +564,13 @@ def import_overhead_ms(runs):
     return statistics.median(importtime), wall_ms
 
 
-def reduce_ratios(n, repeat, rng, row_lengths=(1000,)):
+def reduce_ratios(n, repeat, rng, row_lengths=(1000,), column_counts=()):
     """{(dtype, case): (np.add.reduce time / ex.add.reduce time, ours, NumPy's)} on one
     thread, for a 1-D array of n standard normal values and the same values as rows of each
     of `row_lengths` reduced along axis 1 (the contiguous one): NumPy calls the loop once per
-    row."""
+    row; and as rows of each of `column_counts` reduced along axis 0 (column sums): NumPy
+    calls the loop once per row, out[j] = out[j] + row[j], in order, so the results are the
+    same bits."""
     results = {}
     for dtype_name in ("float32", "float64", "float16"):
         x = rng.standard_normal(n).astype(dtype_name)
@@ -575,6 +578,9 @@ def reduce_ratios(n, repeat, rng, row_lengths=(1000,)):
         for length in row_lengths:
             label = "2-D axis=1" if length == 1000 else f"rows of {length} axis=1"
             cases.append((label, x[: n // length * length].reshape(-1, length), {"axis": 1}))
+        for count in column_counts:
+            cases.append((f"{count} columns axis=0", x[: n // count * count].reshape(-1, count),
+                          {"axis": 0}))
         for case, array, kwargs in cases:
             ours = ex.add.reduce(array, **kwargs)
             theirs = np.add.reduce(array, **kwargs)
@@ -582,8 +588,9 @@ def reduce_ratios(n, repeat, rng, row_lengths=(1000,)):
             tolerance = 1e-3 if dtype_name == "float16" else 1e-4
             assert np.allclose(ours.astype(np.float64), theirs.astype(np.float64),
                                rtol=tolerance, atol=1e-3)
-            if array.ndim == 2 and array.shape[1] < 64:
-                # a short row: NumPy's pairwise order, so NumPy's bits (reduce_order.h)
+            if array.ndim == 2 and (array.shape[1] < 64 or kwargs["axis"] == 0):
+                # a short row: NumPy's pairwise order, so NumPy's bits (reduce_order.h); columns:
+            # each summed in order, row after row, by NumPy's iteration in both
                 assert np.array_equal(ours, theirs)
             times = time_interleaved(
                 {"ufuncgen": lambda a=array, k=kwargs: ex.add.reduce(a, **k),
@@ -835,11 +842,11 @@ def targets(results, n, repeat, rng, seed=0, scalar=None, gufuncs=None):
         check(f"{name} {dtype_name} (a scalar body) vs Numba @vectorize, one thread",
               f"{ratio:.2f}x", ratio >= 1.0, "target >= 1.0x; see Scalar bodies")
 
-    for (dtype_name, case), (ratio, ours, theirs) in reduce_ratios(n, repeat, rng,
-                                                                   (1000, 40, 10)).items():
+    for (dtype_name, case), (ratio, ours, theirs) in reduce_ratios(n, repeat, rng, (1000, 40, 10),
+                                                                   (8, 100)).items():
         detail = (f"{n:,} elements; best ufuncgen {ours * 1e3:.2f} ms, np.add.reduce "
                   f"{theirs * 1e3:.2f} ms")
-        if case.startswith("rows of") or dtype_name == "float16":
+        if case.startswith("rows of") or "columns" in case or dtype_name == "float16":
             # Short rows: a loop call per row, whose cost NumPy's own loop pays too.  Shown,
             # not judged: issue 13's rows are the 1-D array and rows of 1,000, in float32 and
             # float64.

@@ -209,6 +209,41 @@ def test_add_reduce_of_rows_shorter_than_64_gives_np_add_reduce_bits(dtype, layo
                              np.add.reduce(x, axis=1, initial=dtype(0.1)))
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "reversed", "unaligned"])
+@pytest.mark.parametrize("dtype", [np.int64, np.float16, np.float32, np.float64])
+def test_column_sums_are_numpys_bits_for_narrow_and_wide_rows(dtype, layout, rng):
+    # Along axis 0 NumPy calls the loop once a row, out[j] = out[j] + row[j] (src/include/
+    # ufuncgen/host_loops.h: a row of up to UFG_SMALL_CALL elements runs the kernel alone):
+    # each column is summed in order, row after row, by both, so the bits are NumPy's (but a
+    # NaN's sign and payload, which the operands' order in a vector add decides: README)
+    for columns in (1, 3, 8, 100, 511, 512, 513):
+        if np.dtype(dtype).kind == "i":
+            values = rng.integers(-2 ** 62, 2 ** 62, (50, columns))
+        else:
+            values = (rng.standard_normal((50, columns)) * 100).astype(dtype)
+            for row, edge in enumerate([np.nan, np.inf, -np.inf, -0.0]):
+                values[row, row::5] = edge      # one kind in a column; every fifth finite
+            if columns > 5:
+                values[:, -1] = -0.0            # a column of negative zeros
+        x = with_layout(values.astype(dtype), layout)
+        with np.errstate(all="ignore"):
+            got, want = ex.add.reduce(x, axis=0), np.add.reduce(x, axis=0)
+            # An accumulator that starts past a cache line's first element.
+            out_got, out_want = np.zeros(columns + 1, dtype)[1:], np.zeros(columns + 1, dtype)[1:]
+            ex.add.reduce(x, axis=0, out=out_got)
+            np.add.reduce(x, axis=0, out=out_want)
+        assert got.dtype == want.dtype
+        assert_same_bits_but_nan_payloads(got, want)
+        assert_same_bits_but_nan_payloads(out_got, out_want)
+
+
+def assert_same_bits_but_nan_payloads(got, want):
+    if got.dtype.kind == "f":
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        got, want = got[~np.isnan(got)], want[~np.isnan(want)]
+    assert got.tobytes() == want.tobytes()
+
+
 def numpys_pairwise_sum(x):
     """NumPy's pairwise sum of fewer than 128 values (loops_utils.h.src) in x's type: under 8
     in order from -0.0; else 8 accumulators started with x[0..8), each then taking every 8th
