@@ -553,16 +553,7 @@ ufg_is_small_contiguous_call(char **args, npy_intp n, const npy_intp *steps, int
             return false;
         }
     }
-    for (int j = nin; j < nargs; j++) {
-        for (int k = 0; k < nin; k++) {
-            const bool same = args[j] == args[k] && itemsizes[j] == itemsizes[k];
-            if (!same && args[j] < args[k] + n * itemsizes[k] &&
-                args[k] < args[j] + n * itemsizes[j]) {
-                return false;
-            }
-        }
-    }
-    return true;
+    return !ufg_outputs_overlap_inputs(args, n, steps, nin, nargs, itemsizes);
 }
 
 /*
