@@ -589,8 +589,8 @@ def reduce_ratios(n, repeat, rng, row_lengths=(1000,), column_counts=()):
             assert np.allclose(ours.astype(np.float64), theirs.astype(np.float64),
                                rtol=tolerance, atol=1e-3)
             if array.ndim == 2 and (array.shape[1] < 64 or kwargs["axis"] == 0):
-                # a short row: NumPy's pairwise order, so NumPy's bits (reduce_order.h); columns:
-            # each summed in order, row after row, by NumPy's iteration in both
+                # a short row: NumPy's pairwise order, so NumPy's bits (reduce_order.h);
+                # columns: each summed in order, row after row, by NumPy's iteration in both
                 assert np.array_equal(ours, theirs)
             times = time_interleaved(
                 {"ufuncgen": lambda a=array, k=kwargs: ex.add.reduce(a, **k),

@@ -523,7 +523,7 @@ ufg_at_plain_call(PyUFuncObject *ufunc, const ufg_function_descriptor *fn,
     else {
         memset(&b, 0, sizeof(b));     /* type 0 in the cache's key: a unary loop reads no b */
     }
-    /* A list's items may run Python code as they are converted (__index__, __array__), and
+    /* A list's items may run Python code as they are converted (__array__, __int__), and
      * that code may have made a read-only. */
     if (ufg_at_may_overlap(a, b.array) || (made->count > 0 && !PyArray_ISWRITEABLE(a))) {
         return UFG_HOST_AT_DECLINED;
