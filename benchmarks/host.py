@@ -39,9 +39,10 @@ What it measures, all on one core, in one process, so that ratios are comparable
      over 1,000 arrays of 20,000 no larger than ``np.add.reduce``'s.  The errors on the one
      ``--n``-element array are printed too, not judged: both results are within a few units
      in the last place of the exact sum, so one array's verdict is close to a coin toss.
-   And INFO rows, not judged, for the calls that are one chain in NumPy's order (its bits):
+   And INFO rows, not judged, for calls whose order is NumPy's (its bits):
    ``add.accumulate`` (``np.cumsum``) and ``hypot.reduce`` / ``hypot.accumulate`` against
-   NumPy's own; and ``add.at`` / ``hypot.at`` against Numba's and NumPy's.
+   NumPy's own, ``add.reduceat`` over segments of 10 (a loop call each, NumPy's order); and
+   ``add.at`` / ``hypot.at`` against Numba's and NumPy's.
 
 Ratios are ``peer time / ufuncgen time``: above 1 means ufuncgen is faster.  Times are the
 minimum over several repeats, with the candidates interleaved (each repeat times every
@@ -625,7 +626,9 @@ def in_order_reduce_ratios(n, repeat, rng):
 def chain_ratios(n, repeat, rng):
     """{label: NumPy time / ufuncgen time} on one thread for the calls NumPy makes one chain of:
     add.accumulate (np.cumsum) and hypot's .reduce and .accumulate, over n / 5 standard normal
-    values, 1-D and (add) as rows of 10 along axis 1.  The results are NumPy's bits."""
+    values, 1-D and (add) as rows of 10 along axis 1; and add.reduceat over segments of 10,
+    a loop call each whose few elements are summed in NumPy's order.  The results are NumPy's
+    bits."""
     results = {}
     for dtype_name in ("float32", "float64"):
         x = rng.standard_normal(max(10, n // 5)).astype(dtype_name)
@@ -635,7 +638,9 @@ def chain_ratios(n, repeat, rng):
                 ("add.accumulate rows of 10 axis=1", ex.add.accumulate, np.add.accumulate, rows,
                  {"axis": 1}),
                 ("hypot.reduce", ex.hypot.reduce, np.hypot.reduce, x, {}),
-                ("hypot.accumulate", ex.hypot.accumulate, np.hypot.accumulate, x, {})):
+                ("hypot.accumulate", ex.hypot.accumulate, np.hypot.accumulate, x, {}),
+                ("add.reduceat segments of 10", ex.add.reduceat, np.add.reduceat, x,
+                 {"indices": np.arange(0, x.size, 10)})):
             assert np.array_equal(ours(array, **kwargs), theirs(array, **kwargs)), label
             times = time_interleaved({"ufuncgen": lambda f=ours, a=array, k=kwargs: f(a, **k),
                                       "NumPy": lambda f=theirs, a=array, k=kwargs: f(a, **k)},
@@ -864,7 +869,7 @@ def targets(results, n, repeat, rng, seed=0, scalar=None, gufuncs=None):
               f"of {into} values)")
     for label, ratio in chain_ratios(n, repeat, rng).items():
         print(f"- INFO: {label} vs NumPy's, one thread: {ratio:.2f}x ({max(10, n // 5):,} "
-              "values; one chain: NumPy's order and bits)")
+              "values; NumPy's order and bits)")
     for dtype_name, ((ours, theirs), (mean_ours, mean_theirs)) in reduce_errors(n, seed).items():
         # One array: printed, not judged (either method may land a few ulps closer).
         print(f"- INFO: add.reduce {dtype_name} |error| vs math.fsum, {n:,} standard normal "

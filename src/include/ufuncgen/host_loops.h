@@ -556,41 +556,14 @@ ufg_is_small_contiguous_call(char **args, npy_intp n, const npy_intp *steps, int
     return !ufg_outputs_overlap_inputs(args, n, steps, nin, nargs, itemsizes);
 }
 
-/*
- * The one entry point of every elementwise loop.  `threads_allowed` is false for functions
- * with `threads: false`.  `reduce` is the loop's reduction (host_reduce.h) when it is a
- * binary loop of one type, reorderable when the function is `associative: true`, else NULL:
- * a reduce-pattern call then runs there, and an accumulate call as one scalar chain.  Any other
- * overlap of outputs and inputs runs serially, in order, one element per call (of `one`, else
- * of the kernel, its scalar tail: flag-exact).
- * `exact` is the loop's scalar kernel when its body calls vector math (see ufg_run_block),
- * else NULL: a contiguous call is then checked in chunks (ufg_run_contiguous_checked).
- * `one`: the loop's scalar copy where it gives the vector loop's bits, else NULL: a call of one
- * element (NumPy's .at calls the loop once per index) runs there, without the vector loop's
- * set-up (an AVX-512 hypot took some 25 ns to compute one element).
- * `broadcast`: where not NULL, for each input the loop's kernel that reads that input's one
- * value (render.broadcast_kernel_inputs): a call where that input alone is broadcast and the
- * other arguments are contiguous (`x + 2.0`, a row of an outer sum) runs there as a contiguous
- * call, in place of blocks with a buffer of the value's copies (`a + 2.0` about 10% faster
- * from 2,000 elements to 10M, and an outer sum's rows).
- * `from_line`: a call whose first output is contiguous starts its kernel's vector loop at that
- * output's cache line (ufg_run_aligned).
- */
-static inline void
-ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
-                    const int *itemsizes, ufg_contiguous_kernel kernel,
-                    ufg_contiguous_kernel exact, ufg_contiguous_kernel one,
-                    const ufg_contiguous_kernel *broadcast, const ufg_reduce_ops *reduce,
-                    bool threads_allowed, bool from_line)
+/* The entry point's calls other than the short ones (ufg_run_elementwise, below). */
+static __attribute__((noinline)) void
+ufg_run_elementwise_general(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
+                            const int *itemsizes, ufg_contiguous_kernel kernel,
+                            ufg_contiguous_kernel exact, ufg_contiguous_kernel one,
+                            const ufg_contiguous_kernel *broadcast,
+                            const ufg_reduce_ops *reduce, bool threads_allowed, bool from_line)
 {
-    if (n == 1 && one != NULL) {
-        one(1, args);
-        return;
-    }
-    if (exact == NULL && ufg_is_small_contiguous_call(args, n, steps, nin, nargs, itemsizes)) {
-        kernel(n, args);
-        return;
-    }
     if (reduce != NULL && ufg_is_reduce_call(args, n, steps, itemsizes[0])) {
         ufg_run_reduce(args, n, steps, reduce, exact != NULL, threads_allowed);
         return;
@@ -621,6 +594,54 @@ ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int
         return;
     }
     ufg_run_aligned(args, n, steps, nin, nargs, itemsizes, kernel, exact, contiguous, from_line);
+}
+
+/*
+ * The one entry point of every elementwise loop.  `threads_allowed` is false for functions
+ * with `threads: false`.  `reduce` is the loop's reduction (host_reduce.h) when it is a
+ * binary loop of one type, reorderable when the function is `associative: true`, else NULL:
+ * a reduce-pattern call then runs there, and an accumulate call as one scalar chain.  Any other
+ * overlap of outputs and inputs runs serially, in order, one element per call (of `one`, else
+ * of the kernel, its scalar tail: flag-exact).
+ * `exact` is the loop's scalar kernel when its body calls vector math (see ufg_run_block),
+ * else NULL: a contiguous call is then checked in chunks (ufg_run_contiguous_checked).
+ * `one`: the loop's scalar copy where it gives the vector loop's bits, else NULL: a call of one
+ * element (NumPy's .at calls the loop once per index) runs there, without the vector loop's
+ * set-up (an AVX-512 hypot took some 25 ns to compute one element).
+ * `broadcast`: where not NULL, for each input the loop's kernel that reads that input's one
+ * value (render.broadcast_kernel_inputs): a call where that input alone is broadcast and the
+ * other arguments are contiguous (`x + 2.0`, a row of an outer sum) runs there as a contiguous
+ * call, in place of blocks with a buffer of the value's copies (`a + 2.0` about 10% faster
+ * from 2,000 elements to 10M, and an outer sum's rows).
+ * `from_line`: a call whose first output is contiguous starts its kernel's vector loop at that
+ * output's cache line (ufg_run_aligned).
+ * The calls that take a few dozen instructions (one element, a short contiguous row, a short
+ * row of a reduction) are told apart here, inlined into each generated loop where the
+ * arguments are constants; the rest runs out of line (ufg_run_elementwise_general), whose
+ * registers and stack frame cost more than such a call: a reduction along rows of 10 float32
+ * took 84 instructions a row in the entry point alone, 0.86x-0.89x np.add.reduce.
+ */
+UFG_INLINE void
+ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
+                    const int *itemsizes, ufg_contiguous_kernel kernel,
+                    ufg_contiguous_kernel exact, ufg_contiguous_kernel one,
+                    const ufg_contiguous_kernel *broadcast, const ufg_reduce_ops *reduce,
+                    bool threads_allowed, bool from_line)
+{
+    if (n == 1 && one != NULL) {
+        one(1, args);
+        return;
+    }
+    if (exact == NULL && ufg_is_small_contiguous_call(args, n, steps, nin, nargs, itemsizes)) {
+        kernel(n, args);
+        return;
+    }
+    if (ufg_is_short_reduce_call(args, n, steps, reduce, itemsizes[0])) {
+        reduce->few(n, args[1], steps[1], args[0]);
+        return;
+    }
+    ufg_run_elementwise_general(args, n, steps, nin, nargs, itemsizes, kernel, exact, one,
+                                broadcast, reduce, threads_allowed, from_line);
 }
 
 /*

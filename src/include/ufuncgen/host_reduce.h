@@ -109,6 +109,18 @@ ufg_is_reduce_call(char **args, npy_intp n, const npy_intp *steps, int itemsize)
 }
 
 /*
+ * Whether a reduce-pattern call is a row short enough for ops->few (ufg_run_reduce), told
+ * apart before the entry point's general path (ufg_run_elementwise).
+ */
+static inline bool
+ufg_is_short_reduce_call(char **args, npy_intp n, const npy_intp *steps,
+                         const ufg_reduce_ops *ops, int itemsize)
+{
+    return ops != NULL && ops->range != NULL && n < UFG_REDUCE_FEW &&
+           ufg_is_reduce_call(args, n, steps, itemsize);
+}
+
+/*
  * Whether NumPy called a binary loop as its accumulate does: input 0 is the output one step
  * back (out[i - 1], the result before), so each element needs the one just written.
  */
