@@ -655,7 +655,8 @@ def at_ratios(n, repeat, rng):
     add by a pair of index arrays into 100x100 (a 2-D histogram's update), and add by a
     Python list of 100 indices and a list of values (each converted to an array per call),
     add of the Python int 1 (cast to float64 once: np.add.at's indexed loop takes no cast),
-    against Numba @vectorize's .at (NumPy's machinery, a loop call per index) and NumPy's own
+    add of the Python float 0.5 into float32 (the float64 loop, each element converted and
+    back: NumPy's loop-per-index .at), against Numba @vectorize's .at (NumPy's machinery, a loop call per index) and NumPy's own
     (np.add.at has an indexed loop of its own, np.hypot.at not).  The results are the same
     bits."""
     peers = numba_peers(np.dtype(np.float64))
@@ -671,8 +672,11 @@ def at_ratios(n, repeat, rng):
             ("hypot.at float64", "hypot", np.hypot, target, indices, values),
             ("add.at float64 by (rows, columns)", "add", np.add, grid, cells, values),
             ("add.at float64 by lists of 100", "add", np.add, target, listed, listed_values),
-            ("add.at float64 of a Python int (cast)", "add", np.add, target, indices, 1)):
-        # Numba's .at refuses lists ("compilation disabled"): NumPy alone for that row.
+            ("add.at float64 of a Python int (cast)", "add", np.add, target, indices, 1),
+            ("add.at float32 of a Python float (converted)", "add", np.add,
+             target.astype(np.float32), indices, 0.5)):
+        # Numba's .at refuses lists ("compilation disabled"), and its peers are float64: NumPy
+        # alone for those rows.
         ours = getattr(ex, name)
         numbas = peers.get(name) if array is target and where is not listed else None
         mine, numpys = array.copy(), array.copy()

@@ -17,9 +17,11 @@
  *     list so in both places), if that array is of a form above;
  *   - no keyword, and no memory shared by a with indices or b (NumPy copies an overlapping b);
  *   - the loop NumPy resolves for (a's dtype, b's dtype) -- asked of ufunc.resolve_dtypes once
- *     per pair of types and kept -- has a's type as first input and output, so that no
- *     element of a is converted, and reads b as it is or safely cast (once, before the
- *     updates, as NumPy's .at casts b: a Python int into a float64 a is one float64).
+ *     per pair of types and kept -- has one type as first input and output: a's, or a wider
+ *     one of the same kind that each element is converted to and back (ufg_at_converts: a
+ *     float32 a with a Python float or int runs the float64 loop in NumPy too); and it reads
+ *     b as it is or safely cast (once, before the updates, as NumPy's .at casts b: a Python
+ *     int into a float64 a is one float64).
  * Anything else goes to NumPy's ufunc.at, which then answers, refuses or raises as it does.
  * Here as there: every index is checked before any update, axis after axis (IndexError
  * naming the first bad one, the array untouched), the updates are made in order, one at a
@@ -32,10 +34,12 @@
 #include "host_at.h"
 
 #include <fenv.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 
 #include "ufuncgen/descriptor.h"
+#include "ufuncgen/half.h"
 
 /* The type-pair cache: one entry per (a's type, b's type), both NumPy builtin type numbers. */
 #define UFG_AT_TYPES NPY_NTYPES_LEGACY
@@ -170,6 +174,110 @@ ufg_at_may_overlap(PyArrayObject *x, PyArrayObject *y)
     return x_lo < y_hi && y_lo < x_hi;
 }
 
+/*
+ * Whether a loop of `loop_type` may update an a of `a_type` by converting each element to the
+ * loop's type and the result back, as NumPy's .at then does one index at a time: float16 or
+ * float32 elements in a float64 loop, float16 in a float32 one, and integers of up to 32 bits
+ * in an int64 loop.  Each element converts exactly, and back as NumPy's casts convert it
+ * (rounded to nearest, npy_double_to_half's single rounding, or wrapped to the narrower
+ * integer).  Other pairs -- a float loop's result stored into integers, which NumPy leaves to
+ * its C compiler's conversion -- go to NumPy.  Not ufg_cast_element (cast_element.h), which
+ * the device's .at converts with: made for a GPU, which has no flags, it converts a NaN in
+ * integer code, where NumPy's cast on the CPU raises invalid for a signalling one.
+ */
+#define UFG_AT_NARROW_INTEGERS(X)                                                          \
+    X(NPY_BYTE, npy_byte) X(NPY_UBYTE, npy_ubyte) X(NPY_SHORT, npy_short)                  \
+    X(NPY_USHORT, npy_ushort) X(NPY_INT, npy_int) X(NPY_UINT, npy_uint)
+
+static int
+ufg_at_converts(int a_type, int loop_type)
+{
+    switch (loop_type) {
+    case NPY_DOUBLE:
+        return a_type == NPY_FLOAT || a_type == NPY_HALF;
+    case NPY_FLOAT:
+        return a_type == NPY_HALF;
+    case NPY_INT64:
+        switch (a_type) {
+#define UFG_AT_CASE(type_num, c_type) case type_num:
+        UFG_AT_NARROW_INTEGERS(UFG_AT_CASE)
+#undef UFG_AT_CASE
+            return 1;
+        default:
+            return 0;
+        }
+    default:
+        return 0;
+    }
+}
+
+/* The element at `from`, of a's type, as one of the loop's, at `to` (a pair ufg_at_converts
+ * takes). */
+static inline void
+ufg_at_widen(int a_type, int loop_type, const char *from, char *to)
+{
+    if (loop_type == NPY_DOUBLE) {
+        const npy_double value = a_type == NPY_FLOAT
+            ? (npy_double)*(const npy_float *)from : ufg_half_to_double(*(const ufg_half *)from);
+        memcpy(to, &value, sizeof(value));
+        return;
+    }
+    if (loop_type == NPY_FLOAT) {
+        const npy_float value = ufg_half_to_float_portable(*(const ufg_half *)from);
+        memcpy(to, &value, sizeof(value));
+        return;
+    }
+    npy_int64 value = 0;
+    switch (a_type) {
+#define UFG_AT_CASE(type_num, c_type) case type_num: value = *(const c_type *)from; break;
+    UFG_AT_NARROW_INTEGERS(UFG_AT_CASE)
+#undef UFG_AT_CASE
+    }
+    memcpy(to, &value, sizeof(value));
+}
+
+/* NumPy's float16 conversions raise underflow where a value below float16's smallest normal
+ * number (2**-14) does not convert exactly; the portable ones raise overflow only (half.h). */
+static inline ufg_half
+ufg_at_half_flagged(ufg_half stored, double value)
+{
+    if (isless(fabs(value), 0x1p-14) && ufg_half_to_double(stored) != value) {   /* quiet on NaN */
+        feraiseexcept(FE_UNDERFLOW);
+    }
+    return stored;
+}
+
+/* The loop's result at `from` stored as an element of a's type at `to` (ufg_at_widen's
+ * inverse, rounding or wrapping as NumPy's casts do, with their flags). */
+static inline void
+ufg_at_narrow(int a_type, int loop_type, const char *from, char *to)
+{
+    if (loop_type == NPY_DOUBLE) {
+        npy_double value;
+        memcpy(&value, from, sizeof(value));
+        if (a_type == NPY_FLOAT) {
+            *(npy_float *)to = (npy_float)value;
+        }
+        else {
+            *(ufg_half *)to = ufg_at_half_flagged(ufg_double_to_half(value), value);
+        }
+        return;
+    }
+    if (loop_type == NPY_FLOAT) {
+        npy_float value;
+        memcpy(&value, from, sizeof(value));
+        *(ufg_half *)to = ufg_at_half_flagged(ufg_float_to_half_portable(value), value);
+        return;
+    }
+    npy_int64 value;
+    memcpy(&value, from, sizeof(value));
+    switch (a_type) {
+#define UFG_AT_CASE(type_num, c_type) case type_num: *(c_type *)to = (c_type)value; break;
+    UFG_AT_NARROW_INTEGERS(UFG_AT_CASE)
+#undef UFG_AT_CASE
+    }
+}
+
 /* The loop NumPy resolves for (a_type, b_type) when it is one of ours that reads both as they
  * are and writes a's type; else UFG_AT_DECLINED, or UFG_AT_FAILED.  Asked of
  * ufunc.resolve_dtypes, which resolves as .at does; an error there is NumPy's to raise, from
@@ -199,7 +307,8 @@ ufg_at_resolve(PyUFuncObject *ufunc, const ufg_function_descriptor *fn, int a_ty
         resolved[k] = PyArray_ISNBO(descr->byteorder) ? descr->type_num : -1;
     }
     Py_DECREF(result);
-    if (resolved[0] != a_type || resolved[nargs - 1] != a_type ||
+    if (resolved[nargs - 1] != resolved[0] ||
+        (resolved[0] != a_type && !ufg_at_converts(a_type, resolved[0])) ||
         (fn->nin == 2 && resolved[1] != b_type &&
          (resolved[1] < 0 || !PyArray_CanCastSafely(b_type, resolved[1])))) {
         return UFG_AT_DECLINED;
@@ -438,12 +547,42 @@ ufg_at_offsets(PyArrayObject *a, PyObject *const *arrays, npy_intp n, ufg_at_tar
     return offsets;
 }
 
+/*
+ * The updates of an a whose elements the loop converts (ufg_at_converts), in order: each
+ * element widened into a one-element array of the loop's type, updated there by the loop's
+ * indexed loop, and narrowed back before the next index is read, so that a repeated index
+ * sees the element as stored, as in NumPy's .at.
+ */
+static void
+ufg_at_run_converting(ufg_host_at_loop loop, int a_type, int loop_type,
+                      const ufg_at_target *target, const char *index, npy_intp index_step,
+                      const ufg_at_second *b, npy_intp n)
+{
+    static const npy_intp first = 0;
+    _Alignas(8) char element[sizeof(npy_double)];
+
+    for (npy_intp i = 0; i < n; i++) {
+        npy_intp k = *(const npy_intp *)(index + i * index_step);
+        k = k < 0 ? k + target->length : k;
+        if ((npy_uintp)k >= (npy_uintp)target->length) {
+            continue;       /* changed by another thread since it was checked, as in the loops */
+        }
+        char *at = target->base + k * target->step;
+        ufg_at_widen(a_type, loop_type, at, element);
+        loop(element, 0, 1, (const char *)&first, 0,
+             b->data != NULL ? b->data + i * b->step : NULL, 0, 1);     /* unary: no b */
+        ufg_at_narrow(a_type, loop_type, element, at);
+    }
+}
+
 /* The updates, every index checked first, the GIL released. */
 static int
 ufg_at_run(const ufg_function_descriptor *fn, PyUFuncObject *ufunc, int loop, PyArrayObject *a,
            PyObject *const *arrays, npy_intp n, const ufg_at_second *b)
 {
     ufg_at_target target = {PyArray_BYTES(a), 0, 0};
+    const int a_type = PyArray_DESCR(a)->type_num;
+    const int loop_type = fn->types[(size_t)loop * (size_t)(fn->nin + fn->nout)];
     PyArrayObject *indices;
 
     if (PyArray_NDIM(a) == 1) {
@@ -459,8 +598,14 @@ ufg_at_run(const ufg_function_descriptor *fn, PyUFuncObject *ufunc, int loop, Py
     }
     feclearexcept(FE_ALL_EXCEPT);
     Py_BEGIN_ALLOW_THREADS
-    fn->host_at_loops[loop](target.base, target.step, target.length, PyArray_BYTES(indices),
-                            PyArray_STRIDE(indices, 0), b->data, b->step, n);
+    if (a_type == loop_type) {
+        fn->host_at_loops[loop](target.base, target.step, target.length, PyArray_BYTES(indices),
+                                PyArray_STRIDE(indices, 0), b->data, b->step, n);
+    }
+    else {
+        ufg_at_run_converting(fn->host_at_loops[loop], a_type, loop_type, &target,
+                              PyArray_BYTES(indices), PyArray_STRIDE(indices, 0), b, n);
+    }
     Py_END_ALLOW_THREADS
     Py_DECREF(indices);
     atomic_fetch_add(&ufg_host_at_calls, 1);

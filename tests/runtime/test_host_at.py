@@ -253,8 +253,6 @@ DECLINED = {
     "a list of a slice": (lambda: np.arange(5.0), [slice(None)], 1.5),
     "a list of lists b": (lambda: np.arange(5.0), [0, 1], [[1.0], [2.0]]),
     "a list b of the wrong length": (lambda: np.arange(5.0), [0, 1], [1.0, 2.0, 3.0]),
-    "a list b to cast into float32 (the float64 loop)":
-        (lambda: np.ones(5, np.float32), [0, 1], [1, 2]),
     "uint64 indices": (lambda: np.arange(5.0), np.array([0, 0, 4], np.uint64), 1.5),
     "boolean indices": (lambda: np.arange(3.0), np.array([True, False, True]), 1.5),
     "index arrays of two lengths": (lambda: np.arange(6.0).reshape(2, 3),
@@ -269,15 +267,12 @@ DECLINED = {
                                      (np.array([0, 1]), np.array([2, 2])), 1.0),
     "a boolean mask": (lambda: np.arange(4.0), np.array([True, False, True, True]), 1.0),
     "a slice": (lambda: np.arange(4.0), slice(None, None, 2), 1.0),
-    "a Python int into float32 (the float64 loop)":
-        (lambda: np.ones(3, np.float32), np.array([0, 0, 2]), 3),
     "np.uint64 into int64 (the float64 loop)":
         (lambda: np.arange(3), np.array([0, 0, 2]), np.uint64(3)),
-    "float64 b into float32 (the float64 loop)":
-        (lambda: np.ones(3, np.float32), np.array([0, 0, 2]), np.full(3, 0.1)),
-    "a Python float into float32 (the float64 loop)":
-        (lambda: np.ones(3, np.float32), np.array([0, 0, 2]), 1.5 * 2.0 ** -24),
-    "int32 array (no int32 loop)": (lambda: np.arange(4, dtype=np.int32), np.array([1, 1]), 7),
+    "a Python float into int32 (the float64 loop, stored as an integer)":
+        (lambda: np.arange(4, dtype=np.int32), np.array([1, 1]), 1.5),
+    "an int64 array into uint64 (the float64 loop)":
+        (lambda: np.arange(4, dtype=np.uint64), np.array([1, 1]), np.array([3, 4])),
     "a Python int too large for int64": (lambda: np.arange(4.0), np.array([0]), 2 ** 70),
     "b of the wrong length": (lambda: np.arange(4.0), np.array([0, 1]), np.ones(3)),
     "a byte-swapped array": (lambda: np.arange(4.0).astype(">f8"), np.array([0, 3]), 1.0),
@@ -315,6 +310,81 @@ def test_b_of_another_type_is_cast_once_as_numpy_casts_it_and_takes_the_indexed_
     indices = np.array([0, 4, 4, -1])
     with np.errstate(all="ignore"):
         assert at_both(getattr(ex, name), make(), indices, b)
+
+
+# Just above 2**-24: float32(1 + TIE) is 1 + 2**-23, but float32(1) + float32(TIE) is 1 (a tie,
+# to even), so a float32 element updated in the float64 loop tells which NumPy's .at computes.
+TIE = 2.0 ** -24 + 2.0 ** -50
+
+CONVERTED = {   # (name, a, b): a's elements converted to the loop's wider type and back
+    "a Python float into float32 (the float64 loop)": ("add", lambda: np.ones(5, np.float32), TIE),
+    "a Python int into float32": ("add", lambda: np.ones(5, np.float32), 3),
+    "float64 values into float32": ("add", lambda: np.ones(5, np.float32),
+                                    np.array([0.1, TIE, -np.inf, 1e-300])),
+    "a list of ints into float32": ("add", lambda: np.ones(5, np.float32), [1, 2, -3, 2 ** 40]),
+    "float32's edge values and a float that overflows it":
+        ("add", lambda: np.array([np.nan, -0.0, np.inf, 3e38, -1e-45], np.float32), 1e300),
+    "float32 values a float64 NaN and -0.0 update":
+        ("add", lambda: np.array([-0.0, 1.0, -1.0, 0.0, np.nan], np.float32),
+         np.array([-0.0, np.nan, -np.inf, 6e-46])),
+    "a float32 signalling NaN (invalid, as NumPy's cast raises)":
+        ("add", lambda: np.array([0x7F800001, 0xFFA00000, 0, 1, 0x7FC00000], np.uint32)
+         .view(np.float32), 1.0),
+    "a float16 signalling NaN (kept signalling into float64)":
+        ("add", lambda: np.array([0x7C01, 0xFE00, 0, 1, 0x7D00], np.uint16).view(np.float16),
+         np.array([0.0, 1.0, -0.0, 2.0])),
+    "a Python float into float16 (one rounding from float64)":
+        ("add", lambda: np.ones(5, np.float16), 2.0 ** -11 + 2.0 ** -40),
+    "a Python float that overflows float16": ("add", lambda: np.ones(5, np.float16), 65519.0),
+    "float16 subnormals from float64": ("add", lambda: np.zeros(5, np.float16),
+                                        np.array([2.0 ** -25, 3e-8, -6e-8, 2.0 ** -24 * 1.5])),
+    "float32 values into float16 (the float32 loop)":
+        ("add", lambda: np.ones(5, np.float16),
+         np.array([0.1, 65504.0, np.nan, -2.0 ** -25], np.float32)),
+    "hypot of float32 and a Python float": ("hypot", lambda: np.arange(5, dtype=np.float32), 0.1),
+    "hypot of float16 (the float32 loop)": ("hypot", lambda: np.arange(5, dtype=np.float16),
+                                            np.array([3.0, 4.0, np.inf, -0.0], np.float16)),
+    "custom_op of float32 (float64 only)": ("custom_op", lambda: np.full(5, 1.5, np.float32),
+                                            np.array([0.1, -2.0, 1e30, 7.0], np.float32)),
+    "a Python int into uint8 (the int64 loop), wrapping":
+        ("add", lambda: np.array([250, 1, 2, 3, 255], np.uint8), 10),
+    "int8 values that wrap": ("add", lambda: np.array([127, -128, 0, 5, -1], np.int8),
+                              np.array([1, -1, 127, -128], np.int8)),
+    "int16 and a negative Python int": ("add", lambda: np.arange(5, dtype=np.int16), -40000),
+    "int32 and a Python int (no int32 loop)": ("add", lambda: np.arange(5, dtype=np.int32), 7),
+    "uint32 at its top and int64 values":
+        ("add", lambda: np.full(5, 2 ** 32 - 1, np.uint32), np.array([1, 2, -2 ** 40, 0])),
+    "uint16 and a Python bool": ("add", lambda: np.arange(5, dtype=np.uint16), True),
+}
+
+
+@pytest.mark.parametrize("errstate", ["ignore", "warn"])
+@pytest.mark.parametrize("case", CONVERTED)
+def test_a_of_a_narrower_type_is_converted_and_back_at_each_update_as_numpy_does(case, errstate):
+    name, make, b = CONVERTED[case]
+    indices = np.array([0, 4, 4, -1])
+    with np.errstate(all=errstate):
+        assert at_both(getattr(ex, name), make(), indices, b)
+
+
+def test_a_repeated_index_of_a_converted_a_rounds_after_every_update():
+    # Kept in float64 between the updates, 1 + TIE + TIE would round to 1 + 2**-22.
+    a = np.ones(2, np.float32)
+    ex.add.at(a, [0, 0, 0], TIE)
+    expected = 1.0
+    for _ in range(3):
+        expected = float(np.float32(expected + TIE))       # in float64, rounded to float32
+    assert a[0] == expected == 1 + 3 * 2.0 ** -23
+    assert at_both(ex.add, np.ones(2, np.float32), np.zeros(9, np.intp), TIE)
+
+
+def test_unary_functions_and_two_dimensional_arrays_convert_too():
+    with np.errstate(all="ignore"):
+        assert at_both(ex.lucas, np.arange(-3, 60, 7, dtype=np.int32), np.array([0, 3, 3, -1]))
+        assert at_both(ex.lucas, np.arange(9, dtype=np.uint8), [8, 8, 0])
+        assert at_both(ex.add, np.ones((3, 4), np.float32), ([0, 2, 2, -1], [3, 0, 0, 1]), TIE)
+        assert at_both(ex.add, np.zeros((3, 4), np.int8)[:, ::-2], (np.array([0, 2, 2]),
+                                                                    np.array([1, 0, 0])), 200)
 
 
 LISTED = {

@@ -188,9 +188,10 @@ ufg_reduce_total(const ufg_reduce_ops *ops, const char *in, npy_intp n, npy_intp
 
 /*
  * A reduce-pattern call of a loop with a reduction: acc = f(acc, reduction of the n inputs).
- * Over lanes from UFG_REDUCE_FEW elements on; fewer through ops->few, in the order of NumPy's
- * add of so few (a short row of a 2-D reduction); any number, for a function not declared
- * associative, in NumPy's generic order through ops->ordered.  Both are scalar.  `vector_math`: the
+ * Over lanes from UFG_REDUCE_FEW elements on; fewer went through ops->few before this, in the
+ * order of NumPy's add of so few (a short row of a 2-D reduction: ufg_is_short_reduce_call);
+ * any number, for a function not declared associative, in NumPy's generic order through
+ * ops->ordered.  Both are scalar.  `vector_math`: the
  * body calls vector math (the loop has a flag-exact kernel, see ufg_run_block), so a
  * reordered reduction that raised invalid, divide-by-zero or overflow runs again through
  * ops->ordered, from the saved accumulator, so that only scalar libm's flags reach NumPy.
@@ -202,10 +203,6 @@ ufg_run_reduce(char **args, npy_intp n, const npy_intp *steps, const ufg_reduce_
     _Alignas(8) char total[UFG_MAX_ITEMSIZE], saved_acc[UFG_MAX_ITEMSIZE];
     if (ops->range == NULL) {
         ops->ordered(n, args[1], steps[1], args[0]);
-        return;
-    }
-    if (n < UFG_REDUCE_FEW) {
-        ops->few(n, args[1], steps[1], args[0]);
         return;
     }
     if (!vector_math) {
