@@ -656,7 +656,9 @@ def at_ratios(n, repeat, rng):
     Python list of 100 indices and a list of values (each converted to an array per call),
     add of the Python int 1 (cast to float64 once: np.add.at's indexed loop takes no cast),
     add of the Python float 0.5 into float32 (the float64 loop, each element converted and
-    back: NumPy's loop-per-index .at), against Numba @vectorize's .at (NumPy's machinery, a loop call per index) and NumPy's own
+    back: NumPy's loop-per-index .at), add of rows of 64 float32 values into 1,000 such rows
+    by one index array (an embedding's gradient scatter-add: as many element updates),
+    against Numba @vectorize's .at (NumPy's machinery, a loop call per index) and NumPy's own
     (np.add.at has an indexed loop of its own, np.hypot.at not).  The results are the same
     bits."""
     peers = numba_peers(np.dtype(np.float64))
@@ -666,6 +668,9 @@ def at_ratios(n, repeat, rng):
     grid = rng.standard_normal((100, 100))           # a 2-D histogram's shape of update
     cells = (rng.integers(0, 100, indices.size), rng.integers(0, 100, indices.size))
     listed, listed_values = indices[:100].tolist(), values[:100].tolist()
+    embedding = rng.standard_normal((1000, 64)).astype(np.float32)
+    ids = indices[: max(1, indices.size // 64)]
+    gradients = rng.standard_normal((ids.size, 64)).astype(np.float32)
     results = {}
     for label, name, theirs, array, where, values in (
             ("add.at float64", "add", np.add, target, indices, values),
@@ -674,7 +679,8 @@ def at_ratios(n, repeat, rng):
             ("add.at float64 by lists of 100", "add", np.add, target, listed, listed_values),
             ("add.at float64 of a Python int (cast)", "add", np.add, target, indices, 1),
             ("add.at float32 of a Python float (converted)", "add", np.add,
-             target.astype(np.float32), indices, 0.5)):
+             target.astype(np.float32), indices, 0.5),
+            ("add.at float32 rows of 64", "add", np.add, embedding, ids, gradients)):
         # Numba's .at refuses lists ("compilation disabled"), and its peers are float64: NumPy
         # alone for those rows.
         ours = getattr(ex, name)
@@ -868,7 +874,8 @@ def targets(results, n, repeat, rng, seed=0, scalar=None, gufuncs=None):
         print(f"- INFO: custom_op.reduce float64 {case} (NumPy's order) vs Numba @vectorize "
               f".reduce, one thread: {ratio:.2f}x")
     for label, ratio in at_ratios(n, repeat, rng).items():
-        into = "100x100" if "(rows, columns)" in label else "1,000"
+        into = ("100x100" if "(rows, columns)" in label else
+                "1,000x64" if "rows of 64" in label else "1,000")
         print(f"- INFO: {label}'s .at, one thread: {ratio:.2f}x ({max(10, n // 50):,} updates "
               f"of {into} values)")
     for label, ratio in chain_ratios(n, repeat, rng).items():

@@ -9,7 +9,8 @@
  *   - indices: one index array for a 1-D a, or a tuple of one per axis of a: exact 1-D
  *     ndarrays of one length, of a signed integer type (or an unsigned one narrower than
  *     intp), converted to intp first when not intp already; for an N-D a, each update's byte
- *     offset is computed first, and the loop steps one byte per index;
+ *     offset is computed first, and the loop steps one byte per index; or one index array
+ *     (alone or in a tuple) into an a of two or more dimensions, naming rows (ufg_at_rows_call);
  *   - b (a binary function only): a 0-d or 1-D exact ndarray of len(indices) or 1 elements, a
  *     NumPy scalar, or a Python float, int, complex or bool (which NumPy's .at types as
  *     np.asarray does: float64, intp, complex128, bool);
@@ -547,6 +548,16 @@ ufg_at_offsets(PyArrayObject *a, PyObject *const *arrays, npy_intp n, ufg_at_tar
     return offsets;
 }
 
+/* The element (or row) of `target` that the i-th index names; NULL where it lies outside,
+ * changed by another thread since it was checked (not ours to write), as in the loops. */
+static inline char *
+ufg_at_indexed(const ufg_at_target *target, const char *index, npy_intp index_step, npy_intp i)
+{
+    npy_intp k = *(const npy_intp *)(index + i * index_step);
+    k = k < 0 ? k + target->length : k;
+    return (npy_uintp)k < (npy_uintp)target->length ? target->base + k * target->step : NULL;
+}
+
 /*
  * The updates of an a whose elements the loop converts (ufg_at_converts), in order: each
  * element widened into a one-element array of the loop's type, updated there by the loop's
@@ -556,21 +567,19 @@ ufg_at_offsets(PyArrayObject *a, PyObject *const *arrays, npy_intp n, ufg_at_tar
 static void
 ufg_at_run_converting(ufg_host_at_loop loop, int a_type, int loop_type,
                       const ufg_at_target *target, const char *index, npy_intp index_step,
-                      const ufg_at_second *b, npy_intp n)
+                      const char *b, npy_intp b_step, npy_intp n)
 {
     static const npy_intp first = 0;
     _Alignas(8) char element[sizeof(npy_double)];
 
     for (npy_intp i = 0; i < n; i++) {
-        npy_intp k = *(const npy_intp *)(index + i * index_step);
-        k = k < 0 ? k + target->length : k;
-        if ((npy_uintp)k >= (npy_uintp)target->length) {
-            continue;       /* changed by another thread since it was checked, as in the loops */
+        char *at = ufg_at_indexed(target, index, index_step, i);
+        if (at == NULL) {
+            continue;
         }
-        char *at = target->base + k * target->step;
         ufg_at_widen(a_type, loop_type, at, element);
-        loop(element, 0, 1, (const char *)&first, 0,
-             b->data != NULL ? b->data + i * b->step : NULL, 0, 1);     /* unary: no b */
+        loop(element, 0, 1, (const char *)&first, 0, b != NULL ? b + i * b_step : NULL, 0,
+             1);                                                        /* unary: no b */
         ufg_at_narrow(a_type, loop_type, element, at);
     }
 }
@@ -604,7 +613,8 @@ ufg_at_run(const ufg_function_descriptor *fn, PyUFuncObject *ufunc, int loop, Py
     }
     else {
         ufg_at_run_converting(fn->host_at_loops[loop], a_type, loop_type, &target,
-                              PyArray_BYTES(indices), PyArray_STRIDE(indices, 0), b, n);
+                              PyArray_BYTES(indices), PyArray_STRIDE(indices, 0), b->data,
+                              b->step, n);
     }
     Py_END_ALLOW_THREADS
     Py_DECREF(indices);
@@ -645,6 +655,179 @@ ufg_at_cast_second(int type_num, ufg_at_second *b, ufg_at_conversions *made)
     return 0;
 }
 
+/*
+ * Rows: an a of two or more dimensions indexed along its first axis alone (`indices` one index
+ * array, or a tuple of it), so that each index names a row of a.shape[1:] elements, as in a
+ * scatter-add of gradient rows into an embedding (`add.at(weights, ids, rows)`).  NumPy's .at
+ * then calls the loop once per element of each row in turn; ufg_at_run_rows runs the indexed
+ * loop over each row's elements in turn (the scalar body, so NumPy's bits and flags, a NaN's
+ * payload included, which a vector kernel's operand order may change), converting a's
+ * elements where the loop computes in a wider type, as for one-dimensional updates.  Taken
+ * where a's row and b's row (b broadcast to (n,) + a.shape[1:]) are each walked with one step.
+ */
+
+/* Whether dimensions (shape, strides) can be walked as one, with a single *step (0 where no
+ * dimension has more than one element). */
+static int
+ufg_at_flat_step(int ndim, const npy_intp *shape, const npy_intp *strides, npy_intp *step)
+{
+    int inner = -1;     /* the last dimension of more than one element seen */
+
+    *step = 0;
+    for (int d = ndim - 1; d >= 0; d--) {
+        if (shape[d] == 1) {
+            continue;
+        }
+        if (inner >= 0 && strides[d] != strides[inner] * shape[inner]) {
+            return 0;
+        }
+        if (inner < 0) {
+            *step = strides[d];
+        }
+        inner = d;
+    }
+    return 1;
+}
+
+/* b's strides broadcast to n rows of a.shape[1:] (a.ndim of them, 0 where b repeats); 0 where
+ * b does not broadcast so (NumPy's path then raises its error). */
+static int
+ufg_at_broadcast_rows(PyArrayObject *b, PyArrayObject *a, npy_intp n, npy_intp *strides)
+{
+    const int ndim = PyArray_NDIM(a), offset = ndim - PyArray_NDIM(b);
+
+    if (offset < 0) {
+        return 0;
+    }
+    for (int d = 0; d < ndim; d++) {
+        const npy_intp want = d == 0 ? n : PyArray_DIM(a, d);
+        const npy_intp have = d >= offset ? PyArray_DIM(b, d - offset) : 1;
+        if (have != want && have != 1) {
+            return 0;
+        }
+        strides[d] = have == want && want != 1 ? PyArray_STRIDE(b, d - offset) : 0;
+    }
+    return 1;
+}
+
+/* b as an ndarray: an exact one as it is, anything else (a scalar, a list) as np.asarray
+ * makes it, kept in `made`.  NULL, with no exception, where the fast path does not take it. */
+static PyArrayObject *
+ufg_at_rows_second(PyObject *obj, ufg_at_conversions *made)
+{
+    if (!PyArray_CheckExact(obj)) {
+        if (PyArray_Check(obj) || (obj = PyArray_FromAny(obj, NULL, 0, 0, 0, NULL)) == NULL) {
+            PyErr_Clear();
+            return NULL;
+        }
+        made->arrays[made->count++] = obj;
+    }
+    return ufg_at_plain_array(obj, 0) ? (PyArrayObject *)obj : NULL;
+}
+
+/* A row's elements are updated a part of up to UFG_AT_ROW_PART at a time, each part's
+ * indices 0, 1, ... within it. */
+#define UFG_AT_ROW_PART 4096
+
+/* The row updates, in order: for each index, the row it names updated element by element
+ * (`within`: 0, 1, ... min(m, UFG_AT_ROW_PART) - 1), with b's i-th row. */
+static void
+ufg_at_run_rows(ufg_host_at_loop loop, int a_type, int loop_type, const ufg_at_target *rows,
+                npy_intp a_step, const npy_intp *within, const char *index, npy_intp index_step,
+                const char *b, npy_intp b_row_step, npy_intp b_step, npy_intp n, npy_intp m)
+{
+    for (npy_intp i = 0; i < n; i++) {
+        char *row = ufg_at_indexed(rows, index, index_step, i);
+        if (row == NULL) {
+            continue;
+        }
+        for (npy_intp j = 0; j < m; j += UFG_AT_ROW_PART) {
+            const npy_intp count = m - j < UFG_AT_ROW_PART ? m - j : UFG_AT_ROW_PART;
+            const ufg_at_target part = {row + j * a_step, a_step, count};
+            const char *b_part = b != NULL ? b + i * b_row_step + j * b_step : NULL;
+            if (a_type == loop_type) {
+                loop(part.base, part.step, count, (const char *)within, sizeof(npy_intp), b_part,
+                     b_step, count);
+            }
+            else {
+                ufg_at_run_converting(loop, a_type, loop_type, &part, (const char *)within,
+                                      sizeof(npy_intp), b_part, b_step, count);
+            }
+        }
+    }
+}
+
+static int
+ufg_at_rows_call(PyUFuncObject *ufunc, const ufg_function_descriptor *fn,
+                 ufg_host_at_cache *cache, PyObject *const *args, ufg_at_conversions *made)
+{
+    PyArrayObject *a = (PyArrayObject *)args[0], *b = NULL, *indices;
+    const int ndim = PyArray_NDIM(a), nargs = fn->nin + fn->nout;
+    PyObject *index = PyTuple_CheckExact(args[1]) ? PyTuple_GET_ITEM(args[1], 0) : args[1];
+    npy_intp a_step, b_strides[NPY_MAXDIMS] = {0}, b_step = 0, m = 1, n;
+    int loop;
+
+    index = ufg_at_listed(index, made);
+    if (index == NULL || !ufg_at_index_array(index) ||
+        !ufg_at_flat_step(ndim - 1, PyArray_DIMS(a) + 1, PyArray_STRIDES(a) + 1, &a_step)) {
+        return UFG_HOST_AT_DECLINED;
+    }
+    for (int d = 1; d < ndim; d++) {
+        m *= PyArray_DIM(a, d);
+    }
+    n = PyArray_DIM((PyArrayObject *)index, 0);
+    if (fn->nin == 2 && (b = ufg_at_rows_second(args[2], made)) == NULL) {
+        return UFG_HOST_AT_DECLINED;
+    }
+    if (m == 0 || ufg_at_may_overlap(a, (PyArrayObject *)index) || ufg_at_may_overlap(a, b) ||
+        (made->count > 0 && !PyArray_ISWRITEABLE(a))) {
+        return UFG_HOST_AT_DECLINED;
+    }
+    loop = ufg_at_loop(cache, ufunc, fn, PyArray_DESCR(a)->type_num,
+                       b != NULL ? PyArray_DESCR(b)->type_num : 0);
+    if (loop < 0) {
+        return loop == UFG_AT_DECLINED ? UFG_HOST_AT_DECLINED : UFG_HOST_AT_ERROR;
+    }
+    const char *types = fn->types + (size_t)loop * (size_t)nargs;
+    if (b != NULL && PyArray_DESCR(b)->type_num != types[1]) {
+        PyObject *cast = PyArray_CastToType(b, PyArray_DescrFromType(types[1]), 0);
+        if (cast == NULL) {
+            PyErr_Clear();
+            return UFG_HOST_AT_DECLINED;
+        }
+        made->arrays[made->count++] = cast;
+        b = (PyArrayObject *)cast;
+    }
+    if (b != NULL && (!ufg_at_broadcast_rows(b, a, n, b_strides) ||
+                      !ufg_at_flat_step(ndim - 1, PyArray_DIMS(a) + 1, b_strides + 1, &b_step))) {
+        return UFG_HOST_AT_DECLINED;
+    }
+    const npy_intp parts = m < UFG_AT_ROW_PART ? m : UFG_AT_ROW_PART;
+    npy_intp *within = PyMem_Malloc((size_t)parts * sizeof(npy_intp));
+    if (within == NULL) {
+        PyErr_NoMemory();
+        return UFG_HOST_AT_ERROR;
+    }
+    if ((indices = ufg_at_axis_indices(index, PyArray_DIM(a, 0), 0)) == NULL) {
+        PyMem_Free(within);
+        return UFG_HOST_AT_ERROR;
+    }
+    for (npy_intp j = 0; j < parts; j++) {
+        within[j] = j;
+    }
+    const ufg_at_target rows = {PyArray_BYTES(a), PyArray_STRIDE(a, 0), PyArray_DIM(a, 0)};
+    feclearexcept(FE_ALL_EXCEPT);
+    Py_BEGIN_ALLOW_THREADS
+    ufg_at_run_rows(fn->host_at_loops[loop], PyArray_DESCR(a)->type_num, types[0], &rows, a_step,
+                    within, PyArray_BYTES(indices), PyArray_STRIDE(indices, 0),
+                    b != NULL ? PyArray_BYTES(b) : NULL, b_strides[0], b_step, n, m);
+    Py_END_ALLOW_THREADS
+    PyMem_Free(within);
+    Py_DECREF(indices);
+    atomic_fetch_add(&ufg_host_at_calls, 1);
+    return ufg_at_report_flags(ufunc->name) < 0 ? UFG_HOST_AT_ERROR : UFG_HOST_AT_DONE;
+}
+
 /* A call whose a is a plain, writeable ndarray of a function with indexed loops. */
 static int
 ufg_at_plain_call(PyUFuncObject *ufunc, const ufg_function_descriptor *fn,
@@ -656,6 +839,10 @@ ufg_at_plain_call(PyUFuncObject *ufunc, const ufg_function_descriptor *fn,
     npy_intp n;
     int loop;
 
+    if (PyArray_NDIM(a) >= 2 &&
+        (!PyTuple_CheckExact(args[1]) || PyTuple_GET_SIZE(args[1]) == 1)) {
+        return ufg_at_rows_call(ufunc, fn, cache, args, made);
+    }
     if (!ufg_at_index_arrays(a, args[1], arrays, &n, made)) {
         return UFG_HOST_AT_DECLINED;
     }

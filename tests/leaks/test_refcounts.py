@@ -188,16 +188,23 @@ def test_host_at_through_the_indexed_loops():
     check_flat(lambda: ex.add.at(grid, (rows, columns), values), grid, rows, columns, values)
     check_flat(raises(IndexError, ex.add.at, grid, (rows, columns + N), 1.0), grid, rows)
     listed, listed_b, narrow_b = [0, 3, -1, 3], [0.5, 1.5, 2.5, 3.5], np.ones(4, np.float32)
+    x32, grid32 = np.zeros(N, np.float32), np.zeros((7, N // 7), np.float32)
 
     def conversions():  # lists and b cast for the indexed loop; a mask and 2**70 left to NumPy
         ex.add.at(x, listed, listed_b)
         ex.add.at(grid, (listed, listed), 1.0)
         ex.add.at(x, listed, 1)
         ex.add.at(x, listed, narrow_b)
+        ex.add.at(x32, listed, 0.5)                      # a converted into the float64 loop
+        ex.add.at(grid, listed, 1.0)                     # rows, b a scalar made an array
+        ex.add.at(grid, (np.array(listed),), grid[:4] * 0 + listed_b[0])  # rows of b
+        ex.add.at(grid32, listed, narrow_b[:1])          # rows of float32
+        # (Rows of b that do not broadcast go to NumPy's .at, whose ValueError keeps a
+        # reference to b in NumPy 2.4: np.add.at itself leaks there, one array a call.)
         ex.add.at(x[:3], [True, False, True], 1.0)
         with pytest.raises(IndexError):
             ex.add.at(x, [0, 2 ** 70], 1.0)
-    check_flat(conversions, x, grid, narrow_b)
+    check_flat(conversions, x, grid, narrow_b, x32, grid32)
     first = indices[:4].copy()
     with np.errstate(over="raise"):      # a fresh array each time: inf + 1e308 raises nothing
         check_flat(raises(FloatingPointError, lambda: ex.add.at(np.full(4, 1e308), first, 1e308)),

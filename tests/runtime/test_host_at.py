@@ -261,14 +261,19 @@ DECLINED = {
                                       (np.array([0, 1, 1]), 2), 1.0),
     "an index array and a slice": (lambda: np.arange(6.0).reshape(2, 3),
                                    (np.array([0, 1]), slice(None)), 1.0),
-    "one index array into a 2-D array (rows)": (lambda: np.arange(6.0).reshape(2, 3),
-                                                np.array([0, 1, 1]), 1.0),
     "fewer index arrays than axes": (lambda: np.arange(24.0).reshape(2, 3, 4),
                                      (np.array([0, 1]), np.array([2, 2])), 1.0),
     "a boolean mask": (lambda: np.arange(4.0), np.array([True, False, True, True]), 1.0),
     "a slice": (lambda: np.arange(4.0), slice(None, None, 2), 1.0),
     "np.uint64 into int64 (the float64 loop)":
         (lambda: np.arange(3), np.array([0, 0, 2]), np.uint64(3)),
+    "rows of b that do not broadcast to the rows of a": (lambda: np.arange(6.0).reshape(2, 3),
+                                                         np.array([0, 1, 1]), np.ones((3, 2))),
+    "rows of b broadcast within a row": (lambda: np.arange(24.0).reshape(3, 2, 4),
+                                         np.array([1, 1]), np.arange(8.0).reshape(2, 1, 4)),
+    "a 2-D index array (a block of rows)": (lambda: np.arange(6.0).reshape(3, 2),
+                                            np.array([[0, 1], [2, 2]]), 1.0),
+    "rows of no elements": (lambda: np.ones((3, 0)), np.array([0, 1, 1]), 1.0),
     "a Python float into int32 (the float64 loop, stored as an integer)":
         (lambda: np.arange(4, dtype=np.int32), np.array([1, 1]), 1.5),
     "an int64 array into uint64 (the float64 loop)":
@@ -385,6 +390,81 @@ def test_unary_functions_and_two_dimensional_arrays_convert_too():
         assert at_both(ex.add, np.ones((3, 4), np.float32), ([0, 2, 2, -1], [3, 0, 0, 1]), TIE)
         assert at_both(ex.add, np.zeros((3, 4), np.int8)[:, ::-2], (np.array([0, 2, 2]),
                                                                     np.array([1, 0, 0])), 200)
+
+
+def _rows(shape, dtype=np.float64, order="C"):
+    return lambda: np.asarray(np.arange(np.prod(shape)).reshape(shape), dtype=dtype, order=order)
+
+
+ROWS = {   # (name, a, indices, b): a indexed along its first axis alone, b broadcast to the rows
+    "rows of float64 from an (n, m) b": ("add", _rows((5, 3)), [0, 4, 4, -1],
+                                         np.array([[0.5, -0.0, np.inf], [1, 2, 3],
+                                                   [np.nan, -np.inf, 1e308], [7, 8, 9]])),
+    "rows of float32, one row of b for all": ("add", _rows((5, 4), np.float32), [1, 1, -5],
+                                              np.array([0.1, 3e38, -1.0, 6e-46], np.float32)),
+    "rows of int64 and a Python int": ("add", _rows((4, 3), np.int64), [3, 0, 3], 2 ** 62),
+    "rows and a column of b (n, 1)": ("add", _rows((4, 3)), [2, 2, 0], np.array([[1.0], [2.0],
+                                                                                  [4.0]])),
+    "rows and a 0-d b": ("add", _rows((4, 3)), [0, 3], np.array(0.25)),
+    "rows and a list of lists": ("add", _rows((3, 2)), [1, 0, 1], [[1, 2], [3, 4], [5, 6]]),
+    "rows of a Fortran-ordered a": ("add", _rows((4, 3), order="F"), [0, 3, 3], np.ones((3, 3))),
+    "rows of a 3-D a": ("add", _rows((3, 2, 4)), [2, 0, 2, -1], np.arange(32.0).reshape(4, 2, 4)),
+    "rows of a 3-D a, one row of b for all": ("add", _rows((3, 2, 4)), [1, 1, 0],
+                                              np.arange(8.0).reshape(1, 2, 4)),
+    "rows from a strided, reversed b": ("add", _rows((4, 5)), [3, 1, 3],
+                                        np.arange(30.0).reshape(3, 10)[::-1, ::2]),
+    "rows cast from float32 b into float64": ("add", _rows((4, 3)), [0, 0],
+                                              np.array([[0.1, 3e38, -1e-45]] * 2, np.float32)),
+    "rows in a tuple of one index array": ("add", _rows((4, 3)), (np.array([1, 1, 2]),), 1.5),
+    "rows longer than a part (4,096 elements)":
+        ("add", _rows((3, 9000), np.float32), [2, 0, 2],
+         np.linspace(-1, 1, 9000, dtype=np.float32)),
+    "long rows converted": ("add", _rows((2, 5000), np.float16), [1, 1], 0.1),
+    "rows of hypot": ("hypot", _rows((4, 3)), [1, 3, 1], np.array([3.0, -0.0, np.nan])),
+    "rows of custom_op": ("custom_op", _rows((4, 3)), [0, 0, -1], np.array([[0.1, 1e308, -2.0]])),
+    "rows of float16": ("add", _rows((4, 3), np.float16), [1, 1], np.array([0.1, 65000.0, 6e-8],
+                                                                          np.float16)),
+    "rows of float32 and a Python float (converted)": ("add", _rows((4, 3), np.float32),
+                                                       [0, 3, 3], 2.0 ** -24 + 2.0 ** -50),
+    "rows of uint8 and a Python int (converted, wrapping)": ("add", _rows((4, 3), np.uint8),
+                                                             [1, 1, 2], 250),
+    "rows of a unary function": ("lucas", _rows((4, 3), np.int64), [3, 3, 0], None),
+    "rows of a unary function with vector math":
+        ("gelu", lambda: np.linspace(-3, 3, 32, dtype=np.float32).reshape(4, 8), [1, 1, -1], None),
+}
+
+
+@pytest.mark.parametrize("errstate", ["ignore", "warn"])
+@pytest.mark.parametrize("case", ROWS)
+def test_rows_indexed_along_the_first_axis_update_as_numpys_at_one_row_per_index(case, errstate):
+    name, make, indices, b = ROWS[case]
+    with np.errstate(all=errstate):
+        assert at_both(getattr(ex, name), make(), indices, *(() if b is None else (b,)))
+
+
+def test_a_scatter_add_of_rows_matches_a_python_loop_of_row_additions(rng):
+    weights = rng.standard_normal((50, 16)).astype(np.float32)
+    ids, rows = rng.integers(-50, 50, 400), rng.standard_normal((400, 16)).astype(np.float32)
+    expected = weights.copy()
+    for i, k in enumerate(ids):
+        expected[k] = expected[k] + rows[i]        # in order: repeated ids accumulate
+    before = _core._host_at_calls()
+    ex.add.at(weights, ids, rows)
+    assert _core._host_at_calls() == before + 1
+    assert weights.tobytes() == expected.tobytes()
+
+
+def test_rows_walked_with_one_step_take_the_loop_and_others_get_numpys_answer():
+    a = np.arange(48.0).reshape(2, 3, 8)
+    assert not at_both(ex.add, a, np.array([1, 0, 1]), 1.0, view=lambda x: x[:, :, ::3])
+    assert at_both(ex.add, a, np.array([1, 0, 1]), 1.0, view=lambda x: x[:, 1:, :])     # one step
+
+
+def test_a_row_index_out_of_bounds_is_numpys_index_error_and_a_stays_as_it_was():
+    a = np.zeros((3, 2))
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
+        ex.add.at(a, np.array([0, 3]), 1.0)
+    assert not a.any()
 
 
 LISTED = {
