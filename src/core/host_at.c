@@ -10,7 +10,8 @@
  *     ndarrays of one length, of a signed integer type (or an unsigned one narrower than
  *     intp), converted to intp first when not intp already; for an N-D a, each update's byte
  *     offset is computed first, and the loop steps one byte per index; or one index array
- *     (alone or in a tuple) into an a of two or more dimensions, naming rows (ufg_at_rows_call);
+ *     (alone, or in a tuple with full slices after it) into an a of two or more dimensions,
+ *     naming rows (ufg_at_rows_call);
  *   - b (a binary function only): a 0-d or 1-D exact ndarray of len(indices) or 1 elements, a
  *     NumPy scalar, or a Python float, int, complex or bool (which NumPy's .at types as
  *     np.asarray does: float64, intp, complex128, bool);
@@ -657,7 +658,7 @@ ufg_at_cast_second(int type_num, ufg_at_second *b, ufg_at_conversions *made)
 
 /*
  * Rows: an a of two or more dimensions indexed along its first axis alone (`indices` one index
- * array, or a tuple of it), so that each index names a row of a.shape[1:] elements, as in a
+ * array, ufg_at_names_rows), so that each index names a row of a.shape[1:] elements, as in a
  * scatter-add of gradient rows into an embedding (`add.at(weights, ids, rows)`).  NumPy's .at
  * then calls the loop once per element of each row in turn; ufg_at_run_rows runs the indexed
  * loop over each row's elements in turn (the scalar body, so NumPy's bits and flags, a NaN's
@@ -757,6 +758,31 @@ ufg_at_run_rows(ufg_host_at_loop loop, int a_type, int loop_type, const ufg_at_t
     }
 }
 
+/* Whether `indices` names rows of an a of `ndim` (>= 2) dimensions: something other than a
+ * tuple (an index array, a list), or a tuple of it followed by nothing but full slices (`:`)
+ * or one `...`, which select the whole of each row as well. */
+static int
+ufg_at_names_rows(PyObject *indices, int ndim)
+{
+    if (!PyTuple_CheckExact(indices)) {
+        return 1;
+    }
+    const Py_ssize_t count = PyTuple_GET_SIZE(indices);
+    if (count < 1 || count > ndim) {
+        return 0;
+    }
+    for (Py_ssize_t i = 1; i < count; i++) {
+        PyObject *item = PyTuple_GET_ITEM(indices, i);
+        const int whole = PySlice_Check(item) && ((PySliceObject *)item)->start == Py_None &&
+                          ((PySliceObject *)item)->stop == Py_None &&
+                          ((PySliceObject *)item)->step == Py_None;
+        if (!whole && !(item == Py_Ellipsis && i == count - 1)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static int
 ufg_at_rows_call(PyUFuncObject *ufunc, const ufg_function_descriptor *fn,
                  ufg_host_at_cache *cache, PyObject *const *args, ufg_at_conversions *made)
@@ -839,8 +865,7 @@ ufg_at_plain_call(PyUFuncObject *ufunc, const ufg_function_descriptor *fn,
     npy_intp n;
     int loop;
 
-    if (PyArray_NDIM(a) >= 2 &&
-        (!PyTuple_CheckExact(args[1]) || PyTuple_GET_SIZE(args[1]) == 1)) {
+    if (PyArray_NDIM(a) >= 2 && ufg_at_names_rows(args[1], PyArray_NDIM(a))) {
         return ufg_at_rows_call(ufunc, fn, cache, args, made);
     }
     if (!ufg_at_index_arrays(a, args[1], arrays, &n, made)) {

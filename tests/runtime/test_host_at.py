@@ -259,8 +259,12 @@ DECLINED = {
                                     (np.array([0, 1]), np.array([2, 2, 1])), 1.0),
     "an index array and an integer": (lambda: np.arange(6.0).reshape(2, 3),
                                       (np.array([0, 1, 1]), 2), 1.0),
-    "an index array and a slice": (lambda: np.arange(6.0).reshape(2, 3),
-                                   (np.array([0, 1]), slice(None)), 1.0),
+    "an index array and a part of each row": (lambda: np.arange(6.0).reshape(2, 3),
+                                              (np.array([0, 1]), slice(1, None)), 1.0),
+    "an index array and every other element of each row":
+        (lambda: np.arange(6.0).reshape(2, 3), (np.array([0, 1]), slice(None, None, 2)), 1.0),
+    "an index array, an ellipsis and a slice": (lambda: np.arange(24.0).reshape(2, 3, 4),
+                                                (np.array([0, 1]), Ellipsis, slice(None)), 1.0),
     "fewer index arrays than axes": (lambda: np.arange(24.0).reshape(2, 3, 4),
                                      (np.array([0, 1]), np.array([2, 2])), 1.0),
     "a boolean mask": (lambda: np.arange(4.0), np.array([True, False, True, True]), 1.0),
@@ -416,6 +420,12 @@ ROWS = {   # (name, a, indices, b): a indexed along its first axis alone, b broa
     "rows cast from float32 b into float64": ("add", _rows((4, 3)), [0, 0],
                                               np.array([[0.1, 3e38, -1e-45]] * 2, np.float32)),
     "rows in a tuple of one index array": ("add", _rows((4, 3)), (np.array([1, 1, 2]),), 1.5),
+    "rows as an index array and a full slice": ("add", _rows((4, 3)),
+                                                (np.array([1, 1, 2]), slice(None)), 1.5),
+    "rows of a 3-D a as an index array and an ellipsis":
+        ("add", _rows((3, 2, 4)), ([2, -1, 2], Ellipsis), np.arange(8.0).reshape(2, 4)),
+    "rows of a 3-D a as an index list and two full slices":
+        ("add", _rows((3, 2, 4)), ([0, 0], slice(None), slice(None)), 0.5),
     "rows longer than a part (4,096 elements)":
         ("add", _rows((3, 9000), np.float32), [2, 0, 2],
          np.linspace(-1, 1, 9000, dtype=np.float32)),
