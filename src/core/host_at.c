@@ -585,6 +585,20 @@ ufg_at_run_converting(ufg_host_at_loop loop, int a_type, int loop_type,
     }
 }
 
+/* n updates of target in order, through the loop as it is where a is of its type, else each
+ * element converted (ufg_at_run_converting). */
+static void
+ufg_at_update(ufg_host_at_loop loop, int a_type, int loop_type, const ufg_at_target *target,
+              const char *index, npy_intp index_step, const char *b, npy_intp b_step, npy_intp n)
+{
+    if (a_type == loop_type) {
+        loop(target->base, target->step, target->length, index, index_step, b, b_step, n);
+    }
+    else {
+        ufg_at_run_converting(loop, a_type, loop_type, target, index, index_step, b, b_step, n);
+    }
+}
+
 /* The updates, every index checked first, the GIL released. */
 static int
 ufg_at_run(const ufg_function_descriptor *fn, PyUFuncObject *ufunc, int loop, PyArrayObject *a,
@@ -608,28 +622,36 @@ ufg_at_run(const ufg_function_descriptor *fn, PyUFuncObject *ufunc, int loop, Py
     }
     feclearexcept(FE_ALL_EXCEPT);
     Py_BEGIN_ALLOW_THREADS
-    if (a_type == loop_type) {
-        fn->host_at_loops[loop](target.base, target.step, target.length, PyArray_BYTES(indices),
-                                PyArray_STRIDE(indices, 0), b->data, b->step, n);
-    }
-    else {
-        ufg_at_run_converting(fn->host_at_loops[loop], a_type, loop_type, &target,
-                              PyArray_BYTES(indices), PyArray_STRIDE(indices, 0), b->data,
-                              b->step, n);
-    }
+    ufg_at_update(fn->host_at_loops[loop], a_type, loop_type, &target, PyArray_BYTES(indices),
+                  PyArray_STRIDE(indices, 0), b->data, b->step, n);
     Py_END_ALLOW_THREADS
     Py_DECREF(indices);
     atomic_fetch_add(&ufg_host_at_calls, 1);
     return ufg_at_report_flags(ufunc->name) < 0 ? UFG_HOST_AT_ERROR : UFG_HOST_AT_DONE;
 }
 
-/* b cast to `type_num`, the type its loop reads, when it is of another type: a safe cast
- * (ufg_at_resolve), which NumPy's .at makes of b too, so the values are the same; the cast
- * array is kept in `made`.  0, or -1 (no exception: NumPy's path then answers) where it fails. */
+/* b's array cast to `type_num`, the type its loop reads: a safe cast (ufg_at_resolve), which
+ * NumPy's .at makes of b too, so the values are the same; kept in `made`.  NULL, with no
+ * exception (NumPy's path then answers), where it fails. */
+static PyArrayObject *
+ufg_at_cast_array(PyArrayObject *array, int type_num, ufg_at_conversions *made)
+{
+    PyObject *cast = PyArray_CastToType(array, PyArray_DescrFromType(type_num), 0);
+    if (cast == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    made->arrays[made->count++] = cast;
+    return (PyArrayObject *)cast;
+}
+
+/* b cast to `type_num` when it is of another type (ufg_at_cast_array; a scalar b as a 0-d
+ * array first).  0, or -1 (no exception) where it fails. */
 static int
 ufg_at_cast_second(int type_num, ufg_at_second *b, ufg_at_conversions *made)
 {
-    PyObject *value = NULL, *cast;
+    PyObject *value = NULL;
+    PyArrayObject *cast;
 
     if (b->type_num == type_num) {
         return 0;
@@ -641,15 +663,12 @@ ufg_at_cast_second(int type_num, ufg_at_second *b, ufg_at_conversions *made)
             return -1;
         }
     }
-    cast = PyArray_CastToType(value != NULL ? (PyArrayObject *)value : b->array,
-                              PyArray_DescrFromType(type_num), 0);
+    cast = ufg_at_cast_array(value != NULL ? (PyArrayObject *)value : b->array, type_num, made);
     Py_XDECREF(value);
     if (cast == NULL) {
-        PyErr_Clear();
         return -1;
     }
-    made->arrays[made->count++] = cast;
-    b->array = (PyArrayObject *)cast;
+    b->array = cast;
     b->data = PyArray_BYTES(b->array);
     b->step = b->step != 0 ? PyArray_ITEMSIZE(b->array) : 0;    /* C-contiguous now */
     b->type_num = type_num;
@@ -746,14 +765,8 @@ ufg_at_run_rows(ufg_host_at_loop loop, int a_type, int loop_type, const ufg_at_t
             const npy_intp count = m - j < UFG_AT_ROW_PART ? m - j : UFG_AT_ROW_PART;
             const ufg_at_target part = {row + j * a_step, a_step, count};
             const char *b_part = b != NULL ? b + i * b_row_step + j * b_step : NULL;
-            if (a_type == loop_type) {
-                loop(part.base, part.step, count, (const char *)within, sizeof(npy_intp), b_part,
-                     b_step, count);
-            }
-            else {
-                ufg_at_run_converting(loop, a_type, loop_type, &part, (const char *)within,
-                                      sizeof(npy_intp), b_part, b_step, count);
-            }
+            ufg_at_update(loop, a_type, loop_type, &part, (const char *)within,
+                          sizeof(npy_intp), b_part, b_step, count);
         }
     }
 }
@@ -815,14 +828,9 @@ ufg_at_rows_call(PyUFuncObject *ufunc, const ufg_function_descriptor *fn,
         return loop == UFG_AT_DECLINED ? UFG_HOST_AT_DECLINED : UFG_HOST_AT_ERROR;
     }
     const char *types = fn->types + (size_t)loop * (size_t)nargs;
-    if (b != NULL && PyArray_DESCR(b)->type_num != types[1]) {
-        PyObject *cast = PyArray_CastToType(b, PyArray_DescrFromType(types[1]), 0);
-        if (cast == NULL) {
-            PyErr_Clear();
-            return UFG_HOST_AT_DECLINED;
-        }
-        made->arrays[made->count++] = cast;
-        b = (PyArrayObject *)cast;
+    if (b != NULL && PyArray_DESCR(b)->type_num != types[1] &&
+        (b = ufg_at_cast_array(b, types[1], made)) == NULL) {
+        return UFG_HOST_AT_DECLINED;
     }
     if (b != NULL && (!ufg_at_broadcast_rows(b, a, n, b_strides) ||
                       !ufg_at_flat_step(ndim - 1, PyArray_DIMS(a) + 1, b_strides + 1, &b_step))) {
