@@ -523,3 +523,52 @@ def test_a_call_large_enough_to_be_prefetched_gives_the_bits_of_the_strided_call
     assert contiguous.tobytes() == np.ascontiguousarray(strided).tobytes()
     for ends in (slice(None, 37), slice(-37, None)):    # the first and the last chunks
         check_gufunc(name, contiguous[ends], [a[ends] for a in inputs])
+
+
+# Core sizes around those whose float32 rows a C-contiguous call runs in blocks, a row in each
+# SIMD lane (gen/render.py, lane_sizes: 2 to 16, l2_norm's specialized 2 to 4 apart).
+LANE_CORE_SIZES = (1, 2, 4, 5, 8, 10, 16, 17)
+
+
+@pytest.mark.parametrize("loop", [(1,), (7,), (8,), (9,), (61,), (3, 40), (5003,)], ids=str)
+@pytest.mark.parametrize("name", ["l2_norm", "inner1d"])
+def test_rows_run_in_lanes_give_the_bits_of_one_row_at_a_time(name, loop, threading_mode, rng):
+    # Blocks of eight rows from where the call (or its thread's share) begins, the rest one at
+    # a time: every row gets the bits of the strided call (the general loop, a row at a time),
+    # whatever block it falls in, and is within the reference's bound.
+    fn = getattr(ex, name)
+    for size in LANE_CORE_SIZES:
+        inputs = gufunc_inputs(name, np.float32, loop, size, rng)
+        contiguous = fn(*inputs)
+        strided = fn(*[with_layout(a, "strided") for a in inputs])
+        assert contiguous.tobytes() == np.ascontiguousarray(strided).tobytes(), size
+        check_gufunc(name, contiguous, inputs)
+        if loop[0] > 3:
+            shifted = fn(*[a[3:] for a in inputs])      # the blocks begin three rows later
+            assert shifted.tobytes() == contiguous[3:].tobytes(), size
+
+
+@pytest.mark.parametrize("errstate", ["ignore", "raise"])
+@pytest.mark.parametrize("name", ["l2_norm", "inner1d"])
+def test_rows_of_edge_values_in_lanes_give_the_bits_and_errors_of_one_row_at_a_time(
+        name, errstate, rng):
+    # NaN, infinities, signed zeros, values whose squares overflow or underflow, subnormals:
+    # each lane the operations of its row, so the same bits, and an error only where some row
+    # raises it, the same one.
+    pool = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -2.5, 3e38, -2e19, 1e-30,
+                     1e-45, -1e-40], dtype=np.float32)
+    fn = getattr(ex, name)
+    for size in (5, 10, 16):
+        inputs = [rng.choice(pool, (64, size)) for _ in range(fn.nin)]
+        inputs[0][:8] = 1.0                      # one block of ordinary rows
+        outcomes = []
+        for layout in ("contiguous", "strided"):
+            with np.errstate(all=errstate):
+                try:
+                    got = fn(*[with_layout(a, layout) for a in inputs])
+                    outcomes.append(np.ascontiguousarray(got).tobytes())
+                except FloatingPointError as error:
+                    outcomes.append(str(error))
+        assert outcomes[0] == outcomes[1], size
+    with np.errstate(all="raise"), pytest.raises(FloatingPointError, match="overflow"):
+        fn(*[np.full((16, 10), 3e38, np.float32)] * fn.nin)

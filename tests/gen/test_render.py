@@ -232,6 +232,127 @@ def test_a_specialized_gufunc_tests_its_sizes_first_and_passes_them_as_constants
 
 
 
+def _lane_cases(module_c: str, loop: str) -> list[int]:
+    """The core sizes whose rows ufg_range_cores_<loop> runs in lanes (its switch's cases)."""
+    cores = module_c.split(f"ufg_range_cores_{loop}(")[1].split("\n}")[0]
+    return [int(k) for k in re.findall(r"case (\d+): \{", cores)]
+
+
+def test_float32_gufuncs_run_short_rows_in_lanes_for_each_size_they_do_not_specialize(examples):
+    module_c = examples["ex_module.c"]
+    # l2_norm's `specialize: n=2`, `n=3`, `n=4` keep their own loop; inner1d specializes none.
+    assert _lane_cases(module_c, "l2_norm_float32") == list(range(5, 17))
+    assert _lane_cases(module_c, "inner1d_float32") == list(range(2, 17))
+    # Not float64 (slower in lanes), float16 (widened a block at a time), nor outputs with core
+    # dimensions (matmul, centroid_distances), nor frozen cores (constant sizes already).
+    for loop in ("l2_norm_float64", "l2_norm_float16", "inner1d_float64", "matmul_float32",
+                 "centroid_distances_float32", "rgb_to_gray_float32"):
+        assert _lane_cases(module_c, loop) == [], loop
+        assert f"ufg_range_lanes_{loop}(" not in module_c, loop
+    lanes = module_c.split("ufg_range_lanes_inner1d_float32(char")[1].split("\n}")[0]
+    # A block holds UFG_LANE_BYTES of float32 rows, each input copied with its elements side
+    # by side, the body's strides scaled to match; the rows left over take the general loop.
+    assert "enum { ufg_lanes = UFG_LANE_BYTES / 4 };" in lanes
+    for name in ("x", "y"):
+        assert f"float ufg_lane_{name}[ufg_lanes * 16];" in lanes
+        assert (f"ufg_lane_{name}[ufg_e * ufg_lanes + ufg_l] = "
+                f"ufg_rows_{name}[ufg_l * ufg_elements_{name} + ufg_e];") in lanes
+    assert "ufg_lane_steps[ufg_j] = steps[ufg_j] * ufg_lanes;" in lanes
+    assert "#pragma omp simd" in lanes
+    assert "ufg_prefetch_inputs(args, steps, 2, ufg_k0, ufg_prefetched);" in lanes
+    assert lanes.rstrip().endswith(
+        "ufg_range_body_inner1d_float32(args, dimensions, steps, ufg_k0, ufg_end);")
+    # Only for a C-contiguous call: the contiguous-cores copy takes the call's outer steps.
+    cores = module_c.split("ufg_range_cores_inner1d_float32(")[1].split("\n}")[0]
+    assert "if (!ufg_outer_from_call) {\n        switch (dimensions[1]) {" in cores
+    assert "const npy_intp ufg_dimensions[2] = {dimensions[0], 7};" in cores
+
+
+LANES_EXCLUDED = """\
+gufunc sum_exp(v) -> s
+    layout: (n)->()
+    types: float32(float32)
+{
+    s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        s += exp(v(i));
+    }
+}
+
+gufunc sum_positive(v) -> s
+    layout: (n)->()
+    types: float32(float32)
+{
+    s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (v(i) > 0) {
+            s += v(i);
+        }
+    }
+}
+
+gufunc fast_sum(v) -> s
+    layout: (n)->()
+    types: float32(float32)
+    fastmath: true
+{
+    s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        s += v(i);
+    }
+}
+
+gufunc int_sum(v) -> s
+    layout: (n)->()
+    types: int32(int32)
+{
+    s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        s += v(i);
+    }
+}
+
+gufunc bilinear(x, a, y) -> s
+    layout: (m),(m,n),(n)->()
+    types: float32(float32, float32, float32)
+{
+    s = 0;
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t j = 0; j < n; j++) {
+            s += x(i) * a(i, j) * y(j);
+        }
+    }
+}
+
+gufunc scaled_sum(v, c) -> s
+    layout: (n),()->()
+    types: float32(float32, float32)
+{
+    s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        s += c * v(i);
+    }
+}
+"""
+
+
+def test_lanes_are_left_out_where_a_lane_could_differ_from_a_row_at_a_time(tmp_path):
+    # Vector math (libmvec's bits), a conditional (its flags), fast math, a type other than
+    # float32, two variable core dimensions: the loop as before.  A scalar input beside a core
+    # one is read per row, in lanes too.
+    source = tmp_path / "ln.ufunc"
+    source.write_text(LANES_EXCLUDED)
+    module_c = render_module(load_module("pkg.ln", [str(source)], source_root=str(tmp_path)),
+                             COMMAND)["ln_module.c"]
+    for loop in ("sum_exp_float32", "sum_positive_float32", "fast_sum_float32",
+                 "int_sum_int32", "bilinear_float32"):
+        assert _lane_cases(module_c, loop) == [], loop
+    assert _lane_cases(module_c, "scaled_sum_float32") == list(range(2, 17))
+    lanes = module_c.split("ufg_range_lanes_scaled_sum_float32(char")[1].split("\n}")[0]
+    assert "ufg_lane_c" not in lanes
+    assert "*(const float *)(args[1] + ufg_k * steps[1])" in lanes
+
+
 def test_only_the_contiguous_gufunc_loop_prefetches_counting_its_inputs_and_core_dims(examples):
     # ufuncgen/prefetch.h decides per call from the inputs' steps and the core sizes; the
     # strided loop and the elementwise kernels never prefetch.

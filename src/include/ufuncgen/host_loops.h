@@ -40,6 +40,10 @@
 /* Elements of one float16 or bfloat16 core input that a gufunc's contiguous loop converts to
  * float at a time (ufg_range_widened_* in the generated module): 8 KiB of stack per input. */
 #define UFG_WIDEN_ELEMENTS 2048
+/* A gufunc's contiguous loop runs as many rows side by side, one in each SIMD lane, as this
+ * many bytes hold elements of its widest core input, where the core size is one of
+ * gen/render.py's LANE_SIZES (ufg_range_lanes_* in the generated module): an AVX2 vector's. */
+#define UFG_LANE_BYTES 32
 
 #define UFG_INLINE static inline __attribute__((always_inline))
 
