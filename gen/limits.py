@@ -22,6 +22,11 @@ MAX_SPECIALIZATIONS = 8
 # The largest size a `specialize:` line may fix: a constant trip count helps small loops only.
 MAX_SPECIALIZED_SIZE = 1024
 
+# The largest npy_intp (a 64-bit platform's): `dim:` sizes and their numbers stay within it.
+NPY_INTP_MAX = 2**63 - 1
+# NumPy keeps an integer identity as a C long (64 bits on Linux): a larger one fails to import.
+C_LONG_MAX = 2**63 - 1
+
 # (C macro, value, why): the rows of ufuncgen/limits.h, in order.
 C_LIMITS: tuple[tuple[str, int, str], ...] = (
     ("UFG_MAX_ARGS", MAX_ARGS, "inputs + outputs of a function (the host loop driver's buffers)"),

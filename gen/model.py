@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from . import limits
 from .operators import arithmetic_operators, body_names, rewrite_operators
 from .element_types import ELEMENT_TYPES, ElementType
+from .call import GUFUNC_KEYWORDS, UFUNC_KEYWORDS
 from .diagnostics import DiagnosticSink, Location
 from .parse import (ParseError, RawDimDefinition, RawFile, RawFunction, RawHelper, RawLayout,
                     RawSpecialization, Token, blank_c_noise)
@@ -164,9 +165,11 @@ def _top_level_comma(text: str) -> bool:
     return False
 
 
-# Names an input may not take: the call's own parameters (f(x, /, out=None, **kwargs), a
-# method's self), which the stub and the docstring would then name twice.
-CALL_PARAMETERS = ("out", "kwargs", "self")
+# Names an input may not take: the call's own parameters (f(x, /, out=None, *, where=True,
+# ...), NumPy's keywords of a ufunc's or a gufunc's call, a method's self, the stub's kwargs),
+# which the stub, the docstring and inspect.signature would then name twice.
+CALL_PARAMETERS = tuple(dict.fromkeys(
+    ("out", *(k for k, _ in UFUNC_KEYWORDS + GUFUNC_KEYWORDS), "kwargs", "self")))
 # Every function of the body prelude (src/include/ufuncgen/prelude.h): a helper so named would
 # be rewritten by the prelude's macro of that name.
 PRELUDE_FUNCTIONS = frozenset("""
@@ -177,6 +180,26 @@ PRELUDE_FUNCTIONS = frozenset("""
     isgreaterequal islessgreater isunordered ldexp scalbn scalbln frexp ilogb lround llround
     lrint llrint nexttoward j0 j1 y0 y1 jn yn
 """.split())
+# Attributes the generated code and ufuncgen's headers give in __attribute__((...)), after a
+# helper's `#define NAME NAME__T`: a helper so named would rewrite them.
+GCC_ATTRIBUTES = frozenset("""
+    always_inline noinline unused used optimize target target_clones aligned visibility
+    flatten cold hot noipa
+""".split())
+# The float and long double variants of <math.h>'s functions (sqrtf, expl, ...): the
+# type-generic sqrt(x) of a body names them, so a name of the body's that takes one of them
+# would stand in for the function there.
+RESERVED_NAMES.update({
+    function + suffix: (f"is a function of <math.h> (the {width} variant of {function}), which "
+                        f"the type-generic {function} of a body calls")
+    for function in sorted(PRELUDE_FUNCTIONS - {"abs", "sign", "min", "max", "clamp"})
+    for suffix, width in (("f", "float"), ("l", "long double"))
+    if function + suffix not in RESERVED_NAMES})
+RESERVED_NAMES.update(dict.fromkeys("""
+    memcpy memmove memset memcmp strlen strcmp strncmp strcpy malloc calloc realloc free
+    printf fprintf sprintf snprintf puts abort exit qsort bsearch labs llabs div
+""".split(), "is a function of the C library headers the generated code includes "
+              "(<stdlib.h>, <string.h>, <stdio.h>)"))
 # Prefixes, each with why; checked in order, after the whole names above.
 RESERVED_PREFIXES: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"ufg_|UFG_"), "is reserved by ufuncgen: the generated code's names start "
@@ -684,13 +707,16 @@ class _Validator:
             else:
                 self.error(tok, f"{what} '{name}' is not a valid C and Python identifier")
         elif what == "argument name" and name in CALL_PARAMETERS:
-            self.error(tok, f"{what} '{name}' is a parameter of every call "
-                            f"(f(x, /, out=None, **kwargs)): rename the argument")
+            self.error(tok, f"{what} '{name}' is a parameter of every call, method or stub "
+                            f"({', '.join(CALL_PARAMETERS)}): rename the argument")
         elif reason is not None:
             self.error(tok, f"{what} '{name}' {reason}")
         elif what == "helper name" and name in PRELUDE_FUNCTIONS:
             self.error(tok, f"{what} '{name}' is a function of ufuncgen's prelude of body "
                             f"functions: a helper of that name would hide it")
+        elif what == "helper name" and name in GCC_ATTRIBUTES:
+            self.error(tok, f"{what} '{name}' is an attribute the generated code gives "
+                            f"(__attribute__(({name}))): a helper of that name would rewrite it")
         else:
             return True
         return False
@@ -916,6 +942,10 @@ class _Validator:
                 self.error(tok, f"identity {tok.text} {problem}, but '{name}' has the type "
                                 f"signature {sig.text}")
                 return False
+        if value_kind == "int" and not -limits.C_LONG_MAX - 1 <= int(literal) <= limits.C_LONG_MAX:
+            self.error(tok, f"identity {tok.text} is beyond a C long ({-limits.C_LONG_MAX - 1} to "
+                            f"{limits.C_LONG_MAX}), in which NumPy keeps an integer identity")
+            return False
         return Identity("value", literal, value_kind)
 
     # -- associative -------------------------------------------------------------
@@ -1158,6 +1188,10 @@ class _Validator:
                     fail(peek(), "')'")
                 pos += 1
                 return f"({inner})"
+            if tok.kind == "number" and int(tok.text) > limits.NPY_INTP_MAX:
+                raise ParseError(tok.location, f"{tok.text} in the size of '{d.name.text}' is "
+                                               f"beyond the largest size, "
+                                               f"{limits.NPY_INTP_MAX}")
             if tok.kind in ("name", "number"):
                 pos += 1
                 return f"(npy_intp){tok.text}" if tok.kind == "number" else tok.text

@@ -458,7 +458,7 @@ HELPERS_IN_ANY_ORDER = """
         return after(v) + (T)1;
     }
 
-    helper T unused(T v)
+    helper T never_called(T v)
     {
         return v;
     }
