@@ -564,12 +564,13 @@ ufg_is_scalar_operand(PyObject *array)
            (PyArray_Check(array) && PyArray_NDIM((PyArrayObject *)array) == 0);
 }
 
-/* ufunc.accumulate(...) as called, less its out= (by position or keyword): NumPy then checks
- * everything else (axis=, dtype=, the operand's type) with its own errors, in its order.  An
- * error path only, so made with a tuple and a dict. */
+/* ufunc.accumulate(...) as called, less its out= (by position or keyword) and with `array`
+ * in place of the operand: NumPy then checks everything else (axis=, dtype=, the operand's
+ * type) with its own errors, in its order.  An error path only, so made with a tuple and a
+ * dict. */
 static PyObject *
 ufg_accumulate_without_out(PyObject *ufunc, PyObject *const *args, Py_ssize_t nargs,
-                           PyObject *kwnames)
+                           PyObject *kwnames, PyObject *array)
 {
     const Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
     PyObject *method = PyObject_GetAttr(ufunc, ufg_overrides_method_name(UFG_METHOD_ACCUMULATE));
@@ -581,12 +582,14 @@ ufg_accumulate_without_out(PyObject *ufunc, PyObject *const *args, Py_ssize_t na
         goto done;
     }
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(positional); k++) {
-        PyTuple_SET_ITEM(positional, k, Py_NewRef(args[k]));
+        PyTuple_SET_ITEM(positional, k, Py_NewRef(k == 0 ? array : args[k]));
     }
     for (Py_ssize_t k = 0; k < nkw; k++) {
         PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+        PyObject *value = PyUnicode_CompareWithASCIIString(name, "array") == 0
+                          ? array : args[nargs + k];
         if (PyUnicode_CompareWithASCIIString(name, "out") != 0 &&
-            PyDict_SetItem(keywords, name, args[nargs + k]) < 0) {
+            PyDict_SetItem(keywords, name, value) < 0) {
             goto done;
         }
     }
@@ -598,25 +601,53 @@ done:
     return result;
 }
 
+/* An empty array of the operand's dimensions and dtype, as NumPy converts it: what NumPy
+ * checks of a call other than out= depends on those alone (axis=5 of one dimension, a dtype=
+ * it cannot cast to), and on it nothing is computed.  NULL with an error, or with none for
+ * an operand that converts to 0-d (NumPy's own "cannot accumulate on a scalar"). */
+static PyObject *
+ufg_accumulate_empty_operand(PyObject *array)
+{
+    PyArrayObject *converted = (PyArrayObject *)PyArray_FROM_O(array);
+    npy_intp shape[NPY_MAXDIMS] = {0};
+    PyObject *empty = NULL;
+
+    if (converted != NULL && PyArray_NDIM(converted) > 0) {
+        PyArray_Descr *descr = PyArray_DESCR(converted);
+        Py_INCREF(descr);
+        empty = PyArray_NewFromDescr(&PyArray_Type, descr, PyArray_NDIM(converted), shape,
+                                     NULL, NULL, 0, NULL);
+    }
+    Py_XDECREF(converted);
+    return empty;
+}
+
 /* NumPy (2.4 at least) crashes the interpreter on ufunc.accumulate of an array of one
  * dimension or more into a 0-d out= (np.add.accumulate(np.ones(1), out=np.array(0.0)),
  * np.add.accumulate(array=[1.0], out=(np.array(0.0),)), with or without axis= and dtype=).
- * Such an out= is the wrong size whatever the array: the call is made without it, so that
- * NumPy reports what else is wrong (axis=5 is its AxisError), and if nothing is, the result is
- * dropped for NumPy's ValueError for a wrong-size out=.  Both operands may come by position
- * or by keyword, as NumPy takes them.  0 when the call may go to NumPy. */
+ * Such an out= is the wrong size whatever the array: the call is made without it, on an
+ * empty array of the operand's dimensions and dtype, so that NumPy reports what else is
+ * wrong (axis=5 is its AxisError) without computing anything (no floating-point flags), and
+ * if nothing is, NumPy's ValueError for a wrong-size out= is raised.  Both operands may come
+ * by position or by keyword, as NumPy takes them.  0 when the call may go to NumPy. */
 static int
 ufg_accumulate_refuse_0d_out(PyObject *ufunc, PyObject *const *args, Py_ssize_t nargs,
                              PyObject *kwnames)
 {
     PyObject *array = ufg_accumulate_parameter(args, nargs, kwnames, 0, "array"), *result;
+    PyObject *empty;
 
     /* More than accumulate's four positional parameters is NumPy's TypeError, out= untouched. */
     if (array == NULL || nargs > 4 || ufg_is_scalar_operand(array) ||
         ufg_accumulate_0d_out(args, nargs, kwnames) == NULL) {
         return 0;
     }
-    if ((result = ufg_accumulate_without_out(ufunc, args, nargs, kwnames)) == NULL) {
+    if ((empty = ufg_accumulate_empty_operand(array)) == NULL) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    result = ufg_accumulate_without_out(ufunc, args, nargs, kwnames, empty);
+    Py_DECREF(empty);
+    if (result == NULL) {
         return -1;
     }
     Py_DECREF(result);

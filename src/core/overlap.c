@@ -206,6 +206,66 @@ ufg_array_overlaps_outputs(PyArrayObject *array, PyArrayObject *const *outputs, 
     return 0;
 }
 
+/* A read-only view of `data` (memory `base` holds) with this shape and these strides. */
+static PyObject *
+ufg_view_of(PyTypeObject *type, PyObject *base, PyArray_Descr *descr, int ndim,
+            npy_intp const *shape, npy_intp const *strides, void *data)
+{
+    PyObject *view;
+
+    Py_INCREF(descr);
+    view = PyArray_NewFromDescr(type, descr, ndim, shape, strides, data, 0, NULL);
+    if (view == NULL) {
+        return NULL;
+    }
+    Py_INCREF(base);
+    if (PyArray_SetBaseObject((PyArrayObject *)view, base) < 0) {
+        Py_DECREF(view);
+        return NULL;
+    }
+    return view;
+}
+
+/*
+ * A copy of `array` that keeps its broadcast axes (stride 0, more than one element) broadcast:
+ * the elements it reads copied once, viewed again with the stride 0.  A whole copy of
+ * np.broadcast_to(o[:1, None], (2**40, 3)) would ask for 24 TiB.
+ */
+static PyObject *
+ufg_copy_keeping_broadcasts(PyArrayObject *array)
+{
+    const int ndim = PyArray_NDIM(array);
+    npy_intp read_shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
+    PyArray_Descr *descr = PyArray_DESCR(array);
+    PyObject *read, *copy;
+    int broadcast = 0;
+
+    for (int d = 0; d < ndim; d++) {
+        const int repeats = PyArray_STRIDE(array, d) == 0 && PyArray_DIM(array, d) > 1;
+        read_shape[d] = repeats ? 1 : PyArray_DIM(array, d);
+        broadcast |= repeats;
+    }
+    if (!broadcast) {
+        return PyArray_NewCopy(array, NPY_KEEPORDER);
+    }
+    read = ufg_view_of(&PyArray_Type, (PyObject *)array, descr, ndim, read_shape,
+                       PyArray_STRIDES(array), PyArray_DATA(array));
+    copy = read == NULL ? NULL : PyArray_NewCopy((PyArrayObject *)read, NPY_KEEPORDER);
+    Py_XDECREF(read);
+    if (copy == NULL) {
+        return NULL;
+    }
+    for (int d = 0; d < ndim; d++) {
+        strides[d] = read_shape[d] == PyArray_DIM(array, d)
+                     ? PyArray_STRIDE((PyArrayObject *)copy, d) : 0;
+    }
+    /* The view holds its own reference to the copy, its base. */
+    PyObject *view = ufg_view_of(Py_TYPE(array), copy, descr, ndim, PyArray_DIMS(array),
+                                 strides, PyArray_DATA((PyArrayObject *)copy));
+    Py_DECREF(copy);
+    return view;
+}
+
 /*
  * What to pass for `input`: *copy is a copy of its array (a new reference) if that may share
  * memory with an output, else NULL, meaning the input itself, untouched: an object NumPy
@@ -228,7 +288,7 @@ ufg_copy_if_overlapping(PyObject *input, PyArrayObject *const *outputs, int coun
     }
     overlap = ufg_array_overlaps_outputs(array, outputs, count);
     if (overlap > 0) {
-        *copy = PyArray_NewCopy(array, NPY_KEEPORDER);
+        *copy = ufg_copy_keeping_broadcasts(array);
         overlap = *copy == NULL ? -1 : 1;
     }
     Py_DECREF(array);

@@ -2,6 +2,8 @@
 src/core/overlap.c).  NumPy's own gufunc machinery would hand the loop the aliased operands,
 so `matmul(a, a, out=a)` would read rows it has already overwritten; the reference here is
 the same function called on explicit copies (and NumPy's np.matmul, which copies too)."""
+import re
+
 import numpy as np
 import pytest
 
@@ -176,3 +178,34 @@ def test_errors_of_an_overlapping_call_are_numpys():
         ex.matmul(a, a, out=(a, a))
     with pytest.raises(TypeError):
         ex.matmul(a, out=a)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_an_input_broadcast_over_its_output_is_copied_once_per_element_it_reads(dtype, rng):
+    # Its stride-0 axes stay broadcast in the copy: the product of copies, without a copy of
+    # every repeat (10,000 rows of 300 here: 23 MB, where the elements read are 300 and 10,000).
+    o = rng.uniform(-1, 1, 10_000).astype(dtype)
+    x = np.broadcast_to(o[:, None], (10_000, 300))
+    y = np.broadcast_to(rng.uniform(-1, 1, 300).astype(dtype), (10_000, 300))
+    expected = from_copies(ex.inner1d, x, y)
+    assert ex.inner1d(x, y, out=o) is o
+    assert o.tobytes() == expected.tobytes()
+    # Broadcast along a core dimension (a matrix of equal rows), and along the stack.
+    for view in (lambda o: np.broadcast_to(o[:, :1, :], o.shape),
+                 lambda o: np.broadcast_to(o[:1], o.shape)):
+        o = rng.uniform(-1, 1, (4, 5, 5)).astype(dtype)
+        x = view(o)
+        expected = from_copies(ex.matmul, x, x)
+        assert ex.matmul(x, x, out=o) is o
+        assert o.tobytes() == expected.tobytes()
+
+
+def test_an_overlapping_broadcast_input_too_large_to_copy_gets_numpys_shape_error():
+    # A whole copy of it would be 24 TiB: its MemoryError came before NumPy's ValueError.
+    o = np.zeros(3)
+    x = np.broadcast_to(o[:1, None], (2**40, 3))
+    with pytest.raises(ValueError) as numpys:
+        ex.l2_norm.ufunc(x, out=o)
+    with pytest.raises(ValueError, match=re.escape(str(numpys.value))):
+        ex.l2_norm(x, out=o)
+    assert not o.any()

@@ -10,6 +10,7 @@ import re
 import pickle
 import sys
 import types
+import warnings
 import weakref
 
 import numpy as np
@@ -570,6 +571,21 @@ def test_accumulate_into_a_0d_out_is_the_wrong_size_error_however_the_arguments_
     out = np.array(7.0)
     with pytest.raises(ValueError, match="provided out is the wrong size for the accumulation"):
         call(add, array, out)
+    assert out == 7.0
+
+
+@pytest.mark.parametrize("errstate", ["raise", "warn"])
+@pytest.mark.parametrize("array", [np.array([1e308, 1e308]), np.full((2, 3), 1e308)],
+                         ids=["1-d", "2-d"])
+def test_accumulate_into_a_0d_out_computes_nothing_before_its_error(add, array, errstate):
+    # The other arguments are checked on an empty array of the operand's dimensions and dtype:
+    # no overflow, raised or warned, before the wrong-size error.
+    out = np.array(7.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(all=errstate), pytest.raises(
+                ValueError, match="provided out is the wrong size for the accumulation"):
+            add.accumulate(array, axis=-1, out=out)
     assert out == 7.0
 
 
