@@ -271,11 +271,12 @@ static const ufg_reduce_like ufg_reduce_params = {ufg_reduce_names, 7, 1, 3, 6};
 static const ufg_reduce_like ufg_accumulate_params = {ufg_accumulate_names, 4, 1, 3, -1};
 static const ufg_reduce_like ufg_reduceat_params = {ufg_reduceat_names, 5, 2, 4, -1};
 
-/* A reduction's single output: `x`, `(x,)`, None or `(None,)`. */
+/* A reduction's single output: `x`, `(x,)`, None or `(None,)` by keyword.  By position NumPy
+ * takes the value as it is, a tuple too (its override sees out=((x,),)), None aside. */
 static int
-ufg_normalise_reduce_out(PyObject *value, PyObject **out)
+ufg_normalise_reduce_out(PyObject *value, int by_position, PyObject **out)
 {
-    if (PyTuple_Check(value)) {
+    if (PyTuple_Check(value) && !by_position) {
         if (PyTuple_GET_SIZE(value) != 1) {
             return UFG_REFUSED;
         }
@@ -337,7 +338,8 @@ ufg_parse_reduce_like(PyUFuncObject *ufunc, const ufg_reduce_like *params,
     ops->nin = params->ninputs;
     ops->where = params->where_index < 0 ? NULL : bound[params->where_index];
     if (bound[params->out_index] != NULL) {
-        return ufg_normalise_reduce_out(bound[params->out_index], &ops->out);
+        return ufg_normalise_reduce_out(bound[params->out_index],
+                                        params->out_index < nargs, &ops->out);
     }
     return UFG_PARSED;
 }

@@ -78,6 +78,11 @@ CALLS = [
     ("add", lambda f: f.reduce(A, 0, None, None, False, np._NoValue)),
     ("add", lambda f: f.reduce(A, initial=np._NoValue)),
     ("add", lambda f: f.reduce(A, out=(X,))),
+    ("add", lambda f: f.reduce(A, 0, None, (X,))),        # a positional tuple stays a value
+    ("add", lambda f: f.reduce(A, 0, None, (None,))),
+    ("add", lambda f: f.reduce(X, 0, None, (A,))),
+    ("add", lambda f: f.accumulate(A, 0, None, (X,))),
+    ("add", lambda f: f.reduceat(A, [0, 2], 0, None, (X,))),
     ("add", lambda f: f.reduce(A, out=(None,))),
     ("add", lambda f: f.reduce(X, where=A)),
     ("add", lambda f: f.reduce(array=A)),
