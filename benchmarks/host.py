@@ -17,9 +17,11 @@ What it measures, all on one core, in one process, so that ratios are comparable
    - Numba: ``@numba.vectorize`` (cpu target, explicit signatures, compiled before timing).
    Every call allocates its outputs (no ``out=``).  Before timing, each peer's result is
    checked against ufuncgen's; a mismatch is flagged in the table.
-2. A few gufuncs (l2_norm, matmul, rgb_to_gray, pairwise_distances) against NumPy
-   and ``@numba.guvectorize`` (matmul three times: 4x4 stacks, one of its ``specialize:``
-   sizes; 5x5, which takes the general loop; a 4x4 stack by one matrix, broadcast); then two
+2. The shipped gufuncs (l2_norm, matmul, rgb_to_gray, pairwise_distances, inner1d, sq_norm3,
+   centroid_distances; not condensed_distances, whose output dimension no input has, which
+   ``@guvectorize`` cannot declare) against NumPy and ``@numba.guvectorize`` (matmul three
+   times: 4x4 stacks, one of its ``specialize:`` sizes; 5x5, which takes the general loop; a
+   4x4 stack by one matrix, broadcast); then two
    functions whose bodies cannot vectorize (integer power by squaring, Collatz steps:
    data-dependent loops), built with ``ufuncgen.load()``, against the same algorithm under
    ``@numba.vectorize``.
@@ -388,8 +390,29 @@ def numba_gufuncs(dt):
                     acc += diff * diff
                 out[i, j] = out[j, i] = math.sqrt(acc)
 
+    @numba.guvectorize([f"void({t}[:], {t}[:], {t}[:])"], "(n),(n)->()", target="cpu")
+    def inner1d(x, y, out):
+        acc = zero
+        for i in range(x.shape[0]):
+            acc += x[i] * y[i]
+        out[0] = acc
+
+    @numba.guvectorize([f"void({t}[:], {t}[:])"], "(c)->()", target="cpu")
+    def sq_norm3(v, out):
+        out[0] = v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
+
+    @numba.guvectorize([f"void({t}[:], {t}[:, :], {t}[:])"], "(d),(k,d)->(k)", target="cpu")
+    def centroid_distances(point, centroids, out):
+        for i in range(centroids.shape[0]):
+            acc = zero
+            for j in range(point.shape[0]):
+                diff = point[j] - centroids[i, j]
+                acc += diff * diff
+            out[i] = math.sqrt(acc)
+
     return {"l2_norm": l2_norm, "matmul": matmul, "rgb_to_gray": rgb_to_gray,
-            "pairwise_distances": pairwise_distances}
+            "pairwise_distances": pairwise_distances, "inner1d": inner1d, "sq_norm3": sq_norm3,
+            "centroid_distances": centroid_distances}
 
 
 def gufunc_label(name, inputs):
@@ -415,8 +438,9 @@ def gufunc_cases(dt, rng, scale):
 
     side = max(1, int(2000 * math.sqrt(scale)))
     stacks = max(1, int(100_000 * scale))
+    rows = max(1, int(1_000_000 * scale))
     return [
-        ("l2_norm", (array(max(1, int(1_000_000 * scale)), 10),),
+        ("l2_norm", (array(rows, 10),),
          lambda x: np.linalg.norm(x, axis=-1), "np.linalg.norm(x, axis=-1)"),
         # 4x4 is one of matmul's `specialize:` sizes; 5x5 is not, and takes the general loop.
         ("matmul", (array(stacks, 4, 4), array(stacks, 4, 4)), np.matmul, "np.matmul(a, b)"),
@@ -428,6 +452,13 @@ def gufunc_cases(dt, rng, scale):
          "0.299*rgb[...,0] + 0.587*rgb[...,1] + 0.114*rgb[...,2]"),
         ("pairwise_distances", (array(1000, 3),), pairwise,
          "sqrt(((p[:,None]-p[None])**2).sum(-1))"),
+        ("inner1d", (array(rows, 10), array(rows, 10)), np.vecdot, "np.vecdot(x, y)"),
+        ("sq_norm3", (array(rows, 3),), lambda v: np.einsum("ij,ij->i", v, v),
+         "np.einsum('ij,ij->i', v, v)"),
+        # Every point against the same 8 centroids (broadcast: outer step 0), a k-means step.
+        ("centroid_distances", (array(rows, 3), array(8, 3)),
+         lambda p, c: np.sqrt(((p[:, None, :] - c) ** 2).sum(-1)),
+         "sqrt(((p[:,None]-c)**2).sum(-1))"),
     ]
 
 
