@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import ufuncgen._device as dev
+import ufuncgen.examples as ex
 
 from .dlpack_capsules import (DELETER, DLDataType, DLDevice, DLManagedTensor,
                               DLManagedTensorVersioned, DLTensor)
@@ -170,10 +171,24 @@ def test_pointer_device_finds_the_device_of_any_byte_of_a_simulated_allocation()
     assert dev.pointer_device(a0.ptr) == 0
     assert dev.pointer_device(a1.ptr) == 1
     assert dev.pointer_device(a1.ptr + 799) == 1
-    # Memory the simulator did not allocate belongs to the current device; NULL to none.
+    # Memory the simulator did not allocate is no device's, as CUDA says of host memory.
     host = np.zeros(4)
-    assert dev.pointer_device(host.ctypes.data) == 0
+    assert dev.pointer_device(host.ctypes.data) == -1
+    assert dev.pointer_device(4096) == -1
     assert dev.pointer_device(0) == -1
+
+
+@pytest.mark.parametrize("address", ["host array", 4096])
+def test_an_array_interface_over_memory_the_device_did_not_allocate_is_refused(address):
+    # Not computed as if it were device memory: a bogus address stopped the interpreter.
+    host = np.arange(3.0)
+    data = host.ctypes.data if address == "host array" else address
+    foreign = type("Foreign", (), {"__cuda_array_interface__": {
+        "shape": (3,), "typestr": "<f8", "strides": None, "data": (data, False),
+        "version": 3}})()
+    with pytest.raises(ValueError, match="is not device memory"):
+        ex.add(foreign, 1.0)
+    assert host.tolist() == [0.0, 1.0, 2.0]
 
 
 def test_an_injected_error_fails_the_next_launch_with_the_named_cuda_error():

@@ -388,6 +388,10 @@ ufg_sim_stream_device_of(void *stream)
     return device;
 }
 
+/* The device of the simulated allocation `ptr` points into, or -1 for memory the simulator
+ * did not allocate: a host array's pointer, or any other address, is not device memory, as
+ * cudaPointerGetAttributes says of them (and a kernel reading a bogus one would stop the
+ * process here, where a GPU reports an illegal address). */
 static int
 ufg_sim_pointer_device(const void *ptr)
 {
@@ -399,7 +403,7 @@ ufg_sim_pointer_device(const void *ptr)
     }
     pthread_mutex_lock(&ufg_sim_mutex);
     block = ufg_sim_block_find((uintptr_t)ptr);
-    device = block != NULL ? block->device : ufg_sim_current >= 0 ? ufg_sim_current : 0;
+    device = block != NULL ? block->device : -1;
     pthread_mutex_unlock(&ufg_sim_mutex);
     return device;
 }
