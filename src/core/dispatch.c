@@ -433,16 +433,32 @@ ufg_plain_keywords(PyObject *const *values, PyObject *kwnames)
     return 1;
 }
 
-int
-ufg_dispatch_is_plain_host_call(PyObject *const *args, Py_ssize_t nargs,
-                                PyObject *kwnames)
+/* The arguments after the exact ndarrays that lead: each one plain? */
+static Py_NO_INLINE int
+ufg_plain_from(PyObject *const *args, Py_ssize_t i, Py_ssize_t nargs, PyObject *kwnames)
 {
-    Py_ssize_t i;
-
-    for (i = 0; i < nargs; i++) {
+    for (; i < nargs; i++) {
         if (!ufg_is_plain_host(args[i])) {
             return 0;
         }
     }
     return kwnames == NULL || ufg_plain_keywords(args + nargs, kwnames);
+}
+
+/* Exact ndarrays by position, the common call, are passed over first with one comparison
+ * each: the seven of ufg_is_builtin_host, which GCC evaluates together, and the stack frame
+ * they need cost about 40 instructions an argument, on a call NumPy's ufunc runs in 4,300. */
+int
+ufg_dispatch_is_plain_host_call(PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
+{
+    Py_ssize_t i = 0;
+
+    while (i < nargs && PyArray_CheckExact(args[i])) {
+        i++;
+    }
+    if (i == nargs && kwnames == NULL) {
+        return 1;
+    }
+    return ufg_plain_from(args, i, nargs, kwnames);
 }
