@@ -35,8 +35,10 @@ class Diagnostic:
     def format(self) -> str:
         text = f"{self.location}: {self.severity}: {self.message}"
         if self.source_line is not None:
-            # A tab or a NUL shows as one space, so that the caret stays under its column.
-            line = self.source_line.rstrip("\n").replace("\t", " ").replace("\0", " ")
+            # A tab, a NUL or a carriage return shows as one space, so that the caret stays
+            # under its column (and a CR does not send the line back to its start).
+            line = self.source_line.rstrip("\n").removesuffix("\r")
+            line = line.replace("\t", " ").replace("\0", " ").replace("\r", " ")
             text += f"\n    {line}\n    {' ' * (self.location.col - 1)}^"
         return text
 

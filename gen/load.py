@@ -65,6 +65,20 @@ def _nul_bytes(shown: str, text: str) -> list[Diagnostic]:
     return found
 
 
+def _lone_carriage_return(shown: str, text: str) -> list[Diagnostic]:
+    """A carriage return that ends no line (classic Mac OS line endings, or one stray): this
+    reader would take the line on as one, and C compilers would count it as a line's end, so
+    every line number after it would differ between the two.  A diagnostic for the first."""
+    for number, line in enumerate(text.split("\n"), 1):
+        col = line.removesuffix("\r").find("\r")
+        if col >= 0:
+            return [Diagnostic(Location(shown, number, col + 1),
+                               "file has a carriage return (CR) that ends no line: end lines "
+                               "with LF or CR LF (a file saved with classic Mac OS line endings "
+                               "has CR alone)", line)]
+    return []
+
+
 def _file_identity(path: str):
     """What two spellings of one file share: its device and inode, else its absolute path."""
     try:
@@ -101,9 +115,9 @@ def load_module(qualified_name: str, paths: list[str], source_root: str | None =
         if isinstance(text, Diagnostic):
             sink.diagnostics.append(text)
             continue
-        nuls = _nul_bytes(shown, text)
-        if nuls:
-            sink.diagnostics.extend(nuls)
+        unreadable = _nul_bytes(shown, text) or _lone_carriage_return(shown, text)
+        if unreadable:
+            sink.diagnostics.extend(unreadable)
             continue
         raw = parse_text(shown, text, sink)
         files.append((raw, sink, shown))

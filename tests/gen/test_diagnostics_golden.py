@@ -95,7 +95,8 @@ def test_golden_carets_sit_under_the_reported_column_of_the_quoted_source_line(c
         data = (GOLDEN / m["path"]).read_bytes().decode("utf-8", "replace").split("\n")
         line, col = int(m["line"]), int(m["col"])
         if i + 2 < len(expected) and expected[i + 1].startswith("    ") and expected[i + 2].strip() == "^":
-            assert expected[i + 1] == "    " + data[line - 1].replace("\t", " ").replace("\0", " ")
+            shown = data[line - 1].removesuffix("\r")
+            assert expected[i + 1] == "    " + shown.replace("\t", " ").replace("\0", " ").replace("\r", " ")
             assert expected[i + 2] == "    " + " " * (col - 1) + "^"
         else:   # no source line to show: only an empty file, or a file that cannot be read
             assert data == [""] or not (GOLDEN / m["path"]).exists(), text
