@@ -380,3 +380,14 @@ def test_a_reduction_without_identity_starts_from_its_first_elements_cast_throug
     with np.errstate(all="ignore"):
         ex.custom_op.reduce(to_dev(array), axis=axis, out=out)
     np.testing.assert_array_equal(host(out), want)
+
+
+@pytest.mark.parametrize("initial", [np.array(5.0), np.array([5.0])], ids=["0-d", "1-d"])
+def test_initial_on_the_device_is_refused_by_name_where_the_host_takes_a_scalar(initial):
+    # NumPy takes a 0-d host array as the scalar it holds; a device array there would have to
+    # be read back first, which the call does not do behind the caller's back.
+    x = np.arange(4.0)
+    assert np.add.reduce(x, initial=initial[()] if initial.ndim == 0 else 5.0) == 11.0
+    refused = r"add\.reduce: initial= is a device array \(ufuncgen\._device\.DeviceArray\)"
+    with pytest.raises(TypeError, match=refused):
+        ex.add.reduce(to_dev(x), initial=device.to_device(initial))

@@ -185,6 +185,27 @@ ufg_reduce_round_through(ufg_value *value, ufg_dtype_code acc, ufg_dtype_code ou
     ufg_cast_element(UFG_CAST_PAIR(out, acc), (const char *)there.bytes, (char *)value->bytes);
 }
 
+/* initial= packed as the accumulator: a scalar on the host, as NumPy takes it.  A device
+ * array there (a 0-d one that a host array would be taken as) is refused by name: reading
+ * it would wait for the device. */
+static int
+ufg_reduce_initial(const char *prefix, PyObject *initial, ufg_dtype_code acc,
+                   ufg_value *packed)
+{
+    int on_device = ufg_is_device_object(initial);
+
+    if (on_device < 0) {
+        return -1;
+    }
+    if (on_device) {
+        PyErr_Format(PyExc_TypeError, "%s: initial= is a device array (%.200s); it takes a "
+                     "scalar on the host, as a Python or NumPy number: copy it back first "
+                     "(x.copy_to_host()[()])", prefix, Py_TYPE(initial)->tp_name);
+        return -1;
+    }
+    return ufg_reduce_pack(initial, acc, packed);
+}
+
 static int
 ufg_reduce_has_identity(const ufg_function_descriptor *fn)
 {
@@ -881,7 +902,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     }
     plan.identity = plan.chunk_start;
     if (initial != NULL && initial != Py_None &&
-        ufg_reduce_pack(initial, plan.acc, &plan.identity) < 0) {
+        ufg_reduce_initial(prefix, initial, plan.acc, &plan.identity) < 0) {
         goto done;
     }
     if (!plan.from_first && have_out && out.code != plan.acc) {
