@@ -175,12 +175,17 @@ def specialization_test(spec: Specialization) -> str:
     return " && ".join(f"{core_size(d)} == {size}" for d, size in spec.sizes)
 
 
-def specialized_dimensions(spec: Specialization, fn: Function) -> str:
-    """C: NumPy's `dimensions` (the outer size, then each core dimension) with the specialized
-    sizes as constants, for an initializer the compiler folds into the body."""
-    fixed = {d.index: size for d, size in spec.sizes}
+def _dimensions_with(fn: Function, fixed: dict[int, int]) -> str:
+    """C: NumPy's `dimensions` (the outer size, then each core dimension) with the sizes of
+    `fixed` (core dimension index: size) as constants, for an initializer the compiler folds
+    into the body."""
     return ", ".join(["dimensions[0]"] + [str(fixed[d.index]) if d.index in fixed
                                           else core_size(d) for d in fn.layout.dims])
+
+
+def specialized_dimensions(spec: Specialization, fn: Function) -> str:
+    """C: NumPy's `dimensions` with the specialized sizes as constants."""
+    return _dimensions_with(fn, {d.index: size for d, size in spec.sizes})
 
 
 def call_signature(fn: Function) -> str:
@@ -326,8 +331,7 @@ def lane_sizes(fn: Function, sig, module: Module) -> tuple[int, ...]:
 
 def lane_dimensions(fn: Function, size: int) -> str:
     """C: NumPy's `dimensions` with the one variable core dimension `size` (lane_sizes)."""
-    return ", ".join(["dimensions[0]"] + [str(size) if d.is_variable else core_size(d)
-                                          for d in fn.layout.dims])
+    return _dimensions_with(fn, {d.index: size for d in fn.layout.variable_dims})
 
 
 def lane_itemsize(fn: Function, sig) -> int:
