@@ -45,6 +45,15 @@ ufg_arg_int64(PyObject *obj, const char *argname, int64_t *out)
     return 0;
 }
 
+ufg_hex_text
+ufg_hex(uint64_t value)
+{
+    ufg_hex_text hex;
+
+    PyOS_snprintf(hex.text, sizeof hex.text, "0x%llx", (unsigned long long)value);
+    return hex;
+}
+
 int
 ufg_arg_uintptr(PyObject *obj, const char *argname, uintptr_t *out)
 {

@@ -35,6 +35,14 @@ int ufg_arg_shape(PyObject *obj, const char *argname, int max_len, int64_t *out,
 /* A bytes object of at most 8 bytes copied into out (zero-filled first); None gives zeros. */
 int ufg_arg_value_bytes(PyObject *obj, const char *argname, unsigned char out[8]);
 
+/* An address or handle as "0x..." for a message: PyErr_Format and PyUnicode_FromFormat
+ * have no %llx before Python 3.12 (they print the code itself).  The text lives as long as
+ * the returned value: pass ufg_hex(p).text within one call. */
+typedef struct {
+    char text[24];
+} ufg_hex_text;
+ufg_hex_text ufg_hex(uint64_t value);
+
 /* The reverse, for results: a new tuple of n ints. */
 PyObject *ufg_int64_tuple_new(const int64_t *values, int n);
 

@@ -317,12 +317,10 @@ ufg_from_pointer_device(const ufg_backend *backend, PyObject *device_obj, uintpt
     }
     *device = backend->pointer_device((const void *)ptr);
     if (*device < 0) {
-        char address[32];
-        /* PyErr_Format has no %llx, and its %p prints NULL as "0x(nil)". */
-        PyOS_snprintf(address, sizeof(address), "0x%llx", (unsigned long long)ptr);
+        /* Not %p, which prints NULL as "0x(nil)". */
         PyErr_Format(PyExc_ValueError,
                      "ptr: %s is not device memory the %s backend knows; pass device=",
-                     address, backend->name);
+                     ufg_hex(ptr).text, backend->name);
         return -1;
     }
     return 0;
@@ -369,7 +367,9 @@ ufg_from_pointer(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
         ufg_c_strides(ndim, shape, descr->elsize, strides);
     }
     if (ufg_strides_span_fits(ndim, shape, strides, PyExc_ValueError,
-                              strides_obj != Py_None ? "strides" : "shape") < 0) {
+                              strides_obj != Py_None ? "strides" : "shape") < 0 ||
+        ufg_view_in_allocation(backend, (const char *)ptr, ndim, shape, strides, descr->elsize,
+                               PyExc_ValueError, strides_obj != Py_None ? "strides" : "shape") < 0) {
         Py_DECREF(descr);
         return NULL;
     }

@@ -116,7 +116,11 @@ ufg_sim_stall_function(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kw
         return NULL;
     }
     if (!(seconds >= 0.0 && seconds <= 60.0)) {
-        PyErr_Format(PyExc_ValueError, "seconds: expected 0 to 60, got %g", seconds);
+        char text[32];
+
+        /* PyErr_Format has no %g before Python 3.12. */
+        PyOS_snprintf(text, sizeof text, "%g", seconds);
+        PyErr_Format(PyExc_ValueError, "seconds: expected 0 to 60, got %s", text);
         return NULL;
     }
     if (device_obj == Py_None) {

@@ -113,8 +113,8 @@ ufg_owned_stream_dealloc(ufg_OwnedStreamObject *self)
 static PyObject *
 ufg_owned_stream_repr(ufg_OwnedStreamObject *self)
 {
-    return PyUnicode_FromFormat("<ufuncgen._device.OwnedStream 0x%llx on device %d>",
-                                (unsigned long long)self->handle, self->device);
+    return PyUnicode_FromFormat("<ufuncgen._device.OwnedStream %s on device %d>",
+                                ufg_hex((uintptr_t)self->handle).text, self->device);
 }
 
 static PyObject *

@@ -4,6 +4,7 @@
  */
 #include "stream_device.h"
 
+#include "args.h"
 #include "owned_stream.h"
 
 int
@@ -24,16 +25,13 @@ ufg_check_stream_device(const ufg_backend *backend, uintptr_t stream, int device
                         const char *stream_what, const char *data_what)
 {
     const int stream_device = ufg_stream_device(backend, stream);
-    char handle[32];
 
     if (stream_device < 0 || stream_device == device) {
         return 0;
     }
-    /* PyErr_Format has no %llx. */
-    PyOS_snprintf(handle, sizeof handle, "0x%llx", (unsigned long long)stream);
     PyErr_Format(PyExc_ValueError,
                  "%s %s is a stream of CUDA device %d, but %s CUDA device %d; CUDA runs work "
                  "only on a stream of the device it is for (make the stream on device %d)",
-                 stream_what, handle, stream_device, data_what, device, device);
+                 stream_what, ufg_hex(stream).text, stream_device, data_what, device, device);
     return -1;
 }

@@ -6,7 +6,7 @@ import pytest
 import ufuncgen.examples as ex
 from ufuncgen import device
 
-from .conftest import HostTensor, host, to_dev
+from .conftest import ForeignArray, HostTensor, host, to_dev
 
 pytestmark = pytest.mark.skipif(not device.is_available(), reason=str(device.unavailable_reason()))
 
@@ -116,6 +116,74 @@ def test_a_host_dlpack_producer_is_refused_naming_its_device_before_it_is_asked_
 def test_an_object_with_no_cuda_interface_at_all_is_a_type_error_naming_it():
     with pytest.raises(TypeError, match=r"as_device_array\(obj\) \(list\) is not a CUDA array"):
         device.as_device_array([1.0, 2.0])
+
+
+# --------------------------------------------------------------------------- views past their buffer
+
+# The simulator knows each allocation's bounds (CUDA's runtime API does not tell them), so a
+# foreign view whose elements reach outside the buffer its pointer is in is refused there,
+# before a kernel reads or writes the host memory around it: huge strides stopped the
+# interpreter, a view running backwards from the start read what lay before the buffer.
+# 32 float64s fill one 256-byte simulated allocation exactly.
+on_the_simulator = pytest.mark.skipif(device.backend() != "sim",
+                                      reason="only the simulator knows allocations' bounds")
+INSIDE = [((32,), (8,), 0), ((32,), (-8,), 31), ((4, 8), (64, 8), 0), ((8,), (0,), 31),
+          ((2, 2), (-128, 120), 16)]
+OUTSIDE = [((33,), (8,), 0), ((32,), (-8,), 30), ((2,), (2**40,), 0), ((3,), (-8,), 0),
+           ((4, 9), (64, 8), 0), ((10**7,), (8,), 0)]
+OUTSIDE_IDS = ["one past the end", "one before the start, backwards", "a huge stride",
+               "backwards from the start", "rows one too long", "ten million"]
+
+
+def _through_cai(d, shape, strides, first):
+    return ForeignArray(d, shape=shape, strides=strides, data=(d.ptr + 8 * first, False))
+
+
+def _through_dlpack(d, shape, strides, first):
+    from .dlpack_capsules import Producer
+    return Producer(ptr=d.ptr, shape=shape, strides=tuple(s // 8 for s in strides),
+                    byte_offset=8 * first)
+
+
+def _through_from_pointer(d, shape, strides, first):
+    from ufuncgen import _device
+    return _device.from_pointer(d.ptr + 8 * first, shape, np.float64, strides)
+
+
+@on_the_simulator
+@pytest.mark.parametrize("shape, strides, first", INSIDE,
+                         ids=["whole", "reversed", "2-d", "broadcast last", "2-d backwards"])
+@pytest.mark.parametrize("through", [_through_cai, _through_dlpack, _through_from_pointer],
+                         ids=["cai", "dlpack", "from_pointer"])
+def test_a_foreign_view_inside_its_allocation_is_read_as_numpy_reads_it(shape, strides, first,
+                                                                         through):
+    values = np.arange(32.0) - 7.5
+    d = to_dev(values)
+    want = np.lib.stride_tricks.as_strided(values[first:], shape, strides) * 2.0
+    np.testing.assert_array_equal(host(ex.add(through(d, shape, strides, first),
+                                              through(d, shape, strides, first))), want)
+
+
+@on_the_simulator
+@pytest.mark.parametrize("shape, strides, first", OUTSIDE, ids=OUTSIDE_IDS)
+@pytest.mark.parametrize("through, error", [
+    (_through_cai, ValueError), (_through_dlpack, BufferError),
+    (_through_from_pointer, ValueError)], ids=["cai", "dlpack", "from_pointer"])
+def test_a_foreign_view_reaching_past_its_allocation_is_refused_before_any_kernel(
+        shape, strides, first, through, error):
+    values = np.arange(32.0)
+    d = to_dev(values)
+    out = to_dev(np.full(32, -1.0))
+    with pytest.raises(error, match=r"its elements span bytes 0x[0-9a-f]+ to 0x[0-9a-f]+, beyond "
+                                    r"the 256-byte device allocation at 0x[0-9a-f]+ that its "
+                                    r"pointer 0x[0-9a-f]+ points into"):
+        ex.add(through(d, shape, strides, first), 1.0)
+    if through is not _through_from_pointer:
+        # The same view as out=: nothing written, in it or around it.
+        with pytest.raises(error, match="beyond the 256-byte device allocation"):
+            ex.add(to_dev(np.ones(shape)), 1.0, out=through(out, shape, strides, first))
+    np.testing.assert_array_equal(host(d), values)
+    np.testing.assert_array_equal(host(out), np.full(32, -1.0))
 
 
 # --------------------------------------------------------------------------- the interface on an instance

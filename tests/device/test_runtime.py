@@ -8,6 +8,7 @@ with a clear error.
 import ctypes
 import gc
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -189,6 +190,25 @@ def test_an_array_interface_over_memory_the_device_did_not_allocate_is_refused(a
     with pytest.raises(ValueError, match="is not device memory"):
         ex.add(foreign, 1.0)
     assert host.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_addresses_and_numbers_in_messages_and_reprs_are_printed_not_their_format_codes():
+    # PyErr_Format and PyUnicode_FromFormat know no %llx (nor %g) before Python 3.12: the
+    # code itself was printed.
+    from .dlpack_capsules import Producer
+    host = np.ones(4)
+    with pytest.raises(BufferError, match=rf"the tensor's data 0x{host.ctypes.data:x} is not "
+                                          r"device memory$"):
+        ex.add(Producer(ptr=host.ctypes.data, shape=(4,)), 1.0)
+    with pytest.raises(BufferError, match=r"byte_offset 18446744073709551608 past the data "
+                                          r"pointer 0x[0-9a-f]+ leaves the address space"):
+        ex.add(Producer(ptr=dev.empty(4, np.float64).ptr, shape=(4,), byte_offset=2**64 - 8),
+               1.0)
+    stream = __import__("ufuncgen").device.Stream()
+    assert re.fullmatch(r"<ufuncgen._device.OwnedStream 0x[0-9a-f]+ on device 0>",
+                        repr(stream._owned))
+    with pytest.raises(ValueError, match=r"^seconds: expected 0 to 60, got 100.5$"):
+        dev.sim_stall(0, 100.5)
 
 
 def test_an_injected_error_fails_the_next_launch_with_the_named_cuda_error():

@@ -102,6 +102,21 @@ def test_a_copy_to_the_host_on_a_stream_of_another_device_is_refused(on_device_1
         a.copy_to_host(stream=handle)
 
 
+@pytest.mark.parametrize("kind", STREAM_KINDS)
+def test_setting_an_arrays_stream_to_one_of_another_device_is_refused_there(on_device_1, kind):
+    # It was taken, and the array's next copy failed blaming a stream= nobody passed.
+    a = device.to_device(np.arange(3.0))
+    before = a.stream
+    with pytest.raises(ValueError, match=mismatch("DeviceArray.stream:", 1, "the array is on",
+                                                  0, 1)):
+        a.stream = on_device_1[kind]
+    assert a.stream == before
+    np.testing.assert_array_equal(a.copy_to_host(), np.arange(3.0))
+    own = device.Stream(device=0)
+    a.stream = own                                     # one of its own device is taken
+    assert a.stream == own.handle
+
+
 def test_from_dlpack_with_a_stream_of_another_device_is_refused(on_device_1):
     with pytest.raises(ValueError, match=mismatch("from_dlpack_capsule: stream=", 1,
                                                   "the tensor is on", 0, 1)):

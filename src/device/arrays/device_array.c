@@ -11,6 +11,7 @@
 #include "call/stream_arg.h"
 #include "dtypes.h"
 #include "runtime.h"
+#include "stream_device.h"
 
 #if PY_VERSION_HEX < 0x030C0000
 #include <structmember.h>
@@ -70,6 +71,45 @@ ufg_strides_span_fits(int ndim, const int64_t *shape, const int64_t *strides,
         }
     }
     return 0;
+}
+
+int
+ufg_view_in_allocation(const ufg_backend *backend, const char *ptr, int ndim,
+                       const int64_t *shape, const int64_t *strides, int64_t itemsize,
+                       PyObject *error_type, const char *context)
+{
+    int64_t below = 0, above = 0;     /* bytes before and after the first element's start */
+    uintptr_t base;
+    size_t size;
+    uint64_t offset;
+
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 0) {
+            return 0;
+        }
+    }
+    if (backend->allocation_of == NULL || backend->allocation_of(ptr, &base, &size) != 0) {
+        return 0;
+    }
+    for (int d = 0; d < ndim; d++) {
+        /* No overflow: the magnitudes add up to the span, which fits in int64. */
+        if (strides[d] < 0) {
+            below += (shape[d] - 1) * -strides[d];
+        }
+        else {
+            above += (shape[d] - 1) * strides[d];
+        }
+    }
+    offset = (uint64_t)((uintptr_t)ptr - base);
+    if ((uint64_t)below <= offset && (uint64_t)above + (uint64_t)itemsize <= size - offset) {
+        return 0;
+    }
+    PyErr_Format(error_type, "%s: its elements span bytes %s to %s, beyond the %zu-byte "
+                 "device allocation at %s that its pointer %s points into", context,
+                 ufg_hex((uintptr_t)ptr - (uint64_t)below).text,
+                 ufg_hex((uintptr_t)ptr + (uint64_t)above + (uint64_t)itemsize).text, size,
+                 ufg_hex(base).text, ufg_hex((uintptr_t)ptr).text);
+    return -1;
 }
 
 void
@@ -367,13 +407,19 @@ static int
 ufg_device_array_set_stream(ufg_DeviceArrayObject *self, PyObject *value,
                             void *Py_UNUSED(closure))
 {
+    const ufg_backend *backend;
     uintptr_t stream;
 
     if (value == NULL) {
         PyErr_SetString(PyExc_AttributeError, "DeviceArray.stream cannot be deleted");
         return -1;
     }
-    if (ufg_stream_from_object(value, &stream) < 0) {
+    /* Refused here, as stream= is: the array's later uses (its CAI, a copy, its free) would
+     * fail naming an argument nobody passed. */
+    if (ufg_stream_from_object(value, &stream) < 0 ||
+        (backend = ufg_runtime_backend()) == NULL ||
+        ufg_check_stream_device(backend, stream, self->device, "DeviceArray.stream:",
+                                "the array is on") < 0) {
         return -1;
     }
     self->stream = stream;

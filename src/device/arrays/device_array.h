@@ -112,6 +112,15 @@ int64_t ufg_shape_size(int ndim, const int64_t *shape, const char *argname);
 int ufg_strides_span_fits(int ndim, const int64_t *shape, const int64_t *strides,
                           PyObject *error_type, const char *context);
 
+/* 0 when a view's elements (whose span fits: ufg_strides_span_fits) lie in the one device
+ * allocation `ptr` points into, or when the backend cannot tell; else -1 with `error_type`
+ * set, giving the bytes they reach and the allocation's.  A kernel would read or write
+ * past the buffer: a GPU stops with an illegal address, the simulator would corrupt the
+ * interpreter's memory. */
+int ufg_view_in_allocation(const ufg_backend *backend, const char *ptr, int ndim,
+                           const int64_t *shape, const int64_t *strides, int64_t itemsize,
+                           PyObject *error_type, const char *context);
+
 /* Fills C-contiguous byte strides for shape. */
 void ufg_c_strides(int ndim, const int64_t *shape, int64_t itemsize, int64_t *strides);
 

@@ -477,17 +477,17 @@ ufg_dlpack_read_data(const DLTensor *tensor, const char *context, int64_t size, 
     }
     if (tensor->byte_offset > (uint64_t)(UINTPTR_MAX - data) ||
         tensor->byte_offset > (uint64_t)INT64_MAX) {
-        PyErr_Format(PyExc_BufferError, "%s: byte_offset %llu past the data pointer 0x%llx "
+        PyErr_Format(PyExc_BufferError, "%s: byte_offset %llu past the data pointer %s "
                      "leaves the address space", context,
-                     (unsigned long long)tensor->byte_offset, (unsigned long long)data);
+                     (unsigned long long)tensor->byte_offset, ufg_hex(data).text);
         return -1;
     }
     *ptr = (char *)(data + (uintptr_t)tensor->byte_offset);
     if (size > 0 && ((backend = ufg_runtime_backend()) == NULL ||
                      backend->pointer_device(*ptr) < 0)) {
         if (backend != NULL) {
-            PyErr_Format(PyExc_BufferError, "%s: the tensor's data 0x%llx is not device "
-                         "memory", context, (unsigned long long)(uintptr_t)*ptr);
+            PyErr_Format(PyExc_BufferError, "%s: the tensor's data %s is not device "
+                         "memory", context, ufg_hex((uintptr_t)*ptr).text);
         }
         return -1;
     }
@@ -516,7 +516,12 @@ ufg_dlpack_read_tensor(const DLTensor *tensor, int64_t *shape, int64_t *strides,
         ufg_dlpack_read_strides(tensor, context, itemsize, shape, size, strides) < 0) {
         return -1;
     }
-    return ufg_dlpack_read_data(tensor, context, size, ptr);
+    if (ufg_dlpack_read_data(tensor, context, size, ptr) < 0) {
+        return -1;
+    }
+    return size > 0 ? ufg_view_in_allocation(ufg_runtime_backend(), *ptr, tensor->ndim, shape,
+                                             strides, itemsize, PyExc_BufferError, context)
+                    : 0;
 }
 
 int

@@ -89,6 +89,11 @@ typedef struct ufg_backend {
 
     /* The ordinal of the device `ptr` points into, or -1 for host memory. */
     int (*pointer_device)(const void *ptr);
+    /* Optional (NULL: the backend cannot tell, as CUDA's runtime API cannot).  0 and the
+     * bounds of the allocation `ptr` points into, or -1 for memory the backend did not
+     * allocate: the simulator's, so that a view reaching past its buffer is refused before a
+     * kernel reads host memory around it. */
+    int (*allocation_of)(const void *ptr, uintptr_t *base, size_t *size);
     /* The ordinal of the device a stream was made on, or -1 when the backend cannot tell (an
      * older CUDA runtime; a handle the simulator did not make).  Never asked about the default
      * streams 0, 1 and 2, which each device has. */

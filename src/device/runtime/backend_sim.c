@@ -408,6 +408,21 @@ ufg_sim_pointer_device(const void *ptr)
     return device;
 }
 
+static int
+ufg_sim_allocation_of(const void *ptr, uintptr_t *base, size_t *size)
+{
+    const ufg_sim_block *block;
+
+    pthread_mutex_lock(&ufg_sim_mutex);
+    block = ufg_sim_block_find((uintptr_t)ptr);
+    if (block != NULL) {
+        *base = block->base;
+        *size = block->size;
+    }
+    pthread_mutex_unlock(&ufg_sim_mutex);
+    return block != NULL ? 0 : -1;
+}
+
 /* The alignment a GPU needs for an element of each dtype code: its storage type's. */
 static int64_t
 ufg_sim_element_alignment(int64_t code)
@@ -535,6 +550,7 @@ static const ufg_backend ufg_sim_backend = {
     .event_done = ufg_sim_event_done,
     .event_destroy = ufg_sim_event_destroy,
     .pointer_device = ufg_sim_pointer_device,
+    .allocation_of = ufg_sim_allocation_of,
     .stream_device = ufg_sim_stream_device_of,
     .error_name = ufg_sim_error_name,
     .error_string = ufg_sim_error_string,
