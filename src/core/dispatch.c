@@ -335,7 +335,9 @@ ufg_scan_out_value(PyObject *out, Py_ssize_t index)
     return UFG_DISPATCH_HOST;
 }
 
-/* The values of `out` and of the reductions' `array` (f.reduce(array=x)). */
+/* The values of `out`, `where` and the reductions' `array` (f.reduce(array=x)): a CUDA
+ * where= mask next to host values takes the device path, as a CUDA out= does, where scalars
+ * run and host arrays are refused by name (NumPy would say only that it cannot convert it). */
 static Py_NO_INLINE Py_ssize_t
 ufg_scan_keywords(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -346,8 +348,10 @@ ufg_scan_keywords(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
         if (ufg_is_out_keyword(name)) {
             found = ufg_scan_out_value(args[nargs + k], nargs + k);
         }
-        else if (name == ufg_array_name ||
-                 PyUnicode_CompareWithASCIIString(name, "array") == 0) {
+        else if (name == ufg_array_name || name == ufg_where_name ||
+                 (!PyUnicode_CHECK_INTERNED(name) &&
+                  (PyUnicode_CompareWithASCIIString(name, "array") == 0 ||
+                   PyUnicode_CompareWithASCIIString(name, "where") == 0))) {
             const int device = ufg_is_device_buffer(args[nargs + k]);
             found = device == 0 ? UFG_DISPATCH_HOST
                   : device < 0 ? UFG_DISPATCH_ERROR : nargs + k;

@@ -202,6 +202,26 @@ def test_out_may_be_the_array_itself_accumulating_in_place(rng):
     _same(host(d), ex.add.ufunc.accumulate(x, axis=1))
 
 
+@pytest.mark.parametrize("shape, strides, axis", [
+    ((3,), (0,), 0), ((2, 2), (8, 0), 0), ((3, 2), (8, 0), 0), ((2, 3), (0, 8), 1),
+    ((3, 2), (0, 8), 0)], ids=["one element", "rows share", "three rows share",
+                               "columns share", "lines share"])
+def test_an_array_whose_elements_share_memory_accumulated_into_itself_is_read_as_it_was(
+        shape, strides, axis):
+    # A broadcast view (stride 0) as out= of itself: each line read what the line before
+    # wrote through the shared addresses; NumPy computes from a copy of the input.
+    from numpy.lib.stride_tricks import as_strided
+    from .conftest import view
+    base = np.arange(1.0, 7.0)
+    want = base.copy()
+    shared = as_strided(want, shape, strides, writeable=True)
+    np.add.accumulate(shared, axis=axis, out=shared)
+    d = to_dev(base)
+    v = view(d, shape, strides)
+    ex.add.accumulate(v, axis=axis, out=v)
+    _same(host(d), want)
+
+
 def test_out_overlapping_the_array_shifted_reads_the_array_as_it_was(rng):
     from .conftest import view
     x = _data(np.float64, 41, rng)

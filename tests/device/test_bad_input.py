@@ -218,6 +218,20 @@ def test_a_host_where_mask_with_device_arrays_is_refused_naming_its_type(where):
         ex.add(d, d, where=where)
 
 
+@pytest.mark.parametrize("call, named", [
+    (lambda m: ex.add(1.0, 2.0, where=m), r"add: where= is a CUDA array, but no argument is"),
+    (lambda m: ex.add(np.ones(3), 2.0, where=m), r"add: where= is a CUDA array, but no argument"),
+    (lambda m: ex.add.outer(np.ones(3), np.ones(1), where=m), r"add: where= is a CUDA array"),
+    (lambda m: ex.add.reduce(np.ones(3), where=m),
+     r"add.reduce: argument 'array' is a numpy.ndarray, but where= is a CUDA array"),
+], ids=["scalars", "host array", "outer", "reduce"])
+def test_a_device_where_mask_with_only_host_values_is_refused_naming_where(call, named):
+    # It went to NumPy, which said only that a DeviceArray cannot be converted.
+    mask = to_dev(np.array([True, False, True]))
+    with pytest.raises(TypeError, match=named):
+        call(mask)
+
+
 @pytest.mark.parametrize("shape, want", [
     (np.int64(3), (3,)), (np.uint8(0), (0,)), ((np.int32(2), 3), (2, 3)),
     (np.array([2, 3]), (2, 3)), (range(2, 4), (2, 3)), ([], ()),

@@ -356,6 +356,47 @@ def test_reduce_into_an_out_that_overlaps_the_array_is_as_if_from_a_copy():
     np.testing.assert_array_equal(host(d), want)
 
 
+@pytest.mark.parametrize("shape, axis, out_shape, out_strides", [
+    ((2, 2), 0, (2,), (0,)), ((2, 2), 1, (2,), (0,)), ((3, 4, 5), 1, (3, 5), (0, 8)),
+    ((3, 4, 5), 1, (3, 5), (40, 0)), ((3, 4, 5), (0, 2), (4,), (0,)),
+    ((3, 4, 5), 2, (3, 4), (0, 0))],
+    ids=["rows", "columns", "first kept axis", "last kept axis", "two reduced", "all shared"])
+@pytest.mark.parametrize("initial", [None, 100.0])
+def test_reduce_into_an_out_whose_elements_share_memory_is_numpys_sum_into_each_address(
+        shape, axis, out_shape, out_strides, initial):
+    # NumPy adds into a shared address every element whose result lands there, from the start
+    # value once; the device computed each result apart and kept the last.  Integers in
+    # float64: exact in any order.
+    from numpy.lib.stride_tricks import as_strided
+    x = np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape)
+    size = 1 + sum((n - 1) * s for n, s in zip(out_shape, out_strides)) // 8
+    kw = {} if initial is None else {"initial": initial}
+    want = np.full(size, -1.0)
+    np.add.reduce(x, axis=axis, out=as_strided(want, out_shape, out_strides, writeable=True),
+                  **kw)
+    buffer = to_dev(np.full(size, -1.0))
+    ex.add.reduce(to_dev(x), axis=axis, out=view(buffer, out_shape, out_strides), **kw)
+    np.testing.assert_array_equal(host(buffer), want)
+
+
+def test_reduce_into_shared_out_elements_is_refused_where_the_order_would_show(order_module):
+    # NumPy's result then depends on the order of its loop: the device says so, and writes
+    # nothing.
+    x = to_dev(np.arange(1.0, 5.0, dtype=np.float32).reshape(2, 2))
+    buffer = to_dev(np.full(1, -1.0, np.float32))
+    shared = view(buffer, (2,), (0,))
+    message = (r"plus_in_order.reduce: out= has elements that share memory; the device "
+               r"reduces into such an out= only when they share it by a zero stride, the "
+               r"function is associative and has a start value")
+    with pytest.raises(ValueError, match=message):
+        order_module.plus_in_order.reduce(x, axis=0, out=shared)
+    crossed = to_dev(np.full(3, -1.0))                 # elements (0, 1) and (1, 0) share
+    with pytest.raises(ValueError, match=r"add.reduce: out= has elements that share memory"):
+        ex.add.reduce(to_dev(np.ones((2, 2, 3))), axis=2, out=view(crossed, (2, 2), (8, 8)))
+    np.testing.assert_array_equal(host(buffer), [-1.0])
+    np.testing.assert_array_equal(host(crossed), [-1.0] * 3)
+
+
 def test_a_refused_reduce_writes_nothing():
     x = to_dev(np.arange(12.0).reshape(3, 4))
     out = to_dev(np.full(4, 7, np.int64))

@@ -361,11 +361,13 @@ ufg_device_accumulate(PyObject *function, const ufg_function_descriptor *fn, PyO
     plan.launcher = s.launcher;
 
     /* The kernel reads the array itself unless it must be cast, or out= overlaps it other
-     * than element for element; it writes out= itself when out= has the accumulator's
-     * dtype, else a new result that is cast into out= after. */
+     * than element for element (a broadcast array accumulated into itself does: writing
+     * one element changes those after it); it writes out= itself when out= has the
+     * accumulator's dtype, else a new result that is cast into out= after. */
     plan.copy_input = array->code != plan.acc ||
                       (s.have_out && ufg_operands_overlap(array, out) &&
-                       !ufg_accumulate_same_elements(array, out));
+                       !(ufg_accumulate_same_elements(array, out) &&
+                         !ufg_has_internal_overlap(array)));
     plan.direct = s.have_out && out->code == plan.acc;
     if (plan.copy_input) {
         ufg_c_strides(array->ndim, array->shape, ufg_dtype_itemsize(plan.acc), in_strides);

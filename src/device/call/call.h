@@ -219,6 +219,10 @@ void ufg_loop_strides(const ufg_operand *op, int ncore, int ndim, int64_t *strid
 int ufg_call_missing_launcher(const ufg_backend *backend, const char *name, int loop_index);
 /* Whether the bytes two buffers can touch overlap. */
 int ufg_operands_overlap(const ufg_operand *a, const ufg_operand *b);
+/* Whether two elements of a buffer may share memory: a conservative test (a zero stride over
+ * more than one element, or strides that interleave), enough to route such a buffer through
+ * a temporary, which gives NumPy's result either way. */
+int ufg_has_internal_overlap(const ufg_operand *op);
 
 /* numpy_order.c: the elements of out= j that share memory (it steps 0 along `axes`, over more
  * than one element each), in the order NumPy's loop writes them: axes[0] outermost, each from

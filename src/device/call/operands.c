@@ -421,7 +421,8 @@ ufg_cai_device(const char *what, PyObject *obj, ufg_operand *op)
         return -1;
     }
     op->device = device;
-    return 0;
+    return ufg_view_in_allocation(backend, op->ptr, op->ndim, op->shape, op->strides,
+                                  ufg_dtype_itemsize(op->code), PyExc_ValueError, what);
 }
 
 static int
@@ -729,7 +730,15 @@ ufg_call_classify_operands(ufg_call *c, PyObject *const *inputs, PyObject *const
         }
     }
     if (first < 0) {
-        PyErr_Format(PyExc_TypeError, "%s: no argument is a CUDA array", c->fn->name);
+        /* A CUDA where= mask sent the call here (src/core/dispatch.c): say so. */
+        if (c->where_kind == UFG_WHERE_MASK) {
+            PyErr_Format(PyExc_TypeError, "%s: where= is a CUDA array, but no argument is; "
+                         "host and device arrays do not mix (pass the arguments as CUDA "
+                         "arrays, or where= as a host array)", c->fn->name);
+        }
+        else {
+            PyErr_Format(PyExc_TypeError, "%s: no argument is a CUDA array", c->fn->name);
+        }
         return -1;
     }
     ufg_call_what(c, first, anchor_what, sizeof anchor_what);

@@ -101,10 +101,7 @@ ufg_call_cast(ufg_call *c, const ufg_operand *src, const ufg_operand *dst,
 
 /* ------------------------------------------------------------------ outputs */
 
-/* Whether two elements of a buffer may share memory: a conservative test (a zero stride over
- * more than one element, or strides that interleave), enough to route such outputs through
- * a temporary, which gives NumPy's result either way. */
-static int
+int
 ufg_has_internal_overlap(const ufg_operand *op)
 {
     int64_t extent = ufg_dtype_itemsize(op->code);
@@ -222,7 +219,10 @@ ufg_plan_outputs(ufg_call *c, ufg_operand *targets, PyObject **results, int *cas
 
 /* A scalar's bytes in the loop's type.  Python ints were packed by the type resolution,
  * Python floats take a direct conversion; everything else (and every error) goes through
- * NumPy, as np.asarray(x, dtype) would. */
+ * NumPy, as np.asarray(x, dtype) would, except that a Python float or complex for a loop of
+ * another kind (dtype= with casting='unsafe') becomes a float64 or complex128 first and is
+ * then cast, with the warnings NumPy's ufunc gives (ComplexWarning, an invalid cast), where
+ * np.asarray(1j, float) would refuse it. */
 static int
 ufg_scalar_bytes(ufg_call *c, int k, unsigned char *bytes)
 {
@@ -247,8 +247,16 @@ ufg_scalar_bytes(ufg_call *c, int k, unsigned char *bytes)
         }
         return 0;
     }
-    array = (PyArrayObject *)PyArray_FromAny(op->obj, (PyArray_Descr *)Py_NewRef(
-                                                 ufg_call_descr(code)), 0, 0, 0, NULL);
+    if (op->weak == 'f' || op->weak == 'c') {
+        PyArrayObject *own = (PyArrayObject *)PyArray_FromAny(op->obj, NULL, 0, 0, 0, NULL);
+        array = own == NULL ? NULL : (PyArrayObject *)PyArray_CastToType(
+                                         own, (PyArray_Descr *)Py_NewRef(ufg_call_descr(code)), 0);
+        Py_XDECREF(own);
+    }
+    else {
+        array = (PyArrayObject *)PyArray_FromAny(op->obj, (PyArray_Descr *)Py_NewRef(
+                                                     ufg_call_descr(code)), 0, 0, 0, NULL);
+    }
     if (array == NULL) {
         if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
             ufg_prefix_error(ufg_call_what(c, k, what, sizeof what));

@@ -377,6 +377,56 @@ ufg_reduce_select_nothing(const char *name, ufg_operand *array, ufg_reduce_plan 
     return 0;
 }
 
+/* An out= whose elements share memory: NumPy's loop accumulates into a shared address every
+ * element whose result lands there, from the start value once.  A zero stride over a kept
+ * axis makes that axis a reduced one (its entry leaves out_keep, the kernel's strides over
+ * the kept axes), which gives NumPy's result where the order does not matter: an associative
+ * function with a start value, reducing straight into out=.  Any other sharing is refused:
+ * what NumPy leaves there depends on the order of its loop. */
+static int
+ufg_reduce_fold_shared_outputs(const char *name, const ufg_function_descriptor *fn,
+                               const ufg_operand *out, ufg_reduce_plan *plan, int64_t *out_keep)
+{
+    ufg_operand rest = *out;
+    char folded[UFG_CALL_MAX_NDIM] = {0};
+    int any = 0, kept = 0, at = 0;
+    int64_t n_out = 1;
+
+    for (int d = 0, o = 0; d < plan->ndim; d++) {
+        if (plan->reduced[d]) {
+            o += plan->keepdims;
+            continue;
+        }
+        if (out->strides[o] == 0 && out->shape[o] > 1) {
+            folded[d] = 1;
+            rest.shape[o] = 1;
+            any = 1;
+        }
+        n_out *= rest.shape[o];
+        o++;
+    }
+    if (!any || ufg_has_internal_overlap(&rest) || !(fn->flags & UFG_FN_ASSOCIATIVE) ||
+        plan->from_first || !plan->direct) {
+        PyErr_Format(PyExc_ValueError, "%s.reduce: out= has elements that share memory; the "
+                     "device reduces into such an out= only when they share it by a zero "
+                     "stride, the function is associative and has a start value (an identity "
+                     "or initial=), and out= has the accumulator's dtype (%s) and does not "
+                     "overlap the array", name, ufg_dtype_name(plan->acc));
+        return -1;
+    }
+    for (int d = 0; d < plan->ndim; d++) {
+        if (!plan->reduced[d]) {
+            if (!folded[d]) {
+                out_keep[at++] = out_keep[kept];
+            }
+            kept++;
+            plan->reduced[d] = folded[d];
+        }
+    }
+    plan->n_out = n_out;
+    return 0;
+}
+
 /* Whether a step's threads take neighbouring outputs (rather than neighbouring chunks of one
  * output): when that reads neighbouring memory, as when reducing the rows of a C array. */
 static int
@@ -785,8 +835,8 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     array_obj = values[UFG_R_ARRAY];
     stream_given = values[UFG_R_STREAM] != NULL && values[UFG_R_STREAM] != Py_None;
     memset(&out, 0, sizeof(out));
-    if (ufg_reduction_array(prefix, what, array_obj, stream_given, &stream, &default_keeper,
-                            &array) < 0) {
+    if (ufg_reduction_array(prefix, what, array_obj, mask_obj != NULL ? "where=" : "out=",
+                            stream_given, &stream, &default_keeper, &array) < 0) {
         return NULL;
     }
     have_array = 1;
@@ -943,6 +993,10 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
                                   out.strides) < 0) {
             goto done;
         }
+    }
+    if (have_out && ufg_has_internal_overlap(&out) &&
+        ufg_reduce_fold_shared_outputs(name, fn, &out, &plan, out_keep) < 0) {
+        goto done;
     }
     if (ufg_reduce_plan_steps(backend, array.device, (fn->flags & UFG_FN_ASSOCIATIVE) != 0,
                               array.shape, in_strides, out_keep, &plan) < 0) {

@@ -573,8 +573,8 @@ ufg_reduction_check_stream(const char *prefix, uintptr_t stream, int stream_give
 
 int
 ufg_reduction_array(const char *prefix, const char *what, PyObject *array_obj,
-                    int stream_given, uintptr_t *stream, PyObject **keeper,
-                    ufg_operand *array)
+                    const char *device_what, int stream_given, uintptr_t *stream,
+                    PyObject **keeper, ufg_operand *array)
 {
     PyObject *type_name;
     const int is_device = ufg_is_device_object(array_obj);
@@ -583,8 +583,8 @@ ufg_reduction_array(const char *prefix, const char *what, PyObject *array_obj,
     if (is_device <= 0) {
         if (is_device == 0 && (type_name = ufg_type_name(array_obj)) != NULL) {
             PyErr_Format(PyExc_TypeError,
-                         "%s is a %U, but out= is a CUDA array; host and device arrays do not "
-                         "mix", what, type_name);
+                         "%s is a %U, but %s is a CUDA array; host and device arrays do not "
+                         "mix", what, type_name, device_what);
             Py_DECREF(type_name);
         }
         return -1;
@@ -721,7 +721,7 @@ ufg_reduction_begin(ufg_reduction_session *s, const ufg_function_descriptor *fn,
     }
     stream_obj = s->values[count - 1];
     if (ufg_reduction_start(stream_obj, &s->stream, &s->backend) < 0 ||
-        ufg_reduction_array(s->prefix, s->what, s->values[0],
+        ufg_reduction_array(s->prefix, s->what, s->values[0], "out=",
                             stream_obj != NULL && stream_obj != Py_None, &s->stream,
                             &s->default_keeper, &s->array) < 0) {
         return -1;

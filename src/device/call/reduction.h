@@ -103,13 +103,13 @@ void ufg_reduction_finish(ufg_call *c, PyArray_Descr *dtype, PyObject *default_k
                           ufg_operand *out, ufg_operand *array);
 
 /* The array of a reduction or accumulation, `what` in messages: a CUDA array (a host one is a
- * TypeError), read on `*stream`: stream= when stream_given, else the array's library's
+ * TypeError saying that `device_what`, which sent the call to the device, is one), read on `*stream`: stream= when stream_given, else the array's library's
  * current stream, whose owner *keeper then holds (a new reference, or NULL); a stream of
  * another device than the array's is a ValueError.  -1 with an exception, having released
  * what it took. */
 int ufg_reduction_array(const char *prefix, const char *what, PyObject *array_obj,
-                        int stream_given, uintptr_t *stream, PyObject **keeper,
-                        ufg_operand *array);
+                        const char *device_what, int stream_given, uintptr_t *stream,
+                        PyObject **keeper, ufg_operand *array);
 
 /* The stream a reduction, an accumulation or an .at runs on is one of `device`'s, where its
  * array (`argument`: "argument 'array'") is (stream_device.h); messages start with `prefix`
