@@ -25,6 +25,14 @@ ufunc cmul(x, y) -> out
     out = x * y;
 }
 
+ufunc cadd(x, y) -> out
+    types: complex64(complex64, complex64), complex128(complex128, complex128)
+    identity: 0
+    associative: true
+{
+    out = x + y;
+}
+
 ufunc magnitude(z) -> r
     types: float32(complex64), float64(complex128)
 {
@@ -124,6 +132,27 @@ def test_a_python_complex_scalar_is_weak_as_in_numpy(cx, dtype):
     np.testing.assert_array_equal(got.copy_to_host(), host)
 
 
+@pytest.mark.parametrize("x, scalar, dtype", [
+    (np.arange(3.0), 1 + 2j, np.float64), (np.arange(3.0, dtype=np.float32), -2.5j, np.float32),
+    (np.arange(3), 1e300, np.int64)], ids=["complex to float64", "complex to float32",
+                                           "float past int64"])
+def test_a_python_scalar_cast_unsafely_into_a_loop_of_another_kind_is_numpys(x, scalar, dtype):
+    # NumPy makes it a complex128 (float64) and casts that, warning; the device took the
+    # scalar straight to the loop's type, which refused a complex: "float() argument must be".
+    import warnings
+    import ufuncgen.examples as ex
+    with warnings.catch_warnings(record=True) as on_host:
+        warnings.simplefilter("always")
+        want = ex.add(x, scalar, dtype=dtype, casting="unsafe")
+    assert want.dtype == dtype and on_host
+    _device_or_skip()
+    with warnings.catch_warnings(record=True) as on_device:
+        warnings.simplefilter("always")
+        got = ex.add(device.to_device(x), scalar, dtype=dtype, casting="unsafe").copy_to_host()
+    np.testing.assert_array_equal(got, want)
+    assert [w.category for w in on_device] == [w.category for w in on_host]
+
+
 def test_real_inputs_are_cast_to_complex_and_a_complex_result_into_a_wider_out(cx):
     x = np.array([1.5, -2.0, 0.0], np.float32)
     w = _values(3, np.complex64)
@@ -215,3 +244,29 @@ def test_complex_device_arrays_cross_cai_and_dlpack(dtype):
     again = device.from_dlpack(d)
     assert again.dtype == dtype
     np.testing.assert_array_equal(again.copy_to_host(), z)
+
+
+@pytest.mark.parametrize("dtype", CTYPES)
+def test_a_short_complex_sum_is_numpys_pairwise_sum_bit_for_bit(cx, dtype):
+    # NumPy's complex pairwise sum counts floats, two an element: in order below 4 elements,
+    # else 4 accumulators; the real order (8 accumulators) differed in most rows of 4 to 63.
+    # [1e16, 1, -1e16, 1] is 0 in that order and 1 in index order.
+    cancel = np.array([1e16, 1, -1e16, 1], dtype=dtype)
+    assert cx.cadd.reduce(cancel) == np.add.reduce(cancel) == 0
+    rng = np.random.default_rng(64)
+    for n in range(1, 64):
+        rows = _values((5, n), dtype, n)
+        rows[0, : n // 2] *= 1e8                       # cancellation: the order shows
+        want = np.add.reduce(rows, axis=1)
+        np.testing.assert_array_equal(cx.cadd.reduce(rows, axis=1), want, err_msg=f"n={n}")
+        np.testing.assert_array_equal(cx.cadd.reduce(rows[:, ::-1], axis=1),
+                                      np.add.reduce(rows[:, ::-1], axis=1), err_msg=f"n={n}")
+    starts = np.array([0, 3, 4, 11, 60, 100])               # segments of 1 to 49
+    values = (_values(128, dtype, 7) * rng.choice([1.0, 1e8], 128)).astype(dtype)
+    np.testing.assert_array_equal(cx.cadd.reduceat(values, starts),
+                                  np.add.reduceat(values, starts))
+    _device_or_skip()
+    # A device .reduceat segment takes the host's order for the same bits.
+    np.testing.assert_array_equal(
+        cx.cadd.reduceat(device.to_device(values), starts).copy_to_host(),
+        np.add.reduceat(values, starts))

@@ -28,6 +28,9 @@
  *
  *   UFG_REDUCE_SCALAR_BODY  ufg_body_hypot_float64_scalar
  *
+ * and, for a complex T, UFG_REDUCE_COMPLEX (defined empty): a short row takes NumPy's
+ * complex pairwise order (reduce_order.h).
+ *
  * A loop of a function not declared associative defines UFG_REDUCE_IN_ORDER_ONLY instead of
  * UFG_REDUCE_CLONES: its reduction is `ordered` alone, NumPy's order, and a stored type that
  * is not T is rounded to at every step, as the loop's kernel would, called element by element.
@@ -303,7 +306,11 @@ UFG_REDUCE_NAME(_few_with)(npy_intp n, const char *in, npy_intp stride, char *ac
     T_ result;
     S_ stored;
 #define ELEMENT_(i) (memcpy(&stored, in + (i) * stride, sizeof stored), load(stored))
+#ifdef UFG_REDUCE_COMPLEX
+    UFG_REDUCE_FEW_ORDER_COMPLEX(T_, n, ELEMENT_, FS_, result);
+#else
     UFG_REDUCE_FEW_ORDER(T_, n, ELEMENT_, FS_, result);
+#endif
 #undef ELEMENT_
     UFG_REDUCE_NAME(_combine_with)(acc, result, load, store);
 }
@@ -352,6 +359,7 @@ static const ufg_reduce_ops UFG_REDUCE_NAME(_ops) = {
 #undef UFG_REDUCE_STORE_F16C
 #undef UFG_REDUCE_IN_ORDER_ONLY
 #undef UFG_REDUCE_T
+#undef UFG_REDUCE_COMPLEX
 #undef UFG_REDUCE_BODY
 #undef UFG_REDUCE_SCALAR_BODY
 #undef UFG_REDUCE_NAME

@@ -9,6 +9,10 @@
  *     the whole rows of 8, folded ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), and the
  *     rest added to that in order.
  *
+ * A complex element is two of NumPy's values (its complex pairwise sum counts the floats), so
+ * UFG_REDUCE_FEW_ORDER_COMPLEX takes the same order in elements with half the numbers: in
+ * order below 4, else 4 accumulators folded (r0 + r1) + (r2 + r3).
+ *
  * NumPy's loop then adds the result into its accumulator: acc = f(acc, result).  The chain
  * of dependent steps is some n/8 + 4 long instead of n, which is what a short row of a 2-D
  * reduction (NumPy calls the loop once a row) was bound by.
@@ -58,6 +62,33 @@
             STEP(ufg_r0_, ufg_r2_, &ufg_r0_);                                               \
             STEP(ufg_r4_, ufg_r6_, &ufg_r4_);                                               \
             STEP(ufg_r0_, ufg_r4_, &(result));                                              \
+        }                                                                                   \
+        for (; ufg_i_ < (n); ufg_i_++) {                                                    \
+            STEP((result), ELEMENT(ufg_i_), &(result));                                     \
+        }                                                                                   \
+    } while (0)
+
+/* The same for complex elements (above). */
+#define UFG_REDUCE_FEW_ORDER_COMPLEX(T, n, ELEMENT, STEP, result)                           \
+    do {                                                                                    \
+        T ufg_r0_, ufg_r1_, ufg_r2_, ufg_r3_;                                               \
+        int64_t ufg_i_;                                                                     \
+        if ((n) < 4) {                                                                      \
+            (result) = ELEMENT(0);                                                          \
+            ufg_i_ = 1;                                                                     \
+        }                                                                                   \
+        else {                                                                              \
+            ufg_r0_ = ELEMENT(0); ufg_r1_ = ELEMENT(1);                                     \
+            ufg_r2_ = ELEMENT(2); ufg_r3_ = ELEMENT(3);                                     \
+            for (ufg_i_ = 4; ufg_i_ + 4 <= (n); ufg_i_ += 4) {                              \
+                STEP(ufg_r0_, ELEMENT(ufg_i_), &ufg_r0_);                                   \
+                STEP(ufg_r1_, ELEMENT(ufg_i_ + 1), &ufg_r1_);                               \
+                STEP(ufg_r2_, ELEMENT(ufg_i_ + 2), &ufg_r2_);                               \
+                STEP(ufg_r3_, ELEMENT(ufg_i_ + 3), &ufg_r3_);                               \
+            }                                                                               \
+            STEP(ufg_r0_, ufg_r1_, &ufg_r0_);                                               \
+            STEP(ufg_r2_, ufg_r3_, &ufg_r2_);                                               \
+            STEP(ufg_r0_, ufg_r2_, &(result));                                              \
         }                                                                                   \
         for (; ufg_i_ < (n); ufg_i_++) {                                                    \
             STEP((result), ELEMENT(ufg_i_), &(result));                                     \
