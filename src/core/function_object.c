@@ -663,6 +663,25 @@ ufg_accumulates(const PyUFuncObject *ufunc)
     return !ufunc->core_enabled && ufunc->nin == 2 && ufunc->nout == 1;
 }
 
+/* NumPy 2.4's ufunc.at indexes through a map iterator of at most 32 dimensions, and stops the
+ * process with a larger array (np.add.at(np.zeros((1,) * 32 + (2,)), slice(None), 1.0)),
+ * though arrays may have 64: refused before it is asked. */
+#define UFG_NUMPY_AT_MAX_DIMS 32
+
+static int
+ufg_at_refuse_what_numpy_cannot(PyObject *ufunc, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs >= 1 && PyArray_Check(args[0]) &&
+        PyArray_NDIM((PyArrayObject *)args[0]) > UFG_NUMPY_AT_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError, "%s.at: the array has %d dimensions, and NumPy's "
+                     "ufunc.at takes at most %d for this index (a larger array stops the "
+                     "process there)", ((PyUFuncObject *)ufunc)->name,
+                     PyArray_NDIM((PyArrayObject *)args[0]), UFG_NUMPY_AT_MAX_DIMS);
+        return -1;
+    }
+    return 0;
+}
+
 /* ufunc.<method>(...) of the wrapped ufunc, on the host.  Called through
  * the ufunc's type, as `np.add.at(...)` is, so that NumPy's errors name
  * the method the same way ("ufunc.at() takes no keyword arguments"). */
@@ -676,6 +695,10 @@ ufg_function_host_method(ufg_FunctionObject *self, ufg_ufunc_method which,
 
     if (which == UFG_METHOD_ACCUMULATE && ufg_accumulates((PyUFuncObject *)self->ufunc) &&
         ufg_accumulate_refuse_0d_out(self->ufunc, args, nargs, kwnames) < 0) {
+        return NULL;
+    }
+    if (which == UFG_METHOD_AT &&
+        ufg_at_refuse_what_numpy_cannot(self->ufunc, args, nargs) < 0) {
         return NULL;
     }
     if (nall + 1 > (Py_ssize_t)(sizeof(small) / sizeof(small[0]))) {

@@ -596,6 +596,30 @@ def test_keywords_are_numpys_type_error():
         outcome(lambda: ex.add.ufunc.at(np.ones(3), np.array([0]), b=1.0))
 
 
+@pytest.mark.parametrize("shape, dtype, index, b", [
+    ((1,) * 32 + (2,), "float64", "slice(None)", 1.0),
+    ((2,) + (1,) * 32, "float64", "np.array([True, False])", 1.0),
+    ((1,) * 63 + (2,), "int8", "np.array([0, 0])", 1.5),
+], ids=["slice", "mask", "a cast"])
+def test_an_at_numpy_would_stop_the_process_on_is_a_value_error_and_nothing_is_updated(
+        shape, dtype, index, b):
+    # NumPy 2.4's ufunc.at takes at most 32 dimensions where the indexed loop declines the
+    # call, and dies beyond: np.add.at itself, in a subprocess, is the control.
+    import subprocess
+    import sys
+    control = f"import numpy as np\nnp.add.at(np.zeros({shape}, '{dtype}'), {index}, {b})"
+    assert subprocess.run([sys.executable, "-c", control], capture_output=True).returncode < 0
+    a = np.zeros(shape, dtype)
+    with pytest.raises(ValueError, match=rf"add.at: the array has {len(shape)} dimensions, "
+                                         r"and NumPy's ufunc.at takes at most 32"):
+        ex.add.at(a, eval(index, {"np": np}), b)
+    assert not a.any()
+    # Up to 32 it is NumPy's answer.
+    small = np.zeros((1,) * 31 + (2,))
+    ex.add.at(small, slice(None), 1.0)
+    assert small.tolist() == np.ones((1,) * 31 + (2,)).tolist()
+
+
 def test_a_loaded_module_gets_indexed_loops_too(tmp_path, rng):
     import ufuncgen
     module = ufuncgen.load("""\
