@@ -499,9 +499,23 @@ ufg_at_axis_indices(PyObject *array, npy_intp length, int axis)
 {
     PyArrayObject *indices = (PyArrayObject *)PyArray_FromAny(
         array, PyArray_DescrFromType(NPY_INTP), 1, 1, NPY_ARRAY_ALIGNED, NULL);
-    if (indices != NULL &&
-        ufg_at_check_indices(PyArray_BYTES(indices), PyArray_STRIDE(indices, 0),
-                             PyArray_DIM(indices, 0), length, axis) < 0) {
+    npy_intp n, step;
+    char *first;
+
+    if (indices == NULL) {
+        return NULL;
+    }
+    /* NumPy casts an index array of another type in memory order, and names the first bad
+     * index it meets there: for a reversed one, the last.  Checked in that order too. */
+    n = PyArray_DIM(indices, 0);
+    step = PyArray_STRIDE(indices, 0);
+    first = PyArray_BYTES(indices);
+    if ((PyObject *)indices != array && PyArray_Check(array) &&
+        PyArray_STRIDE((PyArrayObject *)array, 0) < 0 && n > 0) {
+        first += (n - 1) * step;
+        step = -step;
+    }
+    if (ufg_at_check_indices(first, step, n, length, axis) < 0) {
         Py_CLEAR(indices);
     }
     return indices;

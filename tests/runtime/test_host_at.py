@@ -211,6 +211,24 @@ def test_an_index_out_of_bounds_is_numpys_index_error_and_nothing_is_updated(ind
         ex.add.at(np.zeros(0), np.zeros(1, np.intp), 1.0)
 
 
+@pytest.mark.parametrize("dtype", [np.intp, np.int32, np.uint32, np.int16])
+@pytest.mark.parametrize("view", [slice(None), slice(None, None, -1), slice(None, None, 2),
+                                  slice(None, None, -3)], ids=["as is", "reversed", "every other",
+                                                               "every third reversed"])
+def test_the_index_named_out_of_bounds_is_the_one_numpy_meets_first(dtype, view):
+    # An index array of another type NumPy casts in memory order, naming the first bad index
+    # it meets there: the last one of a reversed array.
+    indices = np.array([0, 3, 1, 1, 4, 3, 0, 5, 1, 1, 6, 2], dtype=dtype)[view]
+    a = np.arange(3.0)
+    mine = a.copy()
+    with pytest.raises(IndexError) as error:
+        ex.add.at(mine, indices, 1.0)
+    with pytest.raises(IndexError) as numpys:
+        ex.add.ufunc.at(a.copy(), indices, 1.0)
+    assert str(error.value) == str(numpys.value)
+    assert mine.tobytes() == a.tobytes()
+
+
 CASES_OF_FLAGS = [
     pytest.param("add", [1e308], [1e308], "over", id="add-overflow"),
     pytest.param("add", [np.inf], [-np.inf], "invalid", id="add-invalid"),
