@@ -255,6 +255,8 @@ def test_stream_is_taken_by_keyword_and_nothing_else_is(rng):
     (lambda a: ex.add.at(a, [0], "x"), TypeError),
     (lambda a: ex.inner1d.at(a, [0], 1.0), TypeError),
     (lambda a: ex.gaussian_pdf.at(a, [0], 1.0), ValueError),
+    (lambda a: ex.gaussian_pdf.at(a, [0], 1.0, 2.0), ValueError),   # the function, then the count
+    (lambda a: ex.sincos.at(a), ValueError),
     (lambda a: ex.sincos.at(a, [0]), ValueError),
     (lambda a: ex.add.at(a), TypeError),
     (lambda a: ex.add.at(a, [0], 1.0, 2.0), TypeError),

@@ -65,6 +65,16 @@ ufg_at_parse(ufg_at_session *s, PyObject *const *args, Py_ssize_t nargs, PyObjec
                      "signature: %s has signature %s.", fn->name, fn->name, fn->signature);
         return -1;
     }
+    if (fn->nin > 2) {
+        PyErr_Format(PyExc_ValueError, "%s: Only unary and binary ufuncs supported at this "
+                     "time", s->prefix);
+        return -1;
+    }
+    if (fn->nout != 1) {
+        PyErr_Format(PyExc_ValueError, "%s: Only single output ufuncs supported at this time",
+                     s->prefix);
+        return -1;
+    }
     if (nargs < 2 || nargs > 3) {
         PyErr_Format(PyExc_TypeError, "%s: at() takes %s %d arguments (%zd given)", s->prefix,
                      nargs < 2 ? "at least" : "at most", nargs < 2 ? 2 : 3, nargs);
@@ -83,16 +93,6 @@ ufg_at_parse(ufg_at_session *s, PyObject *const *args, Py_ssize_t nargs, PyObjec
     s->a_obj = args[0];
     s->indices = args[1];
     s->b_obj = nargs == 3 ? args[2] : NULL;
-    if (fn->nin > 2) {
-        PyErr_Format(PyExc_ValueError, "%s: Only unary and binary ufuncs supported at this "
-                     "time", s->prefix);
-        return -1;
-    }
-    if (fn->nout != 1) {
-        PyErr_Format(PyExc_ValueError, "%s: Only single output ufuncs supported at this time",
-                     s->prefix);
-        return -1;
-    }
     if (fn->nin == 2 && s->b_obj == NULL) {
         PyErr_Format(PyExc_ValueError, "%s: second operand needed for ufunc", s->prefix);
         return -1;
