@@ -34,6 +34,8 @@ def keywords(is_gufunc: bool) -> tuple[tuple[str, object], ...]:
 
 
 def call_text(name: str, inputs: list[str] | tuple[str, ...], is_gufunc: bool) -> str:
-    """`name(x, k, /, out=None, *, where=True, ...)`."""
+    """`name(x, k, /, out=None, *, where=True, ...)`; `name(out=None, *, ...)` without inputs,
+    where a `/` with nothing before it is no Python."""
     given = ", ".join(f"{k}={v!r}" for k, v in keywords(is_gufunc))
-    return f"{name}({', '.join(inputs)}, /, out=None, *, {given})"
+    positional = f"{', '.join(inputs)}, /, " if inputs else ""
+    return f"{name}({positional}out=None, *, {given})"

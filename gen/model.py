@@ -10,6 +10,7 @@ import dataclasses
 import functools
 import keyword
 import re
+import textwrap
 from dataclasses import dataclass
 
 from . import limits
@@ -224,6 +225,9 @@ def reserved_reason(name: str) -> str | None:
         return "is a Python keyword"
     if name in RESERVED_NAMES:
         return RESERVED_NAMES[name]
+    if name in _C99_COMPLEX:
+        return ("is a name of C99's <complex.h>, which C++ (nvcc, compiling every body too) "
+                "does not have, so no body may use it: rename it")
     for prefix, reason in RESERVED_PREFIXES:
         if prefix.match(name):
             return reason
@@ -772,7 +776,7 @@ class _Validator:
             stride += len(dims)
         args = tuple(args)
         return Function(
-            name=raw.name.text, kind=raw.kind.text, doc="\n".join(raw.doc),
+            name=raw.name.text, kind=raw.kind.text, doc=textwrap.dedent("\n".join(raw.doc)),
             inputs=args[:nin], outputs=args[nin:], signatures=signatures, layout=layout,
             identity=identity, fastmath=fastmath, body=self.body(raw.body),
             location=raw.name.location, threads=threads, associative=associative,
@@ -1418,6 +1422,24 @@ def _validate_once_per_name(v: "_Validator", raws, kind: str, first: dict[str, L
     return validated
 
 
+def _check_c_names_distinct(functions: list[Function], sinks: dict[str, DiagnosticSink]) -> None:
+    """Each loop's C names are its function's name, '_' and its signature's suffix, unique
+    within a function; two functions can still meet there (f's float64(int64) and f_int64_'s
+    float64(float64) are both f_int64__float64), and the compiler would report the clash in
+    generated code: an error at the later function's name instead."""
+    first: dict[str, tuple[Function, TypeSignature]] = {}
+    for fn in functions:
+        for sig in fn.signatures:
+            cname = f"{fn.name}_{sig.suffix}"
+            other = first.setdefault(cname, (fn, sig))
+            if other[0] is not fn:
+                sinks[fn.location.path].error(
+                    fn.location,
+                    f"the C name of '{fn.name}' for {sig.text} would be {cname}, as is that of "
+                    f"'{other[0].name}' for {other[1].text} (declared at {other[0].location}): "
+                    f"rename one of the two functions")
+
+
 def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink, str]]) -> Module | None:
     """Validates raw files into one Module; None when any sink holds errors."""
     functions: list[Function] = []
@@ -1440,6 +1462,7 @@ def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink,
             v.error(helper.name, f"no functions are declared, only helpers: helper "
                                  f"'{helper.name.text}' is compiled only into the functions that "
                                  "call it; add a declaration starting with 'ufunc' or 'gufunc'")
+    _check_c_names_distinct(functions, {path: sink for _, sink, path in files})
     if any(sink.diagnostics for _, sink, _ in files):
         return None
     module = Module(qualified_name, tuple(p for _, _, p in files), tuple(helpers), tuple(functions))

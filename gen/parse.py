@@ -342,7 +342,7 @@ def _parse_option(sink: DiagnosticSink, fn: _FunctionBuilder, text: str, number:
     value_col = col + key_match.end()
     value = text[indent + key_match.end():]
     if key == "doc":
-        fn.doc.append(value.strip())
+        fn.doc.append(value.rstrip())     # its indentation kept: the model removes what all share
         return
     cur = _Cursor(sink, value, number, value_col)
     try:

@@ -426,6 +426,16 @@ def test_doc_lines_are_joined_with_newlines():
     assert fn.doc == "one\ntwo"
 
 
+def test_doc_lines_keep_their_indentation_past_what_they_all_share():
+    # A NumPy-style parameter's description is indented under it; each line was stripped.
+    doc = ["doc: Parameters", "doc: ----------", "doc: x : array_like", "doc:     The values.",
+           "doc:", "doc:     trailing   "]
+    fn = function(ufunc("float64(float64, float64)", extra="\n            ".join(doc)))
+    assert fn.doc == "Parameters\n----------\nx : array_like\n    The values.\n\n    trailing"
+    spaced = function(ufunc("float64(float64, float64)", extra="doc:   a\n            doc:     b"))
+    assert spaced.doc == "a\n  b"
+
+
 def test_a_module_knows_its_short_name_sources_and_every_body_type_in_first_use_order():
     m = model("""
         helper T twice(T v)

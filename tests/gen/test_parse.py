@@ -168,8 +168,10 @@ def test_doc_lines_continue_one_another_and_keep_their_text():
             y = x;
         }
     """)
-    assert raw.functions[0].doc == ("First line: with a colon, (parentheses) and -> arrows.",
-                                    "second line.")
+    # Each line's text after 'doc:' as written (but trailing blanks): the model removes the
+    # indentation all lines share, keeping what one has more (a description under its name).
+    assert raw.functions[0].doc == (" First line: with a colon, (parentheses) and -> arrows.",
+                                    "   second line.")
 
 
 def test_comments_and_blank_lines_are_skipped_between_declarations_and_options():
