@@ -183,22 +183,26 @@ ufg_gufunc_run_block(const ufg_gufunc_job *job, npy_intp begin, npy_intp end)
 }
 
 /*
- * Outer iterations [begin, end) of a call (`begin` a multiple of UFG_PARALLEL_GUFUNC_ALIGN).
- * A flag-exact loop checks the flags every job->chunk iterations; a chunk that raised an error
- * runs again UFG_PARALLEL_GUFUNC_ALIGN iterations at a time, each re-run through the scalar
- * copy if it raised one: so the same blocks of iterations, whatever the thread count, are
- * re-run.  NumPy and ufuncgen (src/core/overlap.c) hand a gufunc loop outputs that overlap no
- * input, so running a block again reads what its first run read.
+ * Outer iterations [begin, end) of a call (`begin` a multiple of job->chunk), job->chunk at a
+ * time: the same chunks whatever the thread count, since the generated loop takes the last
+ * iterations of each range otherwise than the others (its vector loop's remainder, where
+ * vector math's last bits may differ from the scalar function's: a softmax of rows of 8
+ * differed in 1 row of 150 between one thread and two).  A flag-exact loop checks the flags
+ * after each chunk; one that raised an error runs again UFG_PARALLEL_GUFUNC_ALIGN iterations
+ * at a time, each re-run through the scalar copy if it raised one: so the same blocks,
+ * whatever the thread count, are re-run.  NumPy and ufuncgen (src/core/overlap.c) hand a
+ * gufunc loop outputs that overlap no input, so running a block again reads what its first
+ * run read.
  */
 static void
 ufg_gufunc_run(const ufg_gufunc_job *job, npy_intp begin, npy_intp end)
 {
-    if (job->exact == NULL) {
-        job->range(job->args, job->dimensions, job->steps, begin, end);
-        return;
-    }
     for (npy_intp start = begin; start < end; start += job->chunk) {
         const npy_intp stop = end - start < job->chunk ? end : start + job->chunk;
+        if (job->exact == NULL) {
+            job->range(job->args, job->dimensions, job->steps, start, stop);
+            continue;
+        }
         const unsigned saved = ufg_fp_save_clear();
         job->range(job->args, job->dimensions, job->steps, start, stop);
         if (!ufg_fp_errors_raised()) {
@@ -257,7 +261,9 @@ ufg_run_gufunc(char **args, npy_intp const *dimensions, npy_intp const *steps, i
         const int64_t work = unit > INT64_MAX / n ? INT64_MAX : unit * n;
         threads = ufg_parallel_threads(true, work, &ufg_threads->min_work);
     }
-    const npy_intp sample = ufg_gufunc_iterations(UFG_PARALLEL_SAMPLE, unit);
+    /* The sample and the parts are whole chunks (ufg_gufunc_run). */
+    const npy_intp sample = (ufg_gufunc_iterations(UFG_PARALLEL_SAMPLE, unit) + job.chunk - 1)
+                            / job.chunk * job.chunk;
     if (threads <= 1 || sample >= n) {
         ufg_gufunc_run(&job, 0, n);
         return;
@@ -266,7 +272,7 @@ ufg_run_gufunc(char **args, npy_intp const *dimensions, npy_intp const *steps, i
     ufg_gufunc_run(&job, 0, sample);
     const int64_t elapsed = ufg_now_ns() - start;
     const npy_intp rest = n - sample;
-    const npy_intp part = ufg_parallel_part(rest, unit, threads, UFG_PARALLEL_GUFUNC_ALIGN);
+    const npy_intp part = ufg_parallel_part(rest, unit, threads, job.chunk);
     if (part >= rest || !ufg_parallel_worth(elapsed, sample, rest)) {
         ufg_gufunc_run(&job, sample, n);
         return;
