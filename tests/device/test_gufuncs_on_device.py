@@ -139,6 +139,61 @@ def test_keepdims_with_a_given_out_checks_its_kept_size_one_axes(rng):
         ex.l2_norm(to_dev(a), out=device.device_array((5, 2)), keepdims=True)
 
 
+MINMAX = """\
+gufunc minmax(x) -> (lo, hi)
+    layout: (n)->(),()
+    types: (float64, float64)(float64)
+{
+    T a = x(0), b = x(0);
+    for (int64_t i = 1; i < n; i++) { a = min(a, x(i)); b = max(b, x(i)); }
+    lo = a;
+    hi = b;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def minmax(tmp_path_factory, module_importer, device_cuda_arch):
+    return module_importer(tmp_path_factory.mktemp("minmax"), "ufg_minmax", MINMAX,
+                           "--cuda-arch", device_cuda_arch).minmax
+
+
+@pytest.mark.parametrize("axes", [[1, 1, 2], [2, 0, 1], [-1, 0, -2], [0, 2, 2], [1, 1, 1]])
+def test_with_keepdims_each_output_keeps_its_axis_where_its_own_axes_entry_puts_it(minmax, axes,
+                                                                                    rng):
+    # Every output took the first output's kept axis: (3, 1, 5) twice for NumPy's
+    # (3, 1, 5) and (3, 5, 1).
+    x = rng.standard_normal((3, 4, 5))
+    lo = np.expand_dims(x.min(axis=axes[0]), axes[1])
+    hi = np.expand_dims(x.max(axis=axes[0]), axes[2])
+    on_host = minmax(x, axes=axes, keepdims=True)
+    np.testing.assert_array_equal(on_host[0], lo)
+    np.testing.assert_array_equal(on_host[1], hi)
+    got = minmax(to_dev(x), axes=axes, keepdims=True)
+    np.testing.assert_array_equal(host(got[0]), lo)
+    np.testing.assert_array_equal(host(got[1]), hi)
+    outs = (device.device_array(lo.shape), device.device_array(hi.shape))
+    minmax(to_dev(x), axes=axes, keepdims=True, out=outs)
+    np.testing.assert_array_equal(host(outs[0]), lo)
+    np.testing.assert_array_equal(host(outs[1]), hi)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda x, empty: ex.sincos(x, out=None), r"'out' must be a tuple of arrays"),
+    (lambda x, empty: ex.inner1d(x, x, empty(()), out=None),
+     r"cannot specify 'out' as both a positional and (a )?keyword argument"),
+    (lambda x, empty: ex.add(x, x, None, out=None),
+     r"cannot specify 'out' as both a positional and (a )?keyword argument"),
+], ids=["None for two outputs", "a positional out beside out=None", "None beside out=None"])
+def test_out_none_where_numpy_refuses_it_is_refused_as_numpy_refuses_it(call, message):
+    # The device took out=None before its other checks, and went ahead.
+    x = np.ones(3)
+    with pytest.raises(TypeError, match=message):
+        call(x, np.empty)
+    with pytest.raises(TypeError, match=message):
+        call(to_dev(x), device.device_array)
+
+
 @pytest.mark.parametrize("call, error", [
     (lambda a, b: ex.matmul(a, b), "mismatch in its core dimension"),
     (lambda a, b: ex.rgb_to_gray(a), "core dimension"),

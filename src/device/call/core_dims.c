@@ -24,9 +24,11 @@ typedef struct {
     int ndim[UFG_CALL_MAX_OPERANDS];
     /* The core axes, normalised (>= 0), in layout order; with keepdims outputs have none. */
     int axes[UFG_CALL_MAX_OPERANDS][UFG_CALL_MAX_NDIM];
-    /* keepdims: the outputs' size-1 axes the kernel does not see, counted from the end (< 0). */
+    /* keepdims: each output's size-1 axes the kernel does not see, counted from the end
+     * (< 0); as many for every output (the inputs' core dimensions), each where its axes=
+     * entry puts them. */
     int nkept;
-    int kept[UFG_CALL_MAX_NDIM];
+    int kept[UFG_CALL_MAX_OPERANDS][UFG_CALL_MAX_NDIM];
 } ufg_core_layout;
 
 /* ------------------------------------------------------------------ messages */
@@ -437,13 +439,13 @@ ufg_parse_core_axes(const ufg_call *c, int loop_ndim, ufg_core_layout *layout)
         return -1;
     }
     if (c->keepdims_set) {
-        /* The (first) output's core axes become size-1 axes the kernel does not see, counted
-         * from the end so that they apply to an output of any ndim. */
+        /* Each output's core axes become size-1 axes the kernel does not see, counted from
+         * the end so that they apply to an output of any ndim. */
         layout->nkept = layout->ncore[c->nin];
-        for (int i = 0; i < layout->nkept; i++) {
-            layout->kept[i] = layout->axes[c->nin][i] - layout->ndim[c->nin];
-        }
         for (int k = c->nin; k < c->nargs; k++) {
+            for (int i = 0; i < layout->nkept; i++) {
+                layout->kept[k][i] = layout->axes[k][i] - layout->ndim[k];
+            }
             layout->ncore[k] = 0;
         }
     }
@@ -472,11 +474,12 @@ ufg_move_last(int ndim, const int *core, int ncore, int *order)
     }
 }
 
-/* An output's caller axes in kernel order; with keepdims the kept size-1 axes are left out.
- * Returns how many. */
+/* Operand k's (an output's) caller axes in kernel order; with keepdims its kept size-1 axes
+ * are left out.  Returns how many. */
 static int
-ufg_output_axes(int ndim, const int *core, int ncore, const ufg_core_layout *layout, int *order)
+ufg_output_axes(int k, int ndim, int ncore, const ufg_core_layout *layout, int *order)
 {
+    const int *core = layout->axes[k];
     uint64_t dropped = 0;
     int n = 0;
 
@@ -485,7 +488,7 @@ ufg_output_axes(int ndim, const int *core, int ncore, const ufg_core_layout *lay
         return ndim;
     }
     for (int i = 0; ndim > 0 && i < layout->nkept; i++) {
-        dropped |= (uint64_t)1 << (((layout->kept[i] % ndim) + ndim) % ndim);
+        dropped |= (uint64_t)1 << (((layout->kept[k][i] % ndim) + ndim) % ndim);
     }
     for (int a = 0; a < ndim; a++) {
         if (!(dropped >> a & 1)) {
@@ -537,7 +540,7 @@ ufg_to_kernel_layout(ufg_call *c, const ufg_core_layout *layout, ufg_caller_shap
         else {
             given[k - c->nin].ndim = op->ndim;
             memcpy(given[k - c->nin].shape, op->shape, sizeof(int64_t) * (size_t)op->ndim);
-            n = ufg_output_axes(op->ndim, layout->axes[k], ncore, layout, order);
+            n = ufg_output_axes(k, op->ndim, ncore, layout, order);
         }
         ufg_permute(op, order, n);
     }
@@ -782,7 +785,7 @@ ufg_output_shape(ufg_call *c, int j, const ufg_core_layout *layout,
     for (int i = 0; i < ncore; i++) {
         kernel_shape[c->loop_ndim + i] = c->core_sizes[c->fn->core_dim_ids[offset + i]];
     }
-    naxes = ufg_output_axes(ndim, layout->axes[k], ncore, layout, c->out_axes[j]);
+    naxes = ufg_output_axes(k, ndim, ncore, layout, c->out_axes[j]);
     for (int a = 0; a < ndim; a++) {
         c->out_shape[j][a] = 1;
     }

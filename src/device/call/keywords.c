@@ -85,16 +85,23 @@ ufg_parse_positional(ufg_call *c, Py_ssize_t nargs, PyObject *const *args, PyObj
     return 0;
 }
 
+/* out= as NumPy takes it: never beside a positional output, None included on either side;
+ * None stands for a single output only (a function of several takes a tuple). */
 static int
 ufg_parse_out(ufg_call *c, PyObject *out, int positional_outs, PyObject **outs)
 {
-    if (out == Py_None) {
-        return 0;
-    }
     if (positional_outs) {
         PyErr_Format(PyExc_TypeError, "%s: cannot specify 'out' as both a positional and a "
                      "keyword argument", c->fn->name);
         return -1;
+    }
+    if (out == Py_None) {
+        if (c->nout != 1) {
+            PyErr_Format(PyExc_TypeError, "%s: 'out' must be a tuple of arrays (one per "
+                         "output, %d here), not None", c->fn->name, c->nout);
+            return -1;
+        }
+        return 0;
     }
     if (PyTuple_Check(out)) {
         if (PyTuple_GET_SIZE(out) != c->nout) {
@@ -109,7 +116,7 @@ ufg_parse_out(ufg_call *c, PyObject *out, int positional_outs, PyObject **outs)
         return 0;
     }
     if (c->nout != 1) {
-        PyErr_Format(PyExc_TypeError, "%s: out= must be a tuple of %d arrays (or None)",
+        PyErr_Format(PyExc_TypeError, "%s: out= must be a tuple of %d arrays",
                      c->fn->name, c->nout);
         return -1;
     }
