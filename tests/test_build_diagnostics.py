@@ -302,6 +302,44 @@ def test_a_cmake_error_is_summed_up_as_its_message():
         "  UFUNCGEN_CUDA=ON but no CUDA compiler was found (set CMAKE_CUDA_COMPILER)"]
 
 
+CMAKE_COMPILER_TEST_OUTPUT = """\
+-- The CUDA compiler identification is NVIDIA 13.0.48
+CMake Error at /usr/share/cmake-3.25/Modules/CMakeTestCUDACompiler.cmake:70 (message):
+  The CUDA compiler
+
+    "/usr/local/cuda/bin/nvcc"
+
+  is not able to compile a simple test program.
+
+  It fails with the following output:
+
+    Change Dir: /tmp/b/CMakeFiles/CMakeScratch/TryCompile-x1
+    nvcc fatal   : Unsupported gpu architecture 'compute_70'
+    gmake[1]: *** [CMakeFiles/cmTC.dir/build.make:78: main.cu.o] Error 1
+
+
+
+  CMake will not be able to correctly generate this project.
+Call Stack (most recent call first):
+  CMakeLists.txt:3 (project)
+
+
+-- Configuring incomplete, errors occurred!
+"""
+
+
+def test_a_cmake_error_keeps_its_whole_message_across_blank_lines():
+    # Cut at its first blank line, the message said only "The CUDA compiler".
+    (summary,) = error_summary(CMAKE_COMPILER_TEST_OUTPUT)
+    lines = summary.split("\n")
+    assert lines[0].startswith("CMake Error at /usr/share/cmake-3.25/Modules/CMakeTest")
+    assert "    nvcc fatal   : Unsupported gpu architecture 'compute_70'" in lines
+    assert lines[-1] == "  CMake will not be able to correctly generate this project."
+    long = CMAKE_COMPILER_TEST_OUTPUT.replace("    Change Dir", "    line\n" * 60 + "    Change Dir")
+    (cut,) = error_summary(long)
+    assert cut.split("\n")[-1] == "  ..." and len(cut.split("\n")) == 42
+
+
 def test_a_long_list_of_errors_is_cut_with_a_count_of_the_rest():
     output = "".join(f"/usr/include/h.h:{n}:1: error: number {n}\n" for n in range(1, 15))
     summary = error_summary(output)

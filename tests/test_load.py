@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import subprocess
 import sys
 import textwrap
@@ -320,6 +321,38 @@ def test_a_misspelt_cuda_arch_in_the_cell_magic_is_a_usage_error():
     from ufuncgen.ipython import _arguments
     with pytest.raises(UsageError):
         _arguments("fast --cuda-arch 91x")
+
+
+def test_an_unbalanced_quote_in_the_cell_magics_line_is_a_usage_error():
+    # shlex's ValueError ("No closing quotation") came out as a traceback.
+    pytest.importorskip("IPython")
+    from IPython.core.error import UsageError
+    from ufuncgen.ipython import _arguments
+    with pytest.raises(UsageError, match=r"cannot be split into words: No closing quotation"):
+        _arguments("'fast --cuda-arch none")
+
+
+@pytest.mark.parametrize("cuda_arch", [90, ("75", "80"), b"none"])
+def test_a_cuda_arch_that_is_not_a_str_is_refused_naming_it(fresh_cache, square_file, cuda_arch):
+    # cuda_arch=90 raised "AttributeError: 'int' object has no attribute 'split'".
+    with pytest.raises(TypeError, match=rf"load\(\): cuda_arch: expected a str .*; got "
+                                        rf"{re.escape(repr(cuda_arch))}"):
+        ufuncgen.load(square_file, cuda_arch=cuda_arch)
+    assert not fresh_cache.exists()
+
+
+@pytest.mark.parametrize("where", ["the folder", "a folder above it"])
+def test_a_cache_folder_that_is_a_file_is_refused_naming_it(tmp_path, monkeypatch, square_file,
+                                                             where):
+    # os.makedirs's NotADirectoryError named only the entry inside it.
+    (tmp_path / "file").write_text("")
+    folder = tmp_path / "file" if where == "the folder" else tmp_path / "file" / "cache"
+    monkeypatch.setenv("UFUNCGEN_CACHE_DIR", str(folder))
+    with pytest.raises(NotADirectoryError, match=rf"load\(\): the cache folder "
+                                                 rf"{re.escape(repr(str(folder)))} "
+                                                 r"\(UFUNCGEN_CACHE_DIR\) (exists and is not a "
+                                                 r"directory|cannot be created)"):
+        ufuncgen.load(square_file, cuda_arch="none")
 
 
 # --- `ufuncgen build` with nothing changed -------------------------------------------------

@@ -294,13 +294,17 @@ _BUILD_TOOL_NOISE = re.compile(r"g?make(?:\[\d+\])?: \*\*\*|ninja: build stopped
                                r"-- Configuring incomplete")
 _ERROR_WORD = re.compile(r"\berror\b|undefined reference", re.IGNORECASE)
 _CMAKE_ERROR = re.compile(r"CMake Error\b")
+# A CMake error's message lines kept at most (a failed compiler test quotes its whole output).
+_CMAKE_MESSAGE_LINES = 40
 
 
 def error_summary(output: str, module: Module | None = None, limit: int = 10) -> list[str]:
     """The errors of a failed build's `output` that are located in no signature file (in the
     system headers, in generated code, CMake's own), each once, at most `limit` of them then
     a count of the rest: what to show instead of the whole log.  A compiler's error is its
-    one line; CMake's, its first line and the indented lines of its message."""
+    one line; CMake's, its first line and its message: the indented lines that follow, with
+    the blank lines between them (a failed compiler test's cause, `nvcc fatal : Unsupported
+    gpu architecture`, comes after several)."""
     names = generated_names(module) if module is not None else {}
     lines = output.splitlines()
     found: list[str] = []
@@ -310,9 +314,13 @@ def error_summary(output: str, module: Module | None = None, limit: int = 10) ->
         i += 1
         if _CMAKE_ERROR.match(text):
             block = [text]
-            while i < len(lines) and lines[i].startswith(" ") and lines[i].strip():
+            while i < len(lines) and (lines[i].startswith(" ") or not lines[i].strip()):
                 block.append(lines[i].rstrip())
                 i += 1
+            while not block[-1]:
+                block.pop()
+            if len(block) > 1 + _CMAKE_MESSAGE_LINES:
+                block = block[:1 + _CMAKE_MESSAGE_LINES] + ["  ..."]
             found.append("\n".join(block))
             continue
         if _BUILD_TOOL_NOISE.search(text) or not _ERROR_WORD.search(text):

@@ -35,7 +35,12 @@ def _parser() -> argparse.ArgumentParser:
 def _arguments(line: str) -> argparse.Namespace:
     from IPython.core.error import UsageError
     try:
-        args = _parser().parse_args(shlex.split(line))
+        words = shlex.split(line)
+    except ValueError as exc:            # an unbalanced quote: "No closing quotation"
+        raise UsageError(f"%%ufuncgen: the line {line!r} cannot be split into words: "
+                         f"{exc}") from None
+    try:
+        args = _parser().parse_args(words)
     except SystemExit:       # argparse has printed what is wrong
         raise UsageError("usage: %%ufuncgen NAME [--cuda-arch ARCHS] [--no-threads] [-v]") from None
     if not args.name.isidentifier() or keyword.iskeyword(args.name):

@@ -115,12 +115,28 @@ def load(path_or_text, name: str | None = None, *, cuda_arch: str | None = None,
     """
     if name is not None:
         _check_name(name)
+    if cuda_arch is not None and not isinstance(cuda_arch, str):
+        raise TypeError("load(): cuda_arch: expected a str ('none', 'native', or compute "
+                        f"capabilities such as '90' or '75,80'); got {cuda_arch!r}")
     source = _read_source(path_or_text)
     module, entry = _entry(source, name, _stem, threads, cuda_arch)
     extension = os.path.join(entry, module + EXT_SUFFIX)
     if not os.path.exists(extension):     # the extension is moved in last: present = complete
+        _check_cache_dir()
         _build_locked(source, module, entry, threads, cuda_arch, verbose)
     return _import(module, entry, extension)
+
+
+def _check_cache_dir() -> None:
+    """NotADirectoryError naming the cache folder and where it came from, where os.makedirs
+    would name only the entry inside it."""
+    from .gen.load import directory_problem      # on a miss only, as the generator is
+    folder = cache_dir()
+    problem = directory_problem(folder)
+    if problem is not None:
+        where = ("UFUNCGEN_CACHE_DIR" if os.environ.get("UFUNCGEN_CACHE_DIR")
+                 else "the default cache folder")
+        raise NotADirectoryError(f"load(): the cache folder {folder!r} ({where}) {problem}")
 
 
 def _build_locked(source: _Source, module: str, entry: str, threads: bool,
