@@ -157,10 +157,6 @@ typedef void (*ufg_gufunc_range)(char **args, npy_intp const *dimensions, npy_in
 /* Core work (the product of the core sizes) that a flag-exact gufunc loop runs between two
  * checks of the flags, at least: as an elementwise loop's UFG_CHECK_CHUNK elements. */
 #define UFG_GUFUNC_CHECK_WORK 4096
-/* A loop that checks no flags runs chunks of this many times that: each call of the
- * generated loop starts afresh (its prefetch, its blocks of rows), which in chunks of
- * UFG_GUFUNC_CHECK_WORK cost l2_norm of 1M rows of 10 float32 60% more time. */
-#define UFG_GUFUNC_PLAIN_CHUNKS 64
 
 typedef struct {
     char **args;
@@ -169,8 +165,7 @@ typedef struct {
     npy_intp offset, part;
     ufg_gufunc_range range;
     ufg_gufunc_range exact;     /* the scalar copy of `range` (flag-exact loops), else NULL */
-    npy_intp chunk;             /* outer iterations of each call of the loop (ufg_gufunc_run),
-                                 * between two checks of the flags when flag-exact */
+    npy_intp chunk;             /* outer iterations between two checks of the flags */
 } ufg_gufunc_job;
 
 /* Outer iterations [begin, end) through `range`, and through `exact` again if they raised
@@ -188,26 +183,27 @@ ufg_gufunc_run_block(const ufg_gufunc_job *job, npy_intp begin, npy_intp end)
 }
 
 /*
- * Outer iterations [begin, end) of a call (`begin` a multiple of job->chunk), job->chunk at a
- * time: the same chunks whatever the thread count, since the generated loop takes the last
- * iterations of each range otherwise than the others (its vector loop's remainder, where
- * vector math's last bits may differ from the scalar function's: a softmax of rows of 8
- * differed in 1 row of 150 between one thread and two).  A flag-exact loop checks the flags
- * after each chunk; one that raised an error runs again UFG_PARALLEL_GUFUNC_ALIGN iterations
- * at a time, each re-run through the scalar copy if it raised one: so the same blocks,
- * whatever the thread count, are re-run.  NumPy and ufuncgen (src/core/overlap.c) hand a
- * gufunc loop outputs that overlap no input, so running a block again reads what its first
- * run read.
+ * Outer iterations [begin, end) of a call.  A flag-exact loop (`begin` then a multiple of
+ * job->chunk) runs job->chunk iterations at a time and checks the flags after each: the same
+ * chunks whatever the thread count, since the generated loop takes the last iterations of
+ * each range otherwise than the others (its vector loop's remainder), where its vector math's
+ * last bits may differ from the scalar function's (a softmax of rows of 8 differed in 1 row of
+ * 150 between one thread and two).  A chunk that raised an error runs again
+ * UFG_PARALLEL_GUFUNC_ALIGN iterations at a time, each re-run through the scalar copy if it
+ * raised one: so the same blocks, whatever the thread count, are re-run.  NumPy and ufuncgen
+ * (src/core/overlap.c) hand a gufunc loop outputs that overlap no input, so running a block
+ * again reads what its first run read.  Any other loop calls no vector math (it would be
+ * flag-exact, but for a body that reads a core output first), and runs its range in one call.
  */
 static void
 ufg_gufunc_run(const ufg_gufunc_job *job, npy_intp begin, npy_intp end)
 {
+    if (job->exact == NULL) {
+        job->range(job->args, job->dimensions, job->steps, begin, end);
+        return;
+    }
     for (npy_intp start = begin; start < end; start += job->chunk) {
         const npy_intp stop = end - start < job->chunk ? end : start + job->chunk;
-        if (job->exact == NULL) {
-            job->range(job->args, job->dimensions, job->steps, start, stop);
-            continue;
-        }
         const unsigned saved = ufg_fp_save_clear();
         job->range(job->args, job->dimensions, job->steps, start, stop);
         if (!ufg_fp_errors_raised()) {
@@ -259,17 +255,17 @@ ufg_run_gufunc(char **args, npy_intp const *dimensions, npy_intp const *steps, i
             unit = unit > INT64_MAX / dimensions[d] ? INT64_MAX : unit * dimensions[d];
         }
     }
-    const npy_intp check = ufg_gufunc_iterations(UFG_GUFUNC_CHECK_WORK, unit);
     ufg_gufunc_job job = {args, dimensions, steps, 0, n, range, exact,
-                          exact != NULL ? check : check * UFG_GUFUNC_PLAIN_CHUNKS};
+                          ufg_gufunc_iterations(UFG_GUFUNC_CHECK_WORK, unit)};
+    /* A flag-exact loop's sample and parts are whole chunks (ufg_gufunc_run). */
+    const npy_intp align = exact != NULL ? job.chunk : UFG_PARALLEL_GUFUNC_ALIGN;
     int threads = 1;
     if (threads_allowed && n > 1) {
         const int64_t work = unit > INT64_MAX / n ? INT64_MAX : unit * n;
         threads = ufg_parallel_threads(true, work, &ufg_threads->min_work);
     }
-    /* The sample and the parts are whole chunks (ufg_gufunc_run). */
-    const npy_intp sample = (ufg_gufunc_iterations(UFG_PARALLEL_SAMPLE, unit) + job.chunk - 1)
-                            / job.chunk * job.chunk;
+    const npy_intp sample = (ufg_gufunc_iterations(UFG_PARALLEL_SAMPLE, unit) + align - 1)
+                            / align * align;
     if (threads <= 1 || sample >= n) {
         ufg_gufunc_run(&job, 0, n);
         return;
@@ -278,7 +274,7 @@ ufg_run_gufunc(char **args, npy_intp const *dimensions, npy_intp const *steps, i
     ufg_gufunc_run(&job, 0, sample);
     const int64_t elapsed = ufg_now_ns() - start;
     const npy_intp rest = n - sample;
-    const npy_intp part = ufg_parallel_part(rest, unit, threads, job.chunk);
+    const npy_intp part = ufg_parallel_part(rest, unit, threads, align);
     if (part >= rest || !ufg_parallel_worth(elapsed, sample, rest)) {
         ufg_gufunc_run(&job, sample, n);
         return;
