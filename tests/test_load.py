@@ -221,6 +221,26 @@ def test_a_cache_folder_make_cannot_take_is_refused_naming_the_character(tmp_pat
     assert not list((tmp_path / "my:cache").rglob(f"*{loader.EXT_SUFFIX}"))
 
 
+def test_text_loads_from_a_current_folder_whose_name_make_cannot_take(
+        fresh_cache, tmp_path, monkeypatch):
+    """The current folder is only where messages show paths from: text given to load() lives in
+    the cache, so a notebook in `data [2024]: draft` builds; its errors name the cache's file in
+    full."""
+    work = tmp_path / "data [2024]: draft"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    module = ufuncgen.load(SQUARE.replace("square", "from_odd_folder"), cuda_arch="none")
+    x = np.array([-1.5, 0.0, 3.0])
+    np.testing.assert_array_equal(module.from_odd_folder(x), x * x)
+    with pytest.raises(BuildError) as error:
+        ufuncgen.load(SQUARE.replace("x * x", "x * missing_name"), cuda_arch="none")
+    first = str(error.value).translate({0x2018: "'", 0x2019: "'"}).splitlines()[0]
+    path, line = first.split(":")[:2]
+    assert Path(path).is_absolute() and Path(path).parent.parent == fresh_cache, first
+    assert Path(path).read_text().splitlines()[int(line) - 1].strip() == "y = x * missing_name;"
+    assert first.endswith(": error: 'missing_name' undeclared (first use in this function)")
+
+
 def test_text_is_built_as_a_module_named_by_its_hash(cache):
     module = ufuncgen.load(SQUARE.replace("square", "from_text"), cuda_arch="none")
     assert module.__name__.startswith("ufg_") and module.from_text(5.0) == 25.0

@@ -32,8 +32,7 @@ find_package(Python REQUIRED COMPONENTS Interpreter Development.Module NumPy)
 include("{cmake_dir}/ufuncgen.cmake")
 ufuncgen_add_module({short} MODULE {module}
   SIGNATURES {signatures}
-  SOURCE_ROOT "{source_root}"
-  OUTPUT_DIRECTORY "{output_dir}")
+{source_root}  OUTPUT_DIRECTORY "{output_dir}")
 """
 
 
@@ -87,8 +86,7 @@ def _check_path_characters(files: list[str], output_dir: str, build_dir: str | N
     """BuildError naming the first path, and its character, that the build cannot take:
     refused before anything runs, rather than failing in CMake's or make's own words."""
     paths = [("signature file", f, os.path.abspath(f)) for f in files]
-    paths += [("current directory", os.getcwd(), os.getcwd()),   # the messages' source root
-              ("output directory", output_dir, os.path.abspath(output_dir))]
+    paths.append(("output directory", output_dir, os.path.abspath(output_dir)))
     if build_dir is not None:
         paths.append(("build directory", build_dir, os.path.abspath(build_dir)))
     for what, shown, path in paths:
@@ -98,6 +96,15 @@ def _check_path_characters(files: list[str], output_dir: str, build_dir: str | N
                 shown = path
             raise BuildError(f"{what} {shown!r} has {m.group(0)!r} in its path, which CMake and "
                              f"make cannot handle (nor {_UNSAFE_LIST}): rename or move it")
+
+
+def _source_root() -> str | None:
+    """The folder that messages and #line directives show paths relative to: the current
+    directory, or None where CMake cannot take its path (`load(text)` from a notebook in
+    `Data [2024]`), and paths are then shown whole.  A signature file below such a folder is
+    refused by _check_path_characters for its own path."""
+    cwd = os.getcwd()
+    return None if _UNSAFE_IN_PATHS.search(cwd) else cwd
 
 
 def build(files: list[str], module: str, output_dir: str, build_dir: str | None = None,
@@ -157,19 +164,23 @@ def _remove(paths: list[str]) -> list[str]:
 
 def _build(files, module, short, output_dir, build_dir, verbose, threads, cuda_arch, path,
            outputs, removed) -> str:
-    checked = load_module(module, files, source_root=os.getcwd())   # file errors before CMake runs
+    root = _source_root()
+    checked = load_module(module, files, source_root=root)   # file errors before CMake runs
     if checked.warnings:
         print(format_warnings(checked.warnings), file=sys.stderr)
     build_dir = os.path.abspath(build_dir or os.path.join(output_dir, ".ufuncgen-build", short))
     project_dir = os.path.join(build_dir, "project")
+    # Without a root, ufuncgen.cmake's default (the project folder, which holds no signature
+    # file) shows the files' absolute paths, as they are given here.
     project = _PROJECT.format(
         short=short, module=module, cmake_dir=_cmake_path(CMAKE_DIR),
         signatures=" ".join(f'"{_cmake_path(f)}"' for f in files),
-        source_root=_cmake_path(os.getcwd()), output_dir=_cmake_path(output_dir))
+        source_root=f'  SOURCE_ROOT "{_cmake_path(root)}"\n' if root is not None else "",
+        output_dir=_cmake_path(output_dir))
     sources = {}
     for f in files:
         with open(f, encoding="utf-8") as text:
-            sources[display_path(f, os.getcwd())] = text.read().split("\n")
+            sources[display_path(f, root)] = text.read().split("\n")
     stamp_path = os.path.join(build_dir, "ufuncgen.stamp")
     key = _build_key(files, sources, module, output_dir, project, threads, cuda_arch)
     if _stamp_matches(stamp_path, key, outputs):
