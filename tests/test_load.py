@@ -241,6 +241,26 @@ def test_text_loads_from_a_current_folder_whose_name_make_cannot_take(
     assert first.endswith(": error: 'missing_name' undeclared (first use in this function)")
 
 
+@pytest.mark.parametrize("kept_bytes", [0, 1000])
+def test_a_cached_module_the_loader_cannot_read_is_built_again(kept_bytes, fresh_cache,
+                                                               square_file):
+    """A cache entry's extension cut short (a disk that filled, a copy by hand) is built again
+    by the next load(), not an ImportError on every load() from then on."""
+    code = f"""
+        import numpy as np, ufuncgen
+        m = ufuncgen.load({str(square_file)!r}, cuda_arch="none")
+        print(m.__file__, m.square(np.array([3.0, -0.5]))[1])
+        """
+    first = run_python(code, fresh_cache).stdout.decode().split()
+    extension = Path(first[0])
+    with open(extension, "r+b") as f:
+        f.truncate(kept_bytes)
+    second = run_python(code, fresh_cache).stdout.decode().split()
+    assert second == [str(extension), "0.25"] and first == second
+    assert extension.stat().st_size > kept_bytes
+    assert builds_logged(extension.parent) == 2
+
+
 def test_text_is_built_as_a_module_named_by_its_hash(cache):
     module = ufuncgen.load(SQUARE.replace("square", "from_text"), cuda_arch="none")
     assert module.__name__.startswith("ufg_") and module.from_text(5.0) == 25.0

@@ -121,10 +121,37 @@ def load(path_or_text, name: str | None = None, *, cuda_arch: str | None = None,
     source = _read_source(path_or_text)
     module, entry = _entry(source, name, _stem, threads, cuda_arch)
     extension = os.path.join(entry, module + EXT_SUFFIX)
-    if not os.path.exists(extension):     # the extension is moved in last: present = complete
+    try:
+        cached = os.stat(extension)       # the extension is moved in last: present = complete
+    except (FileNotFoundError, NotADirectoryError):     # a cache folder that is a file: named
         _check_cache_dir()
         _build_locked(source, module, entry, threads, cuda_arch, verbose)
+        return _import(module, entry, extension)
+    if _size_recorded(extension) in (None, cached.st_size):
+        try:
+            return _import(module, entry, extension)
+        except ImportError as exc:
+            if exc.path != extension:      # not the loader's: the module's own import failed
+                raise
+    # The cached file was cut short since it was moved in whole (a disk that filled, a copy by
+    # hand: mapped, such a file may kill the process with SIGBUS, so its size is checked first)
+    # or the dynamic loader cannot read it: built once more, and a build that does not load
+    # either raises.
+    _build_locked(source, module, entry, threads, cuda_arch, verbose, unreadable=cached)
     return _import(module, entry, extension)
+
+
+def _size_path(extension: str) -> str:
+    return extension + ".size"
+
+
+def _size_recorded(extension: str) -> int | None:
+    """The extension's size when it was built, or None where no record was kept."""
+    try:
+        with open(_size_path(extension), encoding="ascii") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
 
 
 def _check_cache_dir() -> None:
@@ -140,17 +167,32 @@ def _check_cache_dir() -> None:
 
 
 def _build_locked(source: _Source, module: str, entry: str, threads: bool,
-                  cuda_arch: str | None, verbose: bool) -> None:
+                  cuda_arch: str | None, verbose: bool,
+                  unreadable: os.stat_result | None = None) -> None:
+    """Builds the entry's extension unless it is there; `unreadable`: the stat of a file there
+    that failed to load, replaced unless another process already replaced it."""
     os.makedirs(entry, exist_ok=True)
+    extension = os.path.join(entry, module + EXT_SUFFIX)
     with open(os.path.join(entry, "lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)           # released when the file closes
-        if os.path.exists(os.path.join(entry, module + EXT_SUFFIX)):
+        if unreadable is not None and _same_file(extension, unreadable):
+            os.remove(extension)
+        if os.path.exists(extension):
             return                                 # another process built it while we waited
         # Under the lock nobody else builds here: a staging folder left is from a build that
         # was killed, and only takes space.
         for stale in glob.glob(os.path.join(glob.escape(entry), "building-*")):
             shutil.rmtree(stale, ignore_errors=True)
         _build_into(source, module, entry, threads, cuda_arch, verbose)
+
+
+def _same_file(path: str, seen: os.stat_result) -> bool:
+    try:
+        now = os.stat(path)
+    except FileNotFoundError:
+        return False
+    return (now.st_ino, now.st_size, now.st_mtime_ns) == (seen.st_ino, seen.st_size,
+                                                         seen.st_mtime_ns)
 
 
 def _build_into(source: _Source, module: str, entry: str, threads: bool,
@@ -168,7 +210,9 @@ def _build_into(source: _Source, module: str, entry: str, threads: bool,
         except BuildError as exc:
             raise BuildError(exc.format()) from None   # the located report in the message
         os.replace(os.path.join(staging, module + ".pyi"), os.path.join(entry, module + ".pyi"))
-        os.replace(built, os.path.join(entry, module + EXT_SUFFIX))   # last: now complete
+        extension = os.path.join(entry, module + EXT_SUFFIX)
+        _write_text(str(os.path.getsize(built)).encode(), _size_path(extension))
+        os.replace(built, extension)       # last: now complete
         with open(os.path.join(entry, "build.log"), "a", encoding="utf-8") as log:
             log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid {os.getpid()} built "
                       f"{module} from {signature}\n")
@@ -177,8 +221,8 @@ def _build_into(source: _Source, module: str, entry: str, threads: bool,
 
 
 def _write_text(data: bytes, path: str) -> str:
-    """The text given to load() as a file in the entry, so that messages point at a file the
-    user can open.  Written whole, then moved into place."""
+    """A file of the entry (the text given to load(), so that messages point at a file the
+    user can open; the extension's size), written whole, then moved into place."""
     partial = f"{path}.{os.getpid()}.tmp"
     with open(partial, "wb") as f:
         f.write(data)
