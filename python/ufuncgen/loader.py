@@ -145,6 +145,15 @@ def _size_path(extension: str) -> str:
     return extension + ".size"
 
 
+def _intact(extension: str) -> bool:
+    """Whether the extension is there at the size it was built with (as far as recorded)."""
+    try:
+        size = os.path.getsize(extension)
+    except OSError:
+        return False
+    return _size_recorded(extension) in (None, size)
+
+
 def _size_recorded(extension: str) -> int | None:
     """The extension's size when it was built, or None where no record was kept."""
     try:
@@ -258,7 +267,7 @@ def cached_spec(fullname: str):
     that holds it, or None (ufuncgen._cache_finder asks)."""
     pattern = os.path.join(glob.escape(cache_dir()), glob.escape(fullname) + "-*",
                            glob.escape(fullname + EXT_SUFFIX))
-    found = glob.glob(pattern)
+    found = [path for path in glob.glob(pattern) if _intact(path)]
     if not found:
         return None
     return importlib.util.spec_from_file_location(fullname, max(found, key=os.path.getmtime))
