@@ -37,6 +37,10 @@ __all__ = ["DeviceArray", "DeviceError", "Stream", "backend", "current_stream", 
 # The stream of `with Stream(...):` blocks, per thread and task; read by the device call.
 _current_stream: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "ufuncgen.device.current_stream", default=None)
+# The open blocks' (stream, token) pairs, innermost last, per thread and task too: a Stream
+# may be entered by two tasks at once, and each must reset its own token.
+_open_blocks: contextvars.ContextVar[tuple] = contextvars.ContextVar(
+    "ufuncgen.device.open_blocks", default=())
 
 
 def backend() -> str:
@@ -80,12 +84,16 @@ class Stream:
     def __enter__(self) -> "Stream":
         """Calls in the block that get no ``stream=`` (and no array of a library with a
         current stream of its own) run on this stream."""
-        self._tokens = getattr(self, "_tokens", [])
-        self._tokens.append(_current_stream.set(self))
+        _open_blocks.set(_open_blocks.get() + ((self, _current_stream.set(self)),))
         return self
 
     def __exit__(self, *exc) -> None:
-        _current_stream.reset(self._tokens.pop())
+        blocks = _open_blocks.get()
+        if not blocks or blocks[-1][0] is not self:
+            raise RuntimeError(f"{self!r} is not the innermost open `with` block of this "
+                               "thread or task: blocks must close in the order they opened")
+        _open_blocks.set(blocks[:-1])
+        _current_stream.reset(blocks[-1][1])
 
     def __cuda_stream__(self) -> tuple[int, int]:
         return (0, self.handle)

@@ -288,3 +288,101 @@ def test_casting_no_takes_a_python_scalar_only_into_a_loop_of_its_kind_as_numpy_
     # found by HYPOTHESIS_PROFILE=thorough: add(int64, 2.5, dtype=int64, casting='no') is
     # NumPy's UFuncTypeError, and the device truncated 2.5
     _agree(ex.add, lambda m: [m(np.array([1], dtype)), scalar], dtype=dtype, casting="no")
+
+
+# ---------------------------------------------------------------- scalars and dtype= spellings
+
+def _scalar_outcome(fn, args, kwargs, out_dtype, to):
+    """The result (as host values) or the builtin exception class of fn(*args, out=..., **kw),
+    each array argument and out= made by `to` (np.asarray or to_dev)."""
+    outs = tuple(to(np.zeros(3, out_dtype)) for _ in range(fn.nout))
+    args = [to(a) if isinstance(a, np.ndarray) else a for a in args]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            fn(*args, out=outs if fn.nout > 1 else outs[0], **kwargs)
+        except Exception as error:
+            return next(c for c in type(error).__mro__ if c.__module__ == "builtins")
+    return [host(o) if isinstance(o, device.DeviceArray) else o for o in outs]
+
+
+def _scalar_calls_agree(fn, args, kwargs, out_dtype):
+    want = _scalar_outcome(fn, args, kwargs, out_dtype, np.asarray)
+    got = _scalar_outcome(fn, args, kwargs, out_dtype, to_dev)
+    if isinstance(want, type) or isinstance(got, type):
+        assert got is want, f"device: {got!r}, host: {want!r}"
+    else:
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+
+
+I8 = np.array([1, 2, 3])
+F8 = np.array([1.0, 2.0, 3.0])
+
+
+class Level(__import__("enum").IntEnum):
+    HIGH = 3
+
+
+class MyFloat(float):
+    pass
+
+
+@pytest.mark.parametrize("fn, args, kwargs, out_dtype", [
+    # signature= fixes the scalar's type: NumPy converts the Python object itself
+    (ex.add, (F8, 1 + 2j), dict(signature="dd->d"), "f8"),
+    (ex.add, (F8, 1 + 2j), dict(signature=(None, "f8", None), casting="unsafe"), "f8"),
+    (ex.add, (I8, float("nan")), dict(signature="ll->l"), "i8"),
+    (ex.add, (I8, float("inf")), dict(signature="ll->l", casting="unsafe"), "i8"),
+    (ex.add, (I8, 1e300), dict(signature="ll->l"), "i8"),
+    (ex.add, (I8, 2.5), dict(signature="ll->l", casting="no"), "i8"),
+    (ex.add, (I8, 2.5), dict(signature=(None, "l", None), casting="no"), "i8"),
+    (ex.add, (I8, 2.5), dict(dtype="l", casting="no"), "i8"),
+    (ex.add, (I8, 2.5), dict(dtype="l", casting="unsafe"), "i8"),
+    # subclasses of the Python number types are not weak
+    (ex.add, (F8.astype("f4"), Level.HIGH), {}, "f8"),
+    (ex.add, (F8.astype("f4"), MyFloat(1e300)), {}, "f8"),
+    (ex.add, (F8.astype("f4"), MyFloat(2.5)), dict(casting="no"), "f4"),
+    # of two scalar inputs, a big int stays weak
+    (ex.add, (2**70, 2.5), {}, "f8"),
+    (ex.add, (2**64, 1.0), {}, "f8"),
+    (ex.add, (2**63, 1), {}, "f8"),
+    (ex.add, (1, 2**70), {}, "f8"),
+    # a lone scalar input is typed as np.asarray types it
+    (ex.gelu, (2.5,), dict(dtype="f4", casting="safe"), "f4"),
+    (ex.gelu, (2.5,), dict(dtype="f4"), "f4"),
+    (ex.lucas, (2.5,), dict(signature="l->l"), "i8"),
+    (ex.lucas, (7,), {}, "i8"),
+    (ex.lucas, (2**70,), {}, "i8"),
+    (ex.gelu, (2j,), dict(signature="d->d"), "f8"),
+    (ex.gelu, (1,), dict(casting="no"), "f8"),
+    (ex.sincos, (2.5,), dict(dtype="f4", casting="safe"), "f4"),
+])
+def test_python_scalars_are_typed_and_converted_as_numpy_does(fn, args, kwargs, out_dtype):
+    _scalar_calls_agree(fn, args, kwargs, out_dtype)
+
+
+@pytest.mark.parametrize("first, second", [("l", "q"), ("q", "l"), ("d", "g")])
+def test_a_dtype_spelling_numpy_refuses_is_refused_after_one_it_takes(first, second):
+    """'q' names int64 here as 'l' does, but the loops are typed 'l': NumPy refuses dtype='q',
+    and the device's cache of resolutions must not answer for it from a call with 'l'."""
+    for dtype in (first, second):
+        for fn, args in ((ex.add, (I8, I8)), (ex.add.outer, (I8, I8))):
+            _agree(fn, lambda m: [m(a) for a in args], dtype=dtype)
+        _agree(ex.add.reduce, lambda m: [m(I8)], dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype_class", [np.dtypes.Float64DType, np.dtypes.Float32DType,
+                                         np.dtypes.Int64DType, np.dtypes.StrDType])
+def test_dtype_given_as_a_dtype_class_names_that_type(dtype_class):
+    _agree(ex.add, lambda m: [m(F8), m(F8)], dtype=dtype_class)
+    _agree(ex.add.reduce, lambda m: [m(F8)], dtype=dtype_class)
+    _agree(ex.l2_norm, lambda m: [m(A)], dtype=dtype_class)
+
+
+@pytest.mark.parametrize("dtype, signature", [(None, None), ("f8", None), (None, "dd->d"),
+                                              ("f8", "dd->d")])
+def test_dtype_and_signature_together_are_refused_whatever_their_values(dtype, signature):
+    _agree(ex.add, lambda m: [m(F8), m(F8)], dtype=dtype, signature=signature)
+    _agree(ex.add.outer, lambda m: [m(F8), m(F8)], dtype=dtype, signature=signature)
+    _agree(ex.matmul, lambda m: [m(A), m(A.T)], dtype=dtype, signature=signature)

@@ -264,3 +264,78 @@ def test_a_destroyed_stream_stays_in_the_table_while_an_event_or_a_wait_names_it
             assert kept >= 1, "the library array was let go before s had run the add"
             return
     pytest.fail(f"no check came within {late} s of its stall")
+
+
+# ------------------------------------------------------------------ foreign memory and streams
+
+
+class OwningForeignArray:
+    """A library's array that owns its memory and frees it, on the legacy stream, when it dies
+    (as a Numba device array does); no stream source is registered for it."""
+
+    def __init__(self, values):
+        self._memory = device.to_device(values)
+        self.__cuda_array_interface__ = dict(shape=values.shape, typestr=values.dtype.str,
+                                             data=(self._memory.ptr, False), version=3,
+                                             strides=None, stream=1)
+
+
+@pytest.mark.parametrize("how", ["stream=", "with block"])
+def test_a_foreign_array_outlives_a_call_queued_late_on_a_stream_its_library_does_not_know(
+        how, x):
+    """A `with device.Stream():` block's stream is as unknown to the array's library as one
+    given by stream=: the array is kept until the stream has run the call."""
+    for seconds in STALLS:
+        s = device.Stream(non_blocking=True)
+        foreign = OwningForeignArray(x)
+        device.synchronize()
+        still_stalled = stalled(s.handle, seconds)
+        if how == "stream=":
+            y = ex.add(foreign, 1.0, stream=s)
+            total = ex.add.reduce(foreign, stream=s)
+        else:
+            with s:
+                y = ex.add(foreign, 1.0)
+                total = ex.add.reduce(foreign)
+        del foreign
+        gc.collect()
+        if still_stalled():
+            break
+    np.testing.assert_array_equal(host(y), x + 1.0)
+    np.testing.assert_allclose(host(total), x.sum())
+
+
+class LibraryStream:
+    """Another library's stream object: its CUDA stream is destroyed when it dies (CuPy's)."""
+
+    def __init__(self):
+        self.handle = _device.stream_create()
+
+    def __del__(self):
+        _device.stream_destroy(self.handle)
+
+
+class Capsule:
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+
+def test_a_dlpack_copy_keeps_another_librarys_stream_until_its_free_is_queued(x):
+    with unraisable_errors() as errors:
+        library_stream = LibraryStream()
+        y = ex.add(device.to_device(x), 1.0, stream=library_stream)
+        producer = Capsule(y.__dlpack__(copy=True))
+        del y, library_stream
+        gc.collect()
+        imported = device.from_dlpack(producer)
+        np.testing.assert_array_equal(host(imported), x + 1.0)
+        del imported, producer
+        gc.collect()
+        device.synchronize()
+    assert errors == []

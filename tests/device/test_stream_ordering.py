@@ -12,6 +12,7 @@ stream of their own; the same scenarios with real PyTorch and CuPy streams run o
 """
 import contextlib
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -314,6 +315,42 @@ def test_a_stream_block_is_the_default_stream_of_calls_inside_it(x):
     np.testing.assert_array_equal(host(result), x + 1)
 
 
+def test_one_stream_may_be_entered_by_two_tasks_at_once(x):
+    """The current stream is per thread and task: two asyncio tasks (or threads) in `with s:`
+    blocks of the same Stream at once each leave their own block."""
+    import asyncio
+    s = side_stream()
+    d = device.to_device(x)
+    seen = []
+
+    async def task(wait_inside):
+        with s:
+            await asyncio.sleep(0)              # the other task enters while this one is in
+            result = ex.add(d, 1.0)
+            await asyncio.sleep(0.01 if wait_inside else 0)
+        seen.append((device.current_stream(), result))
+
+    async def both():
+        await asyncio.gather(task(False), task(True))   # the first in leaves first
+
+    asyncio.run(both())
+    assert [stream for stream, _ in seen] == [None, None]
+    for _, result in seen:
+        np.testing.assert_array_equal(host(result), x + 1)
+    assert device.current_stream() is None
+
+
+def test_stream_blocks_closed_out_of_order_are_refused(x):
+    a, b = side_stream(), side_stream()
+    a.__enter__()
+    b.__enter__()
+    with pytest.raises(RuntimeError, match="not the innermost open `with` block"):
+        a.__exit__(None, None, None)
+    b.__exit__(None, None, None)
+    a.__exit__(None, None, None)
+    assert device.current_stream() is None
+
+
 def test_the_library_stream_wins_over_a_ufuncgen_stream_block(x):
     torch = Library("cai2")
     s, mine = side_stream(), side_stream()
@@ -358,6 +395,38 @@ def test_a_use_after_a_stream_ordered_free_is_reported_naming_the_buffer(x):
     with pytest.raises(device.DeviceError, match=rf"(?s)after it was freed.*{nbytes}-byte|"
                                                  rf"{nbytes}-byte.*after it was freed"):
         device.synchronize()
+
+
+def test_a_call_that_reports_an_earlier_misuse_is_still_ordered_before_later_uses(x):
+    """The simulator reports a misuse at the next launch, after queuing that launch: the call
+    raises, but its work runs, so its out= is last used on its stream and a later write to it
+    on another stream comes after."""
+    s, late = side_stream(), side_stream()
+    d = device.to_device(x)
+    out = device.to_device(np.zeros_like(x))
+    for seconds in (0.3, 1.0, 5.0):     # until the misuse has run before the call below
+        freed = device.to_device(x)
+        device.synchronize()
+        alias = _device.from_pointer(freed.ptr, freed.shape, freed.dtype, freed.strides,
+                                     freed.device, None, False, 0)
+        _device.sim_stall(s.handle, LATE)
+        ex.add(alias, 1.0, stream=s)    # reads `freed` after its free: the misuse
+        del freed, alias
+        time.sleep(seconds)
+        _device.sim_stall(late.handle, LATE)
+        try:
+            ex.add(d, 1.0, out=out, stream=late)
+        except device.DeviceError as error:
+            assert "after it was freed" in str(error)
+            break
+        with pytest.raises(device.DeviceError, match="after it was freed"):
+            device.synchronize()        # reported here instead: try again, waiting longer
+    else:
+        pytest.fail("the simulator never reported the read after the free at a launch")
+    ex.add(d, 4.0, out=out)             # the legacy stream, after the call that raised
+    np.testing.assert_array_equal(host(out), x + 4.0)
+    device.synchronize()
+    np.testing.assert_array_equal(host(out), x + 4.0)
 
 
 def test_work_queued_on_a_destroyed_stream_is_an_error_naming_the_stream(x):

@@ -64,6 +64,8 @@ ufg_device_array_contiguous_copy(ufg_DeviceArrayObject *self, uintptr_t stream,
         return NULL;
     }
     ufg_device_array_used_on(self, stream, keeper);
+    /* The copy's free is queued on that stream too: the stream object stays alive with it. */
+    ufg_device_array_used_on(copy, stream, keeper);
     return copy;
 }
 

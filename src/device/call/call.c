@@ -200,10 +200,11 @@ ufg_call_note_use(ufg_call *c, const ufg_operand *op)
         ufg_device_array_used_on((ufg_DeviceArrayObject *)op->owner, c->stream,
                                  c->stream_keeper);
     }
-    /* A foreign array on a stream its library does not know about (stream= given) stays
-     * alive until the work has passed; on the library's own stream, its allocator's reuse
-     * is ordered after the work already. */
-    if (op->kind == UFG_OPERAND_BUFFER && c->stream_given) {
+    /* A foreign array on a stream its library does not know about (stream= given, or a
+     * `with device.Stream():` block's) stays alive until the work has passed; on the
+     * library's own stream, its allocator's reuse is ordered after the work already. */
+    if (op->kind == UFG_OPERAND_BUFFER &&
+        (c->stream_given || ufg_stream_is_ufuncgens(c->stream_keeper))) {
         return ufg_keep_until_done(c->backend, op->obj, c->stream, c->device);
     }
     return 0;
@@ -315,12 +316,24 @@ ufg_device_call_run(const ufg_function_descriptor *fn, PyObject *ufunc, int oute
      * call runs. */
     if (ufg_call_check(&c, args, nargs, kwnames) == 0 && ufg_call_wait_for_producers(&c) == 0) {
         result = ufg_call_run(&c);
-        /* After a device error the stream or the context is broken and nothing more runs;
-         * after any other (an allocation that failed), work already queued may still use
-         * the arrays. */
-        if ((result != NULL || !PyErr_ExceptionMatches(ufg_DeviceError)) &&
-            ufg_call_note_uses(&c) < 0) {
-            Py_CLEAR(result);
+        if (result != NULL || !PyErr_ExceptionMatches(ufg_DeviceError)) {
+            /* After any error but a device error (an allocation that failed), work already
+             * queued may still use the arrays. */
+            if (ufg_call_note_uses(&c) < 0) {
+                Py_CLEAR(result);
+            }
+        }
+        else {
+            /* A device error may be an earlier one reported now (the simulator's report of
+             * a misuse comes at the next launch, after it queued): the work queued may
+             * run, so its arrays are noted as used, keeping the error.  After CUDA's sticky
+             * errors nothing runs, and noting them may fail, harmlessly. */
+            PyObject *type, *value, *traceback;
+            PyErr_Fetch(&type, &value, &traceback);
+            if (ufg_call_note_uses(&c) < 0) {
+                PyErr_Clear();
+            }
+            PyErr_Restore(type, value, traceback);
         }
     }
     ufg_call_release(&c);

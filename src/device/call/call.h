@@ -162,6 +162,12 @@ void ufg_prefix_error(const char *prefix);
 /* numpy_errors.c: raises NumPy's _UFuncInputCastingError / _UFuncOutputCastingError (casting
  * is the rule's name, index the input's or output's position), as a host call refusing the
  * same cast does; returns -1. */
+/* NumPy's conversion of the call's Python scalars where signature= fixes their types: the
+ * host ufunc called on empty stand-ins for the buffers, with signature= and casting=.  NumPy
+ * converts such a scalar straight to the fixed type (float(1j) and int(nan) raise; under
+ * casting='no' 2.5 becomes 2), where a scalar it types itself is cast.  -1 with NumPy's
+ * exception, as the host call raises it.  Elementwise functions only. */
+int ufg_numpy_converts_scalars(const ufg_call *c, const char *casting);
 int ufg_numpy_casting_error(PyObject *ufunc, const char *casting, PyArray_Descr *from,
                             PyArray_Descr *to, int is_output, int index);
 /* numpy_errors.c: whether the exception being raised is a NumPy UFuncTypeError. */
@@ -199,6 +205,9 @@ void ufg_operand_from_array(ufg_DeviceArrayObject *array, ufg_operand *op);
  * (NULL entries skipped): the current stream of the first one's library that has a stream
  * source, else ufuncgen's current stream, else 0.  *keeper: a new reference or NULL. */
 int ufg_default_stream(PyObject *const *objs, int n, uintptr_t *stream, PyObject **keeper);
+/* Whether a stream's keeper is a ufuncgen.device.Stream: a `with` block's stream, or one given,
+ * that no array library queues its own work on. */
+int ufg_stream_is_ufuncgens(PyObject *keeper);
 /* _device._forget_stream_sources(): ufuncgen.device registered a source; ask again. */
 PyObject *ufg_forget_stream_sources(PyObject *module, PyObject *unused);
 /* call.c: applies ufg_default_stream to the call when stream= was not given. */
@@ -280,6 +289,9 @@ ufg_dtype_itemsize(ufg_dtype_code code)
 
 /* resolve.c: NumPy's descriptor of a code (borrowed, cached). */
 PyArray_Descr *ufg_call_descr(ufg_dtype_code code);
+/* The code of a dtype= value as the resolution caches key it, or -1 when NumPy must decide
+ * uncached (a type the device does not take, another spelling of one: 'q' for 'l'). */
+int ufg_dtype_keyword_code(const PyArray_Descr *dtype);
 
 /* The index of fn's device loop whose nin + nout dtype codes are `codes` (NumPy's own loops
  * first, then the provided ones), or -1 (no exception). */

@@ -124,6 +124,26 @@ ufg_parse_out(ufg_call *c, PyObject *out, int positional_outs, PyObject **outs)
     return 0;
 }
 
+/* A DType class (np.dtypes.Float64DType), which NumPy's dtype= takes as the type it names,
+ * as its default instance (a new reference); np.dtype() of the class would be object.  NULL,
+ * with no error, for anything else and for a class without a default instance (StrDType):
+ * the converter and NumPy decide. */
+static PyArray_Descr *
+ufg_dtype_class_default(PyObject *value)
+{
+    if (!PyType_Check(value) || !PyType_IsSubtype((PyTypeObject *)value, &PyArrayDescr_Type) ||
+        (PyTypeObject *)value == &PyArrayDescr_Type) {
+        return NULL;
+    }
+    PyObject *instance = PyObject_CallNoArgs(value);
+    if (instance == NULL || !PyArray_DescrCheck(instance)) {
+        PyErr_Clear();
+        Py_XDECREF(instance);
+        return NULL;
+    }
+    return (PyArray_Descr *)instance;
+}
+
 int
 ufg_dtype_keyword(const char *who, PyObject *value, PyArray_Descr **descr)
 {
@@ -131,7 +151,8 @@ ufg_dtype_keyword(const char *who, PyObject *value, PyArray_Descr **descr)
     if (value == NULL || value == Py_None) {
         return 0;
     }
-    if (PyArray_DescrConverter(value, descr) != NPY_SUCCEED) {
+    *descr = ufg_dtype_class_default(value);
+    if (*descr == NULL && PyArray_DescrConverter(value, descr) != NPY_SUCCEED) {
         return -1;
     }
     if (!PyArray_ISNBO((*descr)->byteorder)) {
@@ -332,9 +353,9 @@ ufg_call_parse_keywords(ufg_call *c, PyObject *const *args, Py_ssize_t nargs,
     if (ufg_check_out_entries(c, outs) < 0) {
         return -1;
     }
-    /* NumPy's refusal of both comes before either value is read; signature= itself is read
-     * by ufunc.resolve_dtypes, which raises NumPy's errors for it (resolve.c). */
-    if (dtype_value != NULL && signature_value != NULL && signature_value != Py_None) {
+    /* NumPy's refusal of both comes before either value is read, None included; signature=
+     * itself is read by ufunc.resolve_dtypes, which raises NumPy's errors for it (resolve.c). */
+    if (dtype_value != NULL && signature_value != NULL) {
         PyErr_SetString(PyExc_TypeError, "cannot specify both 'signature' and 'dtype'");
         return -1;
     }

@@ -69,3 +69,53 @@ ufg_numpy_error_is_ufunc_type_error(void)
     ufg_numpy_errors_import();
     return ufg_ufunc_type_error != Py_None && PyErr_ExceptionMatches(ufg_ufunc_type_error);
 }
+
+/* Empty host arrays standing in for the call's buffers, its scalars as given: (inputs, outs). */
+static PyObject *
+ufg_stand_ins(const ufg_call *c, PyObject **outs)
+{
+    npy_intp none = 0;
+    PyObject *inputs = PyTuple_New(c->nin);
+
+    *outs = PyTuple_New(c->nout);
+    for (int k = 0; inputs != NULL && *outs != NULL && k < c->nargs; k++) {
+        const ufg_operand *op = &c->ops[k];
+        PyObject *item;
+        if (op->kind == UFG_OPERAND_BUFFER) {
+            PyArray_Descr *descr = ufg_call_descr(op->code);
+            item = descr == NULL ? NULL
+                 : PyArray_Empty(1, &none, (PyArray_Descr *)Py_NewRef(descr), 0);
+        }
+        else {
+            item = Py_NewRef(op->kind == UFG_OPERAND_ABSENT ? Py_None : op->obj);
+        }
+        if (item == NULL) {
+            Py_CLEAR(inputs);
+            break;
+        }
+        PyTuple_SET_ITEM(k < c->nin ? inputs : *outs, k < c->nin ? k : k - c->nin, item);
+    }
+    if (inputs == NULL) {
+        Py_CLEAR(*outs);
+    }
+    return inputs;
+}
+
+int
+ufg_numpy_converts_scalars(const ufg_call *c, const char *casting)
+{
+    PyObject *outs = NULL, *inputs = ufg_stand_ins(c, &outs), *kwargs = NULL, *result = NULL;
+
+    if (inputs != NULL) {
+        kwargs = Py_BuildValue("{s:O,s:O,s:s}", "out", outs, "signature", c->signature,
+                               "casting", casting);
+    }
+    if (kwargs != NULL) {
+        result = PyObject_Call(c->ufunc, inputs, kwargs);
+    }
+    Py_XDECREF(inputs);
+    Py_XDECREF(outs);
+    Py_XDECREF(kwargs);
+    Py_XDECREF(result);
+    return result == NULL ? -1 : 0;
+}

@@ -598,6 +598,58 @@ ufg_classify_numpy_scalar(PyObject *obj, const char *what, ufg_operand *op)
     return 0;
 }
 
+/* An instance of a subclass of int, float or complex (an IntEnum member): NEP 50 makes only
+ * the exact types weak, so it is typed as np.asarray types it (int64, float64, complex128;
+ * an int past int64's range as object, which no loop takes). */
+static int
+ufg_classify_python_scalar_subclass(PyObject *obj, const char *what, ufg_operand *op)
+{
+    PyArrayObject *array = (PyArrayObject *)PyArray_FromAny(obj, NULL, 0, 0, 0, NULL);
+    int code;
+
+    if (array == NULL) {
+        return -1;
+    }
+    code = ufg_dtype_code_of_supported(PyArray_DESCR(array));
+    if (code < 0) {
+        PyObject *type_name = ufg_type_name(obj);
+        if (type_name != NULL) {
+            PyErr_Format(PyExc_TypeError, "%s is a %S, which NumPy types as %S (not as a Python "
+                         "scalar: it is a subclass); device kernels take %s", what, type_name,
+                         (PyObject *)PyArray_DESCR(array), UFG_ELEMENT_TYPE_NAMES);
+            Py_DECREF(type_name);
+        }
+        Py_DECREF(array);
+        return -1;
+    }
+    Py_DECREF(array);
+    op->code = (ufg_dtype_code)code;
+    op->weak = 0;
+    return 0;
+}
+
+/* The one input of a call, a Python scalar: NumPy types it as np.asarray does, not weakly
+ * (gelu(2.5, dtype='f4', casting='safe') refuses the float64; lucas(2.5) is no int).  An int
+ * past int64 stays weak here: the type resolution asks NumPy about it (resolve.c). */
+static void
+ufg_type_lone_python_scalar(ufg_operand *op)
+{
+    int overflow = 0;
+
+    if (op->kind != UFG_OPERAND_SCALAR || op->weak == 0) {
+        return;
+    }
+    if (op->weak == 'i') {
+        (void)PyLong_AsLongLongAndOverflow(op->obj, &overflow);
+        if (overflow != 0) {
+            return;
+        }
+    }
+    op->code = op->weak == 'i' ? UFG_DT_INT64 : op->weak == 'f' ? UFG_DT_FLOAT64
+                                                                : UFG_DT_COMPLEX128;
+    op->weak = 0;
+}
+
 /* A host array or an object of no known kind, refused with a hint at where the call's data
  * lives. */
 /* Whether NumPy reads obj as an array of host memory: an ndarray, or an object with the
@@ -657,10 +709,14 @@ ufg_classify(PyObject *obj, const char *what, const char *hint, uintptr_t consum
         op->code = UFG_DT_BOOL;
         return 0;
     }
-    if (PyLong_Check(obj) || PyFloat_Check(obj) || PyComplex_Check(obj)) {
+    if (PyLong_CheckExact(obj) || PyFloat_CheckExact(obj) || PyComplex_CheckExact(obj)) {
         op->kind = UFG_OPERAND_SCALAR;
         op->weak = PyLong_Check(obj) ? 'i' : PyFloat_Check(obj) ? 'f' : 'c';
         return 0;
+    }
+    if (PyLong_Check(obj) || PyFloat_Check(obj) || PyComplex_Check(obj)) {
+        op->kind = UFG_OPERAND_SCALAR;
+        return ufg_classify_python_scalar_subclass(obj, what, op);
     }
     is_device = ufg_is_device_object(obj);
     if (is_device < 0) {
@@ -765,6 +821,9 @@ ufg_call_classify_operands(ufg_call *c, PyObject *const *inputs, PyObject *const
         }
         if (k >= c->nin && ufg_check_output(c, k, what) < 0) {
             return -1;
+        }
+        if (k == 0 && c->nin == 1) {
+            ufg_type_lone_python_scalar(&c->ops[0]);
         }
         if (c->ops[k].kind == UFG_OPERAND_BUFFER && c->ops[k].device != c->device) {
             PyErr_Format(PyExc_ValueError, "%s is on CUDA device %d, but %s; all arrays of one "

@@ -217,12 +217,14 @@ ufg_plan_outputs(ufg_call *c, ufg_operand *targets, PyObject **results, int *cas
 
 /* ------------------------------------------------------------------ inputs */
 
-/* A scalar's bytes in the loop's type.  Python ints were packed by the type resolution,
+/* A scalar's bytes in the loop's type.  Weak Python ints were packed by the type resolution,
  * Python floats take a direct conversion; everything else (and every error) goes through
- * NumPy, as np.asarray(x, dtype) would, except that a Python float or complex for a loop of
- * another kind (dtype= with casting='unsafe') becomes a float64 or complex128 first and is
- * then cast, with the warnings NumPy's ufunc gives (ComplexWarning, an invalid cast), where
- * np.asarray(1j, float) would refuse it. */
+ * NumPy, as np.asarray(x, dtype) would, except that any other Python number (a float or
+ * complex for a loop of another kind under dtype= and casting='unsafe', a call's lone input,
+ * an IntEnum) becomes the array NumPy makes of it first and is then cast, with the warnings
+ * NumPy's ufunc gives (ComplexWarning, an invalid cast), where np.asarray(1j, float) would
+ * refuse it.  (Where signature= fixes the type, NumPy's own conversion was checked first:
+ * ufg_numpy_converts_scalars.) */
 static int
 ufg_scalar_bytes(ufg_call *c, int k, unsigned char *bytes)
 {
@@ -247,7 +249,7 @@ ufg_scalar_bytes(ufg_call *c, int k, unsigned char *bytes)
         }
         return 0;
     }
-    if (op->weak == 'f' || op->weak == 'c') {
+    if (PyLong_Check(op->obj) || PyFloat_Check(op->obj) || PyComplex_Check(op->obj)) {
         PyArrayObject *own = (PyArrayObject *)PyArray_FromAny(op->obj, NULL, 0, 0, 0, NULL);
         array = own == NULL ? NULL : (PyArrayObject *)PyArray_CastToType(
                                          own, (PyArray_Descr *)Py_NewRef(ufg_call_descr(code)), 0);

@@ -482,7 +482,8 @@ ufg_reduction_resolve(const char *prefix, const ufg_function_descriptor *fn, PyO
                       PyArray_Descr *dtype, const ufg_operand *array, const ufg_operand *out,
                       ufg_reduce_resolution *scratch)
 {
-    const int dtype_code = dtype != NULL ? ufg_reduction_code_of_descr(dtype) : -1;
+    const int dtype_code = dtype != NULL && PyArray_DescrCheck(dtype)
+                           ? ufg_dtype_keyword_code(dtype) : -1;
     const int out_code = out != NULL ? (int)out->code : -1;
     const int cacheable = dtype == NULL || dtype_code >= 0;
     ufg_reduce_resolution *known;

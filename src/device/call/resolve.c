@@ -41,13 +41,31 @@ ufg_call_descr(ufg_dtype_code code)
     return descrs[code];
 }
 
+int
+ufg_dtype_keyword_code(const PyArray_Descr *dtype)
+{
+    /* Recognised without building every code's descriptor: bfloat16's imports ml_dtypes.
+     * Only in the spelling of the loops' own type: dtype= names a DType, which NumPy matches
+     * exactly, so 'q' finds no loop typed 'l' although both are int64 here. */
+    const int code = dtype != NULL ? ufg_dtype_code_of_supported(dtype) : -1;
+    const PyArray_Descr *own;
+
+    if (code < 0) {
+        return -1;
+    }
+    if ((own = ufg_call_descr((ufg_dtype_code)code)) == NULL) {
+        PyErr_Clear();              /* NumPy decides, and says what is wrong */
+        return -1;
+    }
+    return own->type_num == dtype->type_num ? code : -1;
+}
+
 /* dtype= as a key byte: a supported code, or UFG_KEY_ABSENT with *other set for anything
  * else NumPy may still understand (it then decides, uncached). */
 static void
 ufg_dtype_key(const ufg_call *c, unsigned char *byte, int *other)
 {
-    /* Recognised without building every code's descriptor: bfloat16's imports ml_dtypes. */
-    const int code = c->dtype != NULL ? ufg_dtype_code_of_supported(c->dtype) : -1;
+    const int code = ufg_dtype_keyword_code(c->dtype);
 
     *byte = code >= 0 ? (unsigned char)code : UFG_KEY_ABSENT;
     /* signature= fixes types in too many spellings to key: asked of NumPy each time. */
@@ -65,21 +83,17 @@ ufg_key_hash(const ufg_function_descriptor *fn, const unsigned char *key)
     return (unsigned)(h >> 40) % UFG_RESOLVE_SLOTS;
 }
 
-/* Whether operand k is a Python int past int64 in a call whose inputs are all scalars: NumPy
- * then types it as np.asarray does (uint64 or object), not as a weak int, so such a call
- * finds no loop (lucas(2**70, out=...)), where a weak int would be out of range. */
+/* Whether operand k is the Python int past int64 that is a call's one input: NumPy types a
+ * lone scalar input as np.asarray does (operands.c), this one as uint64 or object, so such a
+ * call finds no loop (lucas(2**70, out=...)).  Of two or more scalar inputs, ints stay weak:
+ * add(2**70, 2.5) is a float64 sum, add(2**63, 1) an OverflowError. */
 static int
 ufg_is_big_int_among_scalars(const ufg_call *c, int k)
 {
     int overflow = 0;
 
-    if (c->ops[k].weak != 'i' || k >= c->nin) {
+    if (c->ops[k].weak != 'i' || k >= c->nin || c->nin != 1) {
         return 0;
-    }
-    for (int i = 0; i < c->nin; i++) {
-        if (c->ops[i].kind == UFG_OPERAND_BUFFER) {
-            return 0;
-        }
     }
     (void)PyLong_AsLongLongAndOverflow(c->ops[k].obj, &overflow);
     return overflow != 0;
@@ -329,8 +343,16 @@ ufg_resolve_with_numpy(ufg_call *c, unsigned char *codes)
 {
     const int weak = ufg_has_weak_scalar(c);
     const int strict = weak && c->casting <= NPY_EQUIV_CASTING;
-    PyObject *resolved = ufg_ask_numpy(c, strict ? NPY_UNSAFE_CASTING : c->casting);
+    /* signature= may fix a Python scalar's type: NumPy then converts it itself, and has
+     * checked what ufg_check_weak_scalars checks. */
+    const int converted = weak && c->signature != NULL && c->fn->ncore_dims == 0;
+    PyObject *resolved;
     int index;
+
+    if (converted && ufg_numpy_converts_scalars(c, ufg_casting_name(c->casting)) < 0) {
+        return -1;
+    }
+    resolved = ufg_ask_numpy(c, strict ? NPY_UNSAFE_CASTING : c->casting);
 
     if (resolved == NULL && weak && c->casting != NPY_UNSAFE_CASTING &&
         PyErr_ExceptionMatches(PyExc_TypeError)) {
@@ -359,7 +381,7 @@ ufg_resolve_with_numpy(ufg_call *c, unsigned char *codes)
     }
     index = ufg_find_loop(c, resolved, codes);
     if (index >= 0 && (ufg_pack_ints(c, codes) < 0 ||
-                       ufg_check_weak_scalars(c, codes) < 0 ||
+                       (!converted && ufg_check_weak_scalars(c, codes) < 0) ||
                        ufg_check_casts(c, resolved) < 0)) {
         index = -1;
     }

@@ -138,6 +138,7 @@ ufg_wait_for_producer(const ufg_backend *backend, const ufg_operand *op, uintptr
 static PyObject *ufg_stream_sources = NULL;    /* type -> callable, or None: no source */
 static PyObject *ufg_device_module = NULL;     /* ufuncgen.device, imported on first need */
 static PyObject *ufg_current_stream_var = NULL;/* its ContextVar of the current Stream */
+static PyObject *ufg_stream_class = NULL;       /* ufuncgen.device.Stream */
 
 static int
 ufg_streams_import(void)
@@ -153,7 +154,15 @@ ufg_streams_import(void)
         return -1;
     }
     ufg_current_stream_var = PyObject_GetAttrString(ufg_device_module, "_current_stream");
-    return ufg_current_stream_var == NULL ? -1 : 0;
+    ufg_stream_class = PyObject_GetAttrString(ufg_device_module, "Stream");
+    return ufg_current_stream_var == NULL || ufg_stream_class == NULL ? -1 : 0;
+}
+
+int
+ufg_stream_is_ufuncgens(PyObject *keeper)
+{
+    return keeper != NULL && ufg_stream_class != NULL && PyType_Check(ufg_stream_class) &&
+           PyObject_TypeCheck(keeper, (PyTypeObject *)ufg_stream_class);
 }
 
 /* The type's stream source (borrowed; Py_None when it has none), asked once per type. */
