@@ -362,9 +362,10 @@ class Specialization:
         return ", ".join(f"{d.name}={size}" for d, size in self.sizes)
 
 
-# The functions vecmath.h declares to GCC as having libmvec vector variants.
+# The functions vecmath.h declares to GCC as having libmvec vector variants, and the prelude's
+# made of one of them (arg(x) of a real x is atan2(0, x)).
 _VECTOR_MATH = ("exp log pow sin cos acos acosh asin asinh atan atanh cbrt cosh erf erfc exp10 "
-                "exp2 expm1 log10 log1p log2 sinh tan tanh atan2").split()
+                "exp2 expm1 log10 log1p log2 sinh tan tanh atan2 arg").split()
 _VECTOR_MATH_CALL = re.compile(r"\b(?:%s)f?\s*\(" % "|".join(_VECTOR_MATH))
 
 # The prelude's functions with a variant for scalar code (prelude.h, UFG_BODY_FLAVOUR): the
@@ -536,6 +537,12 @@ class Function:
             before = text[:m.start()].rstrip()
             if not assigned or before.endswith(("++", "--")) or \
                     (before.endswith("&") and not before.endswith("&&")):
+                return True
+            # `y(i) = y(i) + ...` reads it all the same, and an assignment that may not run
+            # (`if (c) y(i) = 0;`) leaves a later `y(i) +=` reading the caller's value.
+            statement_end = _statement_end(text, close + 1)
+            if re.search(rf"\b{arg.name}\s*\(", text[close + 1:statement_end]) or \
+                    _may_not_run(text, m.start()):
                 return True
         return False
 
@@ -1563,15 +1570,39 @@ def _type_kind(words: str, t_kind: str) -> str | None:
 
 
 def _declared_kinds(text: str, t_kind: str) -> dict[str, str]:
-    """Names declared with a simple type in C text (`T acc = 0;`, `int64_t i`, `double w;`)."""
+    """Names declared with a simple type in C text (`T acc = 0;`, `int64_t i`, `double w;`,
+    each name of `int64_t pos = 0, neg = 0;`)."""
     kinds: dict[str, str | None] = {}
     for m in _DECLARATION.finditer(text):
         kind = _type_kind(m.group("type"), t_kind)
         if kind is not None:
-            name = m.group("name")
-            # Declared again with another kind (in another block): it cannot be told.
-            kinds[name] = kind if kinds.get(name, kind) == kind else None
+            for name in (m.group("name"), *_more_declared_names(text, m.end("name"))):
+                # Declared again with another kind (in another block): it cannot be told.
+                kinds[name] = kind if kinds.get(name, kind) == kind else None
     return {name: kind for name, kind in kinds.items() if kind is not None}
+
+
+def _more_declared_names(text: str, end: int) -> list[str]:
+    """The names after the first of a declaration whose first name ends at text[end]: each
+    `, name` or `, *name` at the declaration's depth, up to its `;` (none in a parameter
+    list, where `, double b` is a declaration of its own)."""
+    names, depth, i = [], 0, end
+    while i < len(text):
+        c = text[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            if depth == 0:
+                return []           # a parameter list or a for's header: not one statement
+            depth -= 1
+        elif c == ";" and depth == 0:
+            return names
+        elif c == "," and depth == 0:
+            m = re.match(r"\s*\**\s*([A-Za-z_]\w*)\s*(?=[=;,\[])", text[i + 1:])
+            if m:
+                names.append(m.group(1))
+        i += 1
+    return names
 
 
 def _literal_kind(token: str) -> str:
@@ -1582,20 +1613,118 @@ def _literal_kind(token: str) -> str:
 
 def _expression_kind(text: str, names: dict[str, str]) -> str | None:
     """An expression's kind by C's usual conversions: floating when any operand is, integer
-    when every operand is known to be; None when it cannot tell (a call, an unknown name)."""
+    when every operand is known to be; None when it cannot tell (a call, an unknown name).
+    A comparison, `&&`, `||` or `!` is an int whatever it compares, and `c ? a : b` has the
+    kind of a and b whatever c is (`(x > 0 ? k : 1) / d` divides integers)."""
     if re.search(r"[A-Za-z_]\w*\s*\(", text) or any(
             _type_kind(m.group("type"), names.get("T", "i")) == "i" for m in _CAST.finditer(text)):
         return None             # a call, or a cast to an integer type, makes its own kind
-    kinds = []
-    for m in re.finditer(r"[A-Za-z_]\w*|\.?\d[\w.]*", text):
-        token = m.group(0)
-        if token[0].isdigit() or token[0] == ".":
-            kinds.append(_literal_kind(token))
-        elif token not in _NOT_OPERANDS:
-            kinds.append(names.get(token))
+    return _conditional_kind(text, names)
+
+
+def _top_level(text: str, pattern: str) -> list[re.Match]:
+    """The matches of `pattern` in text outside its brackets."""
+    found, depth = [], 0
+    for m in re.finditer(rf"[()\[\]]|{pattern}", text):
+        if m.group(0) in "([":
+            depth += 1
+        elif m.group(0) in ")]":
+            depth -= 1
+        elif depth == 0:
+            found.append(m)
+    return found
+
+
+def _combined_kind(kinds: list[str | None]) -> str | None:
     if "f" in kinds:
         return "f"
     return "i" if kinds and all(k == "i" for k in kinds) else None
+
+
+def _conditional_kind(text: str, names: dict[str, str]) -> str | None:
+    questions = _top_level(text, r"\?")
+    if questions:
+        # `c ? a : b`, its `b` perhaps another conditional: the colon that pairs with the
+        # first `?` is the first top-level colon past as many `?` as colons.
+        q, open_questions = questions[0].start(), 0
+        for m in _top_level(text[q:], r"[?:]"):
+            open_questions += 1 if m.group(0) == "?" else -1
+            if open_questions == 0:
+                colon = q + m.start()
+                return _combined_kind([_conditional_kind(text[q + 1:colon], names),
+                                       _conditional_kind(text[colon + 1:], names)])
+        return None
+    if _top_level(text, rf"{_COMPARISON}|&&|\|\||!(?!=)"):
+        return "i"              # a truth value (`!x` is one, its operand anything)
+    kinds = []
+    depth_start, depth = 0, 0
+    for m in re.finditer(r"[()]|[A-Za-z_]\w*|\.?\d[\w.]*", text):
+        token = m.group(0)
+        if token == "(":
+            depth += 1
+            if depth == 1:
+                depth_start = m.end()
+        elif token == ")":
+            depth -= 1
+            if depth == 0:
+                inner = text[depth_start:m.start()]
+                cast = _type_kind(inner, names.get("T", "i"))    # `(double)k` is floating
+                kinds.append(cast if cast is not None else _conditional_kind(inner, names))
+        elif depth > 0:
+            continue
+        elif token[0].isdigit() or token[0] == ".":
+            kinds.append(_literal_kind(token))
+        elif token not in _NOT_OPERANDS:
+            kinds.append(names.get(token))
+    return _combined_kind(kinds)
+
+
+def _statement_end(text: str, start: int) -> int:
+    """The index of the `;` that ends the statement going on at text[start] (len(text) if
+    none), past the brackets it opens."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] in "([{":
+            depth += 1
+        elif text[i] in ")]}":
+            depth -= 1
+            if depth < 0:
+                return i
+        elif text[i] == ";" and depth == 0:
+            return i
+    return len(text)
+
+
+_BRANCH_HEAD = re.compile(r"\b(?:if|while|switch)\s*$|\belse\s*$|\bdo\s*$")
+
+
+def _may_not_run(text: str, offset: int) -> bool:
+    """Whether the code at text[offset] is in a branch (an `if`, `else`, `while`, `switch` or
+    `do` body, a `case`, the right of `?`, `&&` or `||`) or after an early exit (`return`,
+    `break`, `continue`, `goto`) at the statement's level or any level around it.  Loops over
+    core dimensions (`for`) count as running."""
+    start = max(text.rfind(c, 0, offset) for c in ";{}") + 1
+    if re.search(r"\?|&&|\|\||\bcase\b|\bdefault\s*:", text[start:offset]):
+        return True
+    if re.search(r"\b(?:if|while|switch)\s*\(|\belse\b|\bdo\b", text[start:offset]):
+        return True             # `for (...) if (c) y(i) = 0;`
+    depth, i = 0, offset - 1
+    while i >= 0:              # the blocks around it, innermost first
+        c = text[i]
+        if c == "}":
+            depth += 1
+        elif c == "{":
+            if depth == 0:
+                before = text[:i].rstrip()
+                if before.endswith(")"):
+                    k = _matching(text, len(before) - 1, -1)
+                    before = text[:k].rstrip() if k >= 0 else before
+                if _BRANCH_HEAD.search(before):
+                    return True
+            else:
+                depth -= 1
+        i -= 1
+    return re.search(r"\b(?:return|break|continue|goto)\b", text[:offset]) is not None
 
 
 def _matching(text: str, i: int, step: int) -> int:
@@ -1711,10 +1840,21 @@ def _integer_divisions(body: Body, t_kind: str, names: dict[str, str] | None = N
         if m.group(1) == "/":       # `%` takes integers only
             left = _operand_before(clean, m.start(1), kinds)
             right = _operand_after(clean, m.end(1) + (clean[m.end(1):m.end(1) + 1] == "="), kinds)
-            if _surely_floating(left, right, t_kind):
+            # A macro's parameters have no type of their own: `QQ(k, d)` may divide integers
+            # in a loop whose T is floating.
+            in_define = _in_define(clean, m.start(1))
+            if _surely_floating(left, right, "i" if in_define else t_kind):
                 continue            # a floating division: by 0 it gives inf or nan, defined
         found.add(m.start(1))
     return found
+
+
+def _in_define(clean: str, offset: int) -> bool:
+    """Whether text[offset] is on a `#define` line (or a line it continues with `\\`)."""
+    start = clean.rfind("\n", 0, offset) + 1
+    while start > 0 and clean[:start - 1].rstrip(" \t").endswith("\\"):
+        start = clean.rfind("\n", 0, start - 1) + 1
+    return _DEFINE_LINE.match(clean, start) is not None
 
 
 def _surely_floating(left: str | None, right: str | None, t_kind: str) -> bool:

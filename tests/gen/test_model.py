@@ -608,6 +608,51 @@ def test_a_cast_to_a_floating_type_on_either_side_makes_the_division_floating():
         """), expression
 
 
+@pytest.mark.parametrize("expression, total", [
+    ("(x > 0 ? k : 1) / d", "ufg_div((x > 0 ? k : 1), d)"),    # a condition's kind is not its
+    ("k / (x > 0 ? d : 1)", "ufg_div(k, (x > 0 ? d : 1))"),    # result's
+    ("(k + (x > 0)) / d", "ufg_div((k + (x > 0)), d)"),         # a comparison is an int
+    ("(k + !x) / d", "ufg_div((k + !x), d)"),
+    ("(x > 0 ? x : 1) / d", "(x > 0 ? x : 1) / d"),              # a floating result
+    ("(k > 0 ? 1.5 : 2) / d", "(k > 0 ? 1.5 : 2) / d"),
+])
+def test_a_conditional_or_comparison_inside_a_divided_expression_takes_its_kind_from_its_result(
+        expression, total):
+    assert f"y = {total};" in _compiled(f"""
+        ufunc f(x, k, d) -> y
+            types: float64(float64, int32, int32)
+        {{
+            y = {expression};
+        }}
+    """), expression
+
+
+def test_every_name_of_a_declaration_list_has_its_type():
+    compiled = _compiled("""
+        ufunc f(x) -> y
+            types: float64(float64)
+        {
+            int64_t total = 0, pos = x > 0, *none = 0, neg = x < 0;
+            y = pos / neg + total;
+        }
+    """)
+    assert "y = ufg_div(pos, neg) + total;" in compiled
+
+
+def test_a_division_in_a_macro_of_a_floating_function_is_made_total():
+    """A macro's parameters have no type: QQ(k, d) may divide the int32 arguments."""
+    compiled = _compiled("""
+        ufunc f(x, k, d) -> y
+            types: float64(float64, int32, int32)
+        {
+            #define QQ(u, v) ((u) / (v))
+            y = x + QQ(k, d) + x / 2.0;
+        }
+    """)
+    assert "#define QQ(u, v) (ufg_div((u), (v)))" in compiled
+    assert "y = x + QQ(k, d) + x / 2.0;" in compiled
+
+
 def test_a_division_by_a_nonzero_literal_cannot_fail_and_is_left_as_written():
     assert "y = a / 2 + a % (T)3 + ufg_div(a, 0) + ufg_rem(a, -1);" in _compiled("""
         ufunc f(a) -> y
@@ -696,7 +741,14 @@ def test_functions_with_a_conditional_or_vector_math_are_flag_exact_gufuncs_incl
     ("++y(i);", True),
     ("T t = y(i); y(i) = t + x(i);", True),
     ("h(&y(i), x(i));", True),
-    ("y(i) = x(i) && y(i) == 0;", False),
+    ("y(i) = x(i) && y(i) == 0;", True),        # its right side reads y(i)
+    ("y(i) = y(i) + exp(x(i));", True),
+    ("y(i) = x(i) == 0;", False),
+    ("if (x(i) > 0) y(i) = 0; y(i) += x(i);", True),     # the assignment may not run
+    ("if (x(i) > 0) { y(i) = 0; } y(i) += x(i);", True),
+    ("if (x(i) > 0) { t = 1; } y(i) = x(i);", False),
+    ("T m = x(i); if (x(i) > m) m = x(i); y(i) = exp(x(i) - m);", False),
+    ("if (x(i) == 0) return; y(i) = x(i);", True),
     ("/* y(i) += 1 */ y(x(i) > 0) = 1;", False),
 ])
 def test_a_gufunc_reads_its_output_first_where_its_first_mention_is_no_assignment(body, reads):

@@ -91,9 +91,19 @@ UFG_UNSIGNED_TYPES(UFG_DEFINE_SIGN_UNSIGNED)
 #define UFG_RAISE_DIVIDE_BY_ZERO() ((void)feraiseexcept(FE_DIVBYZERO))
 #define UFG_RAISE_OVERFLOW() ((void)feraiseexcept(FE_OVERFLOW))
 #endif
+/* The dividend of a signed division made opaque to the optimizer: GCC 12 at -O2 folds
+ * ufg_div(-a, b) into -(a / b) where a / b is computed too, under -fwrapv as well, and the
+ * quotient of INT_MIN then has the wrong sign (-INT_MIN wraps to INT_MIN; INT_MIN / 2 is
+ * negative).  Such a division does not vectorize on x86 anyway: nothing is lost. */
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define UFG_OPAQUE(x) __asm__("" : "+r"(x))
+#else
+#define UFG_OPAQUE(x) ((void)0)
+#endif
 #define UFG_DEFINE_DIVISION(S, TYPE, UTYPE) \
     UFG_PRELUDE_FN TYPE ufg_div_##S(TYPE a, TYPE b) \
     { \
+        UFG_OPAQUE(a); \
         if (b == 0) { UFG_RAISE_DIVIDE_BY_ZERO(); return 0; } \
         if (b == -1) {          /* -a, wrapping: INT_MIN is the nonzero value equal to it */ \
             const UTYPE negated = (UTYPE)0 - (UTYPE)a; \
@@ -104,6 +114,7 @@ UFG_UNSIGNED_TYPES(UFG_DEFINE_SIGN_UNSIGNED)
     } \
     UFG_PRELUDE_FN TYPE ufg_rem_##S(TYPE a, TYPE b) \
     { \
+        UFG_OPAQUE(a); \
         if (b == 0) { UFG_RAISE_DIVIDE_BY_ZERO(); return 0; } \
         return b == -1 ? 0 : a % b; \
     }
