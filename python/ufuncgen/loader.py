@@ -9,10 +9,13 @@ stats and imports: the generator (Jinja2), CMake and the compilers are not touch
 
 An entry is a folder `<cache>/<module>-<key16>/` holding the extension, its stub, a `lock`
 file, `build.log` (one line per build) and, for text input, the text as `<module>.ufunc`.
-Several processes may load the same file at once: the build runs under an exclusive
-`flock` on the entry's lock file, into a temporary folder, and the extension is moved into
-place last with os.replace, so no process ever imports a half-written module; a process
-that waited for the lock finds the finished module and does not build again.
+Several processes, and threads, may load the same file at once: the build runs under an
+exclusive POSIX record lock (`lockf`) on the entry's lock file, which a forked child does not
+inherit (a `flock` belongs to the open file, which the child shares: it held the lock as long
+as the child lived), and a lock of this process's threads, into a temporary folder, and the
+extension is moved into place last with os.replace, so no process ever imports a half-written
+module; a process that waited for the lock finds the finished module and does not build again.
+Threads that import the same module get the same module object.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 
@@ -182,8 +186,9 @@ def _build_locked(source: _Source, module: str, entry: str, threads: bool,
     that failed to load, replaced unless another process already replaced it."""
     os.makedirs(entry, exist_ok=True)
     extension = os.path.join(entry, module + EXT_SUFFIX)
-    with open(os.path.join(entry, "lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)           # released when the file closes
+    # A record lock is the process's: this process's threads take turns by a lock of its own.
+    with _entry_lock(entry), open(os.path.join(entry, "lock"), "a") as lock:
+        fcntl.lockf(lock, fcntl.LOCK_EX)           # released when the file closes
         if unreadable is not None and _same_file(extension, unreadable):
             os.remove(extension)
         if os.path.exists(extension):
@@ -193,6 +198,30 @@ def _build_locked(source: _Source, module: str, entry: str, threads: bool,
         for stale in glob.glob(os.path.join(glob.escape(entry), "building-*")):
             shutil.rmtree(stale, ignore_errors=True)
         _build_into(source, module, entry, threads, cuda_arch, verbose)
+
+
+_entry_locks: dict[str, threading.Lock] = {}
+_entry_locks_guard = threading.Lock()
+# Imports of load()'s modules, one at a time: the check of sys.modules, the module's
+# execution (which imports NumPy, letting other threads run) and its entry there.
+_import_lock = threading.RLock()
+
+
+def _entry_lock(entry: str) -> threading.Lock:
+    with _entry_locks_guard:
+        return _entry_locks.setdefault(entry, threading.Lock())
+
+
+def _fresh_locks_in_child() -> None:
+    """A forked child has only the thread that forked: a lock another thread held (a build
+    in progress) would never be released there."""
+    global _entry_locks_guard, _import_lock
+    _entry_locks.clear()
+    _entry_locks_guard = threading.Lock()
+    _import_lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_fresh_locks_in_child)
 
 
 def _same_file(path: str, seen: os.stat_result) -> bool:
@@ -240,6 +269,11 @@ def _write_text(data: bytes, path: str) -> str:
 
 
 def _import(module: str, entry: str, extension: str):
+    with _import_lock:
+        return _import_once(module, entry, extension)
+
+
+def _import_once(module: str, entry: str, extension: str):
     if entry not in sys.path:
         sys.path.append(entry)
     loaded = sys.modules.get(module)
