@@ -54,7 +54,11 @@ def test_set_num_threads_of_a_non_integer_is_a_type_error(bad, threads_restored)
 @pytest.mark.parametrize("environment, expected", [
     ({"OMP_NUM_THREADS": "3"}, 3),
     ({"OMP_NUM_THREADS": "5,2"}, 5),
+    ({"OMP_NUM_THREADS": " 5 ,2"}, 5),
     ({"UFUNCGEN_NUM_THREADS": "4", "OMP_NUM_THREADS": "3"}, 4),
+    ({"UFUNCGEN_NUM_THREADS": " 3"}, 3),
+    ({"UFUNCGEN_NUM_THREADS": "3\t"}, 3),
+    ({"UFUNCGEN_NUM_THREADS": "\t3\n"}, 3),
     ({"OMP_NUM_THREADS": "nonsense"}, len(os.sched_getaffinity(0))),
     ({}, len(os.sched_getaffinity(0))),
 ])
@@ -72,6 +76,8 @@ def test_the_default_comes_from_the_environment_or_the_cpus_available(environmen
     ("abc", None, "UFUNCGEN_NUM_THREADS=abc is not a positive whole number of threads; ignored"),
     ("0", None, "UFUNCGEN_NUM_THREADS=0 is not a positive whole number of threads; ignored"),
     ("-3", None, "UFUNCGEN_NUM_THREADS=-3 is not a positive whole number of threads; ignored"),
+    ("3,5", None, "UFUNCGEN_NUM_THREADS=3,5 is not a positive whole number of threads; ignored"),
+    ("3 4", None, "UFUNCGEN_NUM_THREADS=3 4 is not a positive whole number of threads; ignored"),
     ("99999999999", 1024,
      "UFUNCGEN_NUM_THREADS=99999999999 is more threads than the 1024 ufuncgen runs; 1024 it is"),
     ("2000", 1024, "UFUNCGEN_NUM_THREADS=2000 is more threads than the 1024 ufuncgen runs"),

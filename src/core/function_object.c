@@ -668,15 +668,72 @@ ufg_accumulates(const PyUFuncObject *ufunc)
  * though arrays may have 64: refused before it is asked. */
 #define UFG_NUMPY_AT_MAX_DIMS 32
 
+/* The dimensions of a[index] (the indexed result the map iterator walks), or -1 where NumPy
+ * refuses the index: then its own .at says why.  Found by indexing an array of a's shape
+ * whose elements take no bytes, so nothing is copied whatever its size.  A 1-D index array,
+ * an int or a slice (what .at mostly gets) cannot make more dimensions than a has. */
+static int
+ufg_at_result_ndim(PyArrayObject *a, PyObject *index)
+{
+    PyArray_Descr *nothing = NULL;
+    PyObject *fields, *probe, *result;
+    int ndim = -1;
+
+    if ((PyArray_Check(index) && PyArray_NDIM((PyArrayObject *)index) <= 1) ||
+        PyLong_Check(index) || PySlice_Check(index)) {
+        return PyArray_NDIM(a);
+    }
+    if ((fields = PyList_New(0)) == NULL) {
+        return -2;
+    }
+    if (PyArray_DescrConverter(fields, &nothing) != NPY_SUCCEED) {
+        Py_DECREF(fields);
+        return -2;
+    }
+    Py_DECREF(fields);
+    probe = PyArray_NewFromDescr(&PyArray_Type, nothing, PyArray_NDIM(a), PyArray_DIMS(a), NULL,
+                                 NULL, 0, NULL);                  /* steals the descriptor */
+    if (probe == NULL) {
+        return -2;
+    }
+    result = PyObject_GetItem(probe, index);
+    Py_DECREF(probe);
+    if (result == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    if (PyArray_Check(result)) {
+        ndim = PyArray_NDIM((PyArrayObject *)result);
+    }
+    Py_DECREF(result);
+    return ndim;
+}
+
 static int
 ufg_at_refuse_what_numpy_cannot(PyObject *ufunc, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs >= 1 && PyArray_Check(args[0]) &&
-        PyArray_NDIM((PyArrayObject *)args[0]) > UFG_NUMPY_AT_MAX_DIMS) {
+    int ndim;
+
+    if (nargs < 1 || !PyArray_Check(args[0])) {
+        return 0;
+    }
+    if (PyArray_NDIM((PyArrayObject *)args[0]) > UFG_NUMPY_AT_MAX_DIMS) {
         PyErr_Format(PyExc_ValueError, "%s.at: the array has %d dimensions, and NumPy's "
                      "ufunc.at takes at most %d for this index (a larger array stops the "
                      "process there)", ((PyUFuncObject *)ufunc)->name,
                      PyArray_NDIM((PyArrayObject *)args[0]), UFG_NUMPY_AT_MAX_DIMS);
+        return -1;
+    }
+    if (nargs < 2) {
+        return 0;
+    }
+    if ((ndim = ufg_at_result_ndim((PyArrayObject *)args[0], args[1])) == -2) {
+        return -1;
+    }
+    if (ndim > UFG_NUMPY_AT_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError, "%s.at: a[indices] has %d dimensions, and NumPy's "
+                     "ufunc.at takes at most %d (a larger one stops the process there)",
+                     ((PyUFuncObject *)ufunc)->name, ndim, UFG_NUMPY_AT_MAX_DIMS);
         return -1;
     }
     return 0;

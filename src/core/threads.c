@@ -24,6 +24,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <fenv.h>
 #if defined(__x86_64__) && defined(__SSE2__)
@@ -273,7 +274,8 @@ ufg_after_fork_in_child(void)
 /* The thread count                                                     */
 /* ------------------------------------------------------------------ */
 
-/* *count: a positive count from an environment variable ("4", or OpenMP's list "4,2"), or 0
+/* *count: a positive count from an environment variable ("4", white space around it, or for
+ * OMP_NUM_THREADS OpenMP's list "4,2"), or 0
  * when it is unset.  A value that is no such count is ignored, and one above the pool's limit
  * capped, each with a RuntimeWarning saying so (-1 when a warnings filter made it an error). */
 static int
@@ -286,14 +288,16 @@ ufg_count_from_environment(const char *name, int *count)
     }
     char *end;
     errno = 0;
-    const long value = strtol(text, &end, 10);
-    while (*end == ' ') {
+    const long value = strtol(text, &end, 10);      /* leading white space skipped */
+    while (isspace((unsigned char)*end)) {
         end++;
     }
-    if (errno == ERANGE && value > 0) {
+    /* OMP_NUM_THREADS may list a count per nesting level ("4,2"): the first is ours. */
+    const int list = strcmp(name, "OMP_NUM_THREADS") == 0 && *end == ',';
+    if (errno == ERANGE && value > 0 && (*end == '\0' || list)) {
         *count = UFG_MAX_THREADS;
     }
-    else if (errno != 0 || end == text || (*end != '\0' && *end != ',') || value < 1) {
+    else if (errno != 0 || end == text || (*end != '\0' && !list) || value < 1) {
         return PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "ufuncgen: %s=%.40s is not a "
                                 "positive whole number of threads; ignored", name, text);
     }

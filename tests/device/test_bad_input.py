@@ -136,6 +136,31 @@ def test_a_cuda_array_interface_that_is_not_a_dict_is_refused():
         ex.add(Broken(), 1.0)
 
 
+def _raising_interface(error):
+    class Adapter:
+        @property
+        def __cuda_array_interface__(self):
+            raise error
+    return Adapter()
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, MemoryError, SystemExit])
+@pytest.mark.parametrize("use", ["argument", "out=", "as_device_array"])
+def test_a_ctrl_c_or_memory_error_while_an_interface_is_read_goes_on_as_raised(error, use):
+    d = to_dev(np.arange(4.0))
+    calls = {"argument": lambda o: ex.add(d, o), "out=": lambda o: ex.add(d, 1.0, out=o),
+             "as_device_array": device.as_device_array}
+    with pytest.raises(error):
+        calls[use](_raising_interface(error()))
+
+
+def test_an_interface_that_raises_is_a_type_error_from_its_error():
+    d = to_dev(np.arange(4.0))
+    with pytest.raises(TypeError, match="reading __cuda_array_interface__ failed: boom") as info:
+        ex.add(d, _raising_interface(RuntimeError("boom")))
+    assert isinstance(info.value.__cause__, RuntimeError)
+
+
 def test_an_unsupported_keyword_is_a_type_error_naming_it():
     x = to_dev(np.ones(3))
     with pytest.raises(TypeError, match="keyword argument 'extobj' is not supported on the device"):

@@ -643,6 +643,34 @@ def test_an_at_numpy_would_stop_the_process_on_is_a_value_error_and_nothing_is_u
     assert small.tolist() == np.ones((1,) * 31 + (2,)).tolist()
 
 
+@pytest.mark.parametrize("shape, index", [
+    ((3,), "np.zeros((1,) * 33, np.intp)"),
+    ((3, 3), "np.zeros((1,) * 32, np.intp)"),
+    ((3,), "np.zeros((1,) * 40, np.int32)"),
+    ((3,), "np.zeros((1,) * 34, np.intp).tolist()"),
+], ids=["33-d index", "32-d index of a 2-d array", "int32", "nested lists"])
+def test_an_index_whose_result_has_more_than_32_dimensions_is_a_value_error(shape, index):
+    """a itself is small: a[indices] is what NumPy's map iterator walks, and dies beyond 32."""
+    import subprocess
+    import sys
+    control = f"import numpy as np\nnp.add.at(np.zeros({shape}), {index}, 1.0)"
+    plain = {k: v for k, v in os.environ.items()
+             if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS")}
+    died = subprocess.run([sys.executable, "-c", control], capture_output=True, env=plain)
+    assert died.returncode < 0, died
+    a = np.zeros(shape)
+    indices = eval(index, {"np": np})
+    result_ndim = np.zeros(shape)[np.asarray(indices)].ndim
+    with pytest.raises(ValueError, match=rf"add.at: a\[indices\] has {result_ndim} dimensions, "
+                                         r"and NumPy's ufunc.at takes at most 32"):
+        ex.add.at(a, indices, 1.0)
+    assert not a.any()
+    # A 32-dimensional result is NumPy's answer.
+    fine = np.zeros(3)
+    ex.add.at(fine, np.zeros((1,) * 32, np.intp), 1.0)
+    assert fine.tolist() == [1.0, 0.0, 0.0]
+
+
 def test_a_loaded_module_gets_indexed_loops_too(tmp_path, rng):
     import ufuncgen
     module = ufuncgen.load("""\

@@ -434,13 +434,26 @@ ufg_operand_from_cai(PyObject *obj, const char *what, ufg_operand *op)
 
     cai = PyObject_GetAttr(obj, ufg_cai_name);
     if (cai == NULL) {
-        PyObject *type, *value, *traceback;
+        /* A Ctrl-C, an exit or a MemoryError while the property ran is no bad argument: it
+         * goes on as raised. */
+        if (!PyErr_ExceptionMatches(PyExc_Exception) ||
+            PyErr_ExceptionMatches(PyExc_MemoryError)) {
+            return -1;
+        }
+        PyObject *type, *value, *traceback, *new_type, *new_value, *new_traceback;
         PyErr_Fetch(&type, &value, &traceback);
         PyErr_NormalizeException(&type, &value, &traceback);
+        if (traceback != NULL) {
+            PyException_SetTraceback(value, traceback);
+        }
         PyErr_Format(PyExc_TypeError, "%s: reading __cuda_array_interface__ failed: %S", what,
                      value);
+        PyErr_Fetch(&new_type, &new_value, &new_traceback);
+        PyErr_NormalizeException(&new_type, &new_value, &new_traceback);
+        PyException_SetCause(new_value, Py_NewRef(value));      /* `raise ... from` it */
+        PyException_SetContext(new_value, value);               /* steals */
+        PyErr_Restore(new_type, new_value, new_traceback);
         Py_XDECREF(type);
-        Py_XDECREF(value);
         Py_XDECREF(traceback);
         return -1;
     }
