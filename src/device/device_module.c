@@ -326,6 +326,30 @@ ufg_from_pointer_device(const ufg_backend *backend, PyObject *device_obj, uintpt
     return 0;
 }
 
+/* device= vouches for memory CUDA cannot place (pinned host memory a kernel reads through
+ * UVA), not for memory a backend that knows all of its own never allocated: the simulator's
+ * kernel would read or write the host there.  An empty view reads nothing. */
+static int
+ufg_from_pointer_check_allocated(const ufg_backend *backend, uintptr_t ptr, int ndim,
+                                 const int64_t *shape)
+{
+    uintptr_t base;
+    size_t size;
+
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 0) {
+            return 0;
+        }
+    }
+    if (backend->allocation_of == NULL ||
+        backend->allocation_of((const void *)ptr, &base, &size) == 0) {
+        return 0;
+    }
+    PyErr_Format(PyExc_ValueError, "ptr: %s is not device memory: the %s backend allocated "
+                 "nothing there", ufg_hex(ptr).text, backend->name);
+    return -1;
+}
+
 static PyObject *
 ufg_from_pointer(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
 {
@@ -352,6 +376,9 @@ ufg_from_pointer(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
         (readonly = PyObject_IsTrue(readonly_obj)) < 0 ||
         (backend = ufg_runtime_backend()) == NULL ||
         ufg_from_pointer_device(backend, device_obj, ptr, &device) < 0) {
+        return NULL;
+    }
+    if (device_obj != Py_None && ufg_from_pointer_check_allocated(backend, ptr, ndim, shape) < 0) {
         return NULL;
     }
     if (strides_obj != Py_None && nstrides != ndim) {

@@ -113,6 +113,31 @@ def test_a_host_dlpack_producer_is_refused_naming_its_device_before_it_is_asked_
         use(np.arange(3))
 
 
+class _DLPackOnly:
+    """A producer that offers only DLPack, and exports what `array` exports."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+    def __dlpack__(self, **kwargs):
+        return self.array.__dlpack__(**kwargs)
+
+
+def test_a_read_only_dlpack_input_is_read_through_a_versioned_capsule():
+    """Only versioned DLPack can say read-only: asked for a legacy capsule, the producer
+    refused (BufferError), as NumPy's does for a read-only array."""
+    from ufuncgen import _device
+    buffer = to_dev(np.arange(4.0))
+    read_only = _device.from_pointer(buffer.ptr, (4,), np.float64, readonly=True, owner=buffer)
+    np.testing.assert_array_equal(host(ex.add(_DLPackOnly(read_only), 1.0)), [1, 2, 3, 4])
+    with pytest.raises(ValueError, match="read-only"):
+        ex.add(buffer, 1.0, out=_DLPackOnly(read_only))
+    np.testing.assert_array_equal(host(buffer), [0, 1, 2, 3])
+
+
 def test_an_object_with_no_cuda_interface_at_all_is_a_type_error_naming_it():
     with pytest.raises(TypeError, match=r"as_device_array\(obj\) \(list\) is not a CUDA array"):
         device.as_device_array([1.0, 2.0])

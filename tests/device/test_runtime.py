@@ -349,6 +349,28 @@ def test_from_pointer_needs_a_device_for_a_null_pointer():
         dev.from_pointer(0, (0,), np.int32)
 
 
+@pytest.mark.parametrize("address", ["host", "unallocated", "null"])
+def test_from_pointer_with_a_device_refuses_memory_the_simulator_did_not_allocate(address):
+    host_buffer = np.zeros(8)
+    ptr = {"host": host_buffer.ctypes.data, "unallocated": 4096, "null": 0}[address]
+    with pytest.raises(ValueError, match=rf"ptr: {ptr:#x} is not device memory: the sim "
+                                         r"backend allocated nothing there"):
+        dev.from_pointer(ptr, (8,), np.float64, None, 0)
+    assert dev.from_pointer(ptr, (0,), np.float64, None, 0).shape == (0,)   # reads nothing
+    assert not host_buffer.any()
+
+
+def test_a_raw_copy_from_or_to_memory_the_simulator_did_not_allocate_is_invalid():
+    a = dev.empty(8, np.float64)
+    host_buffer = np.zeros(8)
+    for copy in (lambda: dev.memcpy_dtoh(host_buffer, 4096, 64, 0),
+                 lambda: dev.memcpy_htod(4096, host_buffer, 64, 0),
+                 lambda: dev.memcpy_dtod(4096, a.ptr, 64, 0),
+                 lambda: dev.memcpy_dtod(a.ptr, 4096, 64, 0)):
+        with pytest.raises(dev.DeviceError, match="cudaErrorInvalidValue"):
+            copy()
+
+
 # ----------------------------------------------------------------------------- copies
 
 

@@ -372,6 +372,30 @@ def test_device_error_paths(d):
 
 
 @needs_sim
+def test_a_class_made_per_call_is_not_kept_alive_by_the_device_calls_it_was_given_to():
+    """The stream sources and the result library are remembered per type, weakly: an adapter
+    class made per call, and the device memory its property refers to, go with the call."""
+    import weakref
+    classes, buffers = [], []
+    for _ in range(300):
+        buffer = device.to_device(np.arange(64.0))
+
+        class Adapter:
+            @property
+            def __cuda_array_interface__(self, buffer=buffer):
+                return buffer.__cuda_array_interface__
+
+        ex.add(Adapter(), 1.0)
+        classes.append(weakref.ref(Adapter))
+        buffers.append(weakref.ref(buffer))
+        del Adapter, buffer
+    gc.collect()
+    device.synchronize()
+    gc.collect()
+    assert sum(r() is not None for r in classes) == 0
+    assert sum(r() is not None for r in buffers) == 0
+
+
 def test_dlpack_and_cai_export_and_import(d):
     check_flat(lambda: d.__cuda_array_interface__, d, calls=DEVICE_CALLS)
     check_flat(lambda: d.__dlpack__(), d, calls=DEVICE_CALLS)

@@ -489,9 +489,19 @@ ufg_dlpack_capsule(PyObject *obj, uintptr_t consumer)
     if (method == NULL) {
         return NULL;
     }
+    /* A versioned capsule first, as device.from_dlpack asks: it carries the read-only flag,
+     * without which a producer may refuse to export a read-only array at all (NumPy's
+     * BufferError) or export one that out= would then write.  A producer older than DLPack
+     * 1.0 refuses max_version; one older still, stream too. */
     args = PyTuple_New(0);
-    kwargs = Py_BuildValue("{s:K}", "stream", (unsigned long long)(consumer ? consumer : 1));
+    kwargs = Py_BuildValue("{s:K,s:(ii)}", "stream",
+                           (unsigned long long)(consumer ? consumer : 1), "max_version", 1, 0);
     capsule = args == NULL || kwargs == NULL ? NULL : PyObject_Call(method, args, kwargs);
+    if (capsule == NULL && PyErr_ExceptionMatches(PyExc_TypeError) &&
+        PyDict_DelItemString(kwargs, "max_version") == 0) {
+        PyErr_Clear();
+        capsule = PyObject_Call(method, args, kwargs);
+    }
     if (capsule == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
         PyErr_Clear();
         capsule = PyObject_CallNoArgs(method);

@@ -20,13 +20,16 @@ typedef enum { UFG_LIBRARY_NONE, UFG_LIBRARY_CUPY, UFG_LIBRARY_TORCH, UFG_LIBRAR
 static ufg_library
 ufg_library_of(PyTypeObject *type)
 {
-    static PyTypeObject *last_type;
+    /* The last type asked, by a weak reference: a pointer alone could be a new type's once
+     * the old one is freed, which would get its library; a strong one would keep a class made
+     * per call alive, with all it refers to. */
+    static PyObject *last_type;
     static ufg_library last_library;
-    PyObject *module;
+    PyObject *module, *ref;
     const char *name;
     ufg_library library = UFG_LIBRARY_NONE;
 
-    if (type == last_type) {
+    if (last_type != NULL && PyWeakref_GetObject(last_type) == (PyObject *)type) {
         return last_library;
     }
     module = PyObject_GetAttrString((PyObject *)type, "__module__");
@@ -49,7 +52,10 @@ ufg_library_of(PyTypeObject *type)
     }
     PyErr_Clear();
     Py_DECREF(module);
-    last_type = type;
+    if ((ref = PyWeakref_NewRef((PyObject *)type, NULL)) == NULL) {
+        PyErr_Clear();          /* asked again next time */
+    }
+    Py_XSETREF(last_type, ref);
     last_library = library;
     return library;
 }

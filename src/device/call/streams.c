@@ -135,7 +135,7 @@ ufg_wait_for_producer(const ufg_backend *backend, const ufg_operand *op, uintptr
  * `with ufuncgen.device.Stream():` block), else the legacy default stream.  Results then
  * order with what the library does next on its own stream, with no wait on the host.
  */
-static PyObject *ufg_stream_sources = NULL;    /* type -> callable, or None: no source */
+static PyObject *ufg_stream_sources = NULL;    /* see ufg_stream_source */
 static PyObject *ufg_device_module = NULL;     /* ufuncgen.device, imported on first need */
 static PyObject *ufg_current_stream_var = NULL;/* its ContextVar of the current Stream */
 static PyObject *ufg_stream_class = NULL;       /* ufuncgen.device.Stream */
@@ -165,25 +165,70 @@ ufg_stream_is_ufuncgens(PyObject *keeper)
            PyObject_TypeCheck(keeper, (PyTypeObject *)ufg_stream_class);
 }
 
+/* The stream sources asked of types, by the type's address: {address: (weak reference to the
+ * type, source)}.  Holding the types would keep a class made per call (an adapter) alive
+ * forever, with all it refers to; an entry whose type died (its address perhaps another
+ * type's now) is answered afresh, and the dead are swept as the table grows. */
+#define UFG_STREAM_SOURCES_SWEEP 64
+
+static int
+ufg_stream_sources_sweep(void)
+{
+    PyObject *key, *entry, *dead = PyList_New(0);
+    Py_ssize_t pos = 0;
+    int status = 0;
+
+    if (dead == NULL) {
+        return -1;
+    }
+    while (PyDict_Next(ufg_stream_sources, &pos, &key, &entry)) {
+        if (PyWeakref_GetObject(PyTuple_GET_ITEM(entry, 0)) == Py_None &&
+            PyList_Append(dead, key) < 0) {
+            status = -1;
+            break;
+        }
+    }
+    for (Py_ssize_t i = 0; status == 0 && i < PyList_GET_SIZE(dead); i++) {
+        status = PyDict_DelItem(ufg_stream_sources, PyList_GET_ITEM(dead, i));
+    }
+    Py_DECREF(dead);
+    return status;
+}
+
 /* The type's stream source (borrowed; Py_None when it has none), asked once per type. */
 static PyObject *
 ufg_stream_source(PyTypeObject *type)
 {
-    PyObject *source = PyDict_GetItemWithError(ufg_stream_sources, (PyObject *)type);
+    PyObject *key = PyLong_FromVoidPtr(type), *entry, *source, *ref;
 
-    if (source != NULL || PyErr_Occurred()) {
-        return source;
+    if (key == NULL) {
+        return NULL;
+    }
+    entry = PyDict_GetItemWithError(ufg_stream_sources, key);
+    if (entry != NULL && PyWeakref_GetObject(PyTuple_GET_ITEM(entry, 0)) == (PyObject *)type) {
+        Py_DECREF(key);
+        return PyTuple_GET_ITEM(entry, 1);
+    }
+    if (PyErr_Occurred()) {
+        Py_DECREF(key);
+        return NULL;
     }
     source = PyObject_CallMethod(ufg_device_module, "_stream_source", "O", (PyObject *)type);
-    if (source == NULL) {
+    ref = source == NULL ? NULL : PyWeakref_NewRef((PyObject *)type, NULL);
+    entry = ref == NULL ? NULL : PyTuple_Pack(2, ref, source);
+    Py_XDECREF(ref);
+    Py_XDECREF(source);
+    if (entry == NULL ||
+        (PyDict_GET_SIZE(ufg_stream_sources) % UFG_STREAM_SOURCES_SWEEP ==
+             UFG_STREAM_SOURCES_SWEEP - 1 && ufg_stream_sources_sweep() < 0) ||
+        PyDict_SetItem(ufg_stream_sources, key, entry) < 0) {
+        Py_XDECREF(entry);
+        Py_DECREF(key);
         return NULL;
     }
-    if (PyDict_SetItem(ufg_stream_sources, (PyObject *)type, source) < 0) {
-        Py_DECREF(source);
-        return NULL;
-    }
-    Py_DECREF(source);      /* the dict holds it */
-    return source;
+    Py_DECREF(key);
+    Py_DECREF(entry);       /* the dict holds it */
+    return PyTuple_GET_ITEM(entry, 1);
 }
 
 PyObject *

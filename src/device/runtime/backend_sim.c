@@ -297,6 +297,21 @@ ufg_sim_free_async(void *ptr, int device, void *stream)
     return error;
 }
 
+/* Whether nbytes at ptr lie in one simulated allocation: a copy from or to any other address
+ * would read or write the host there (cudaMemcpy refuses it with cudaErrorInvalidValue). */
+static int
+ufg_sim_range_allocated(const void *ptr, size_t nbytes)
+{
+    const ufg_sim_block *block;
+    int inside;
+
+    pthread_mutex_lock(&ufg_sim_mutex);
+    block = ufg_sim_block_find((uintptr_t)ptr);
+    inside = block != NULL && nbytes <= block->size - ((uintptr_t)ptr - block->base);
+    pthread_mutex_unlock(&ufg_sim_mutex);
+    return inside;
+}
+
 static int
 ufg_sim_memcpy(void *dst, const void *src, size_t nbytes, ufg_memcpy_kind kind, int device,
                void *stream)
@@ -309,6 +324,10 @@ ufg_sim_memcpy(void *dst, const void *src, size_t nbytes, ufg_memcpy_kind kind, 
     ufg_sim_note_context(device);
     if (nbytes == 0) {
         return 0;
+    }
+    if ((kind != UFG_MEMCPY_DEVICE_TO_HOST && !ufg_sim_range_allocated(dst, nbytes)) ||
+        (kind != UFG_MEMCPY_HOST_TO_DEVICE && !ufg_sim_range_allocated(src, nbytes))) {
+        return UFG_ERROR_INVALID_VALUE;
     }
     error = ufg_sim_queue_copy(dst, src, nbytes, kind == UFG_MEMCPY_HOST_TO_DEVICE, device,
                                stream);

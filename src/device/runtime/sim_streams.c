@@ -47,6 +47,11 @@ typedef struct ufg_sim_stream {
     int refs;                   /* events, queued waits and host threads naming it */
     struct ufg_sim_op *head, *tail;
     uint64_t queued, done;      /* operations queued so far, and run so far */
+    /* The implicit waits already queued between this stream and its legacy stream: the
+     * legacy stream's on this one up to operation legacy_waited, and this one's on the legacy
+     * stream up to waited_legacy.  A wait queued again for no new work would only cost memory:
+     * each legacy launch once queued one per blocking stream with pending work. */
+    uint64_t legacy_waited, waited_legacy;
     struct ufg_sim_stream *next;
 } ufg_sim_stream;
 
@@ -602,11 +607,19 @@ ufg_sim_order_with_legacy(ufg_sim_stream *s, uint64_t now)
     }
     if (!s->legacy) {
         ufg_sim_stream *legacy;
-        return ufg_sim_resolve(0, s->device, &legacy) != 0 ? UFG_ERROR_MEMORY_ALLOCATION
-                                                           : ufg_sim_append_wait(s, legacy, now);
+        if (ufg_sim_resolve(0, s->device, &legacy) != 0) {
+            return UFG_ERROR_MEMORY_ALLOCATION;
+        }
+        if (s->waited_legacy >= legacy->queued) {
+            return 0;           /* a wait queued here before covers it */
+        }
+        s->waited_legacy = legacy->queued;
+        return ufg_sim_append_wait(s, legacy, now);
     }
     for (ufg_sim_stream *t = ufg_sim_streams; t != NULL && error == 0; t = t->next) {
-        if (t != s && t->device == s->device && !t->non_blocking) {
+        if (t != s && t->device == s->device && !t->non_blocking &&
+            t->legacy_waited < t->queued) {
+            t->legacy_waited = t->queued;
             error = ufg_sim_append_wait(s, t, now);
         }
     }
