@@ -159,6 +159,26 @@ def contiguous_steps(fn: Function, sig, widened: bool = False) -> list[str]:
     return outer + core
 
 
+def rows_share_memory(fn: Function, sig) -> str:
+    """C: whether an output's outer iterations write memory that another one writes too (an
+    `out=` of outer step 0, or rows closer than their span): NumPy runs them in order, the
+    last one's writes winning, so such a call must not be split across threads.  Over NumPy's
+    `dimensions` and `steps` (the outer steps, then each argument's core strides)."""
+    step = len(fn.args)
+    core_steps = {}
+    for a in fn.args:
+        for j in range(len(a.core_dims)):
+            core_steps[a.index, j] = step
+            step += 1
+    tests = []
+    for a in fn.outputs:
+        span = " + ".join([str(sig.all_types[a.index].itemsize)] + [
+            f"(dimensions[{d.index + 1}] - 1) * ufg_step_size(steps[{core_steps[a.index, j]}])"
+            for j, d in enumerate(a.core_dims)])
+        tests.append(f"ufg_rows_overlap(steps[{a.index}], {span})")
+    return " || ".join(tests)
+
+
 def step_walks(fn: Function) -> list[int]:
     """For each of contiguous_steps' steps, the index in NumPy's `dimensions` of the dimension
     it moves along: 0 (the outer loop) for the outer steps, then 1 + each core dimension's."""
@@ -374,6 +394,7 @@ def environment() -> jinja2.Environment:
         scalar_gives_vector_bits=scalar_gives_vector_bits,
         broadcast_kernel_inputs=broadcast_kernel_inputs,
         call_signature=call_signature, py_doc=py_doc, contiguous_steps=contiguous_steps,
+        rows_share_memory=rows_share_memory,
         step_walks=step_walks,
         core_elements=core_elements,
         specialization_test=specialization_test, specialized_dimensions=specialized_dimensions,

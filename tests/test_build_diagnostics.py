@@ -171,6 +171,19 @@ def test_an_error_in_generated_code_is_reported_at_the_users_line_its_macro_note
         "            ^"]
 
 
+def test_the_notes_of_a_hidden_warning_are_hidden_with_it_at_every_level_of_macros():
+    """A user's macro calling the prelude's min on int16 values: GCC's -Wconversion inside min
+    is hidden, and so is each "in expansion of macro" note that follows it (min's, then the
+    user's CSWAP's): a note alone said nothing, before "0 compiler warnings"."""
+    output = ("/tmp/b/include/ufuncgen/prelude.h:12:3: warning: conversion from \u2018int\u2019 "
+              "to \u2018short int\u2019 may change value [-Wconversion]\n"
+              "f.ufunc:4:9: note: in expansion of macro \u2018min\u2019\n"
+              "f.ufunc:4:5: note: in expansion of macro \u2018CSWAP\u2019\n"
+              "f.ufunc:4:9: error: \u2018zz\u2019 undeclared\n")
+    shown = user_diagnostics(output, LINES)
+    assert [d.split("\n")[0] for d in shown] == ["f.ufunc:4:9: error: \u2018zz\u2019 undeclared"]
+
+
 @pytest.mark.parametrize("message", [
     "implicit declaration of function \u2018expp\u2019; did you mean \u2018expl\u2019? "
     "[-Werror=implicit-function-declaration]",                                  # gcc 12

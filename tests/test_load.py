@@ -183,6 +183,7 @@ def test_a_bad_file_raises_the_located_report_without_building(fresh_cache, tmp_
     with pytest.raises(SignatureError) as error:
         ufuncgen.load(path, cuda_arch="none")
     assert f"{path}:3:5: error: unknown option 'typo'" in str(error.value)
+    assert error.value.__context__ is None      # not "during handling of" the cache's stat
     assert not list(fresh_cache.rglob(f"*{loader.EXT_SUFFIX}"))
 
 

@@ -232,6 +232,7 @@ def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module 
     lines = output.splitlines()
     found: list[CompilerDiagnostic] = []
     pending: tuple[str, str, bool] | None = None   # a message in generated code (hidden?), awaiting its note
+    hiding_notes = False    # the notes of a hidden message (a macro's expansions, one per level)
     i = 0
     while i < len(lines):
         text = lines[i]
@@ -245,17 +246,20 @@ def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module 
             severity, message = m["severity"].replace("fatal error", "error"), m["message"]
             hidden = bool(_UNHELPFUL.fullmatch(message) or (
                 _OTHER_CONVERSION.fullmatch(message) and not _IMAGINARY_DISCARDED.fullmatch(message)))
+            if severity != "note":
+                hiding_notes = False
             if path not in sources:
                 if severity in ("error", "warning"):
                     pending = (severity, message, hidden)
                 continue
-            if hidden:
+            if hidden or (severity == "note" and hiding_notes):
                 continue
             if severity == "note" and pending is not None and "in expansion of macro" in message:
                 macro = _MACRO_EXPANSION.search(message)
                 severity, message, hidden = pending     # the user's line is where it went wrong
                 pending = None
                 if hidden:      # met inside a prelude macro: as hidden as in the user's code
+                    hiding_notes = True     # and the expansions of the macros around it
                     continue
                 promotion = _CONDITIONAL_PROMOTION.fullmatch(message)
                 if promotion and macro and macro["name"] in PRELUDE_FUNCTIONS:

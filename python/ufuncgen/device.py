@@ -164,6 +164,8 @@ def device_array(shape, dtype=np.float64, *, stream=None, device: int | None = N
     """An uninitialised C-contiguous DeviceArray, allocated in stream order.  `shape` is an int
     or a sequence of ints (anything with __index__: NumPy integers too), as NumPy takes it."""
     # NumPy knows the name "bfloat16" only once ml_dtypes is imported: the runtime imports it.
+    if isinstance(dtype, type) and issubclass(dtype, np.dtype) and dtype is not np.dtype:
+        dtype = dtype()     # a DType class (np.dtypes.Float64DType), as np.empty takes it
     if not (isinstance(dtype, str) and dtype == "bfloat16"):
         dtype = np.dtype(dtype)
     return _device.empty(shape, dtype, _device_of(device), _stream_arg(stream))

@@ -128,6 +128,8 @@ def load(path_or_text, name: str | None = None, *, cuda_arch: str | None = None,
     try:
         cached = os.stat(extension)       # the extension is moved in last: present = complete
     except (FileNotFoundError, NotADirectoryError):     # a cache folder that is a file: named
+        cached = None
+    if cached is None:                    # built outside the except: no chained stat error
         _check_cache_dir()
         _build_locked(source, module, entry, threads, cuda_arch, verbose)
         return _import(module, entry, extension)

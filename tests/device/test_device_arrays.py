@@ -218,3 +218,81 @@ def test_the_cuda_array_interface_of_a_zero_size_array_has_a_null_pointer_as_the
     back = device.as_device_array(ForeignArray(d))
     assert back.shape == shape and back.copy_to_host().shape == shape
     assert host(ex.add(ForeignArray(d), 1.0)).shape == shape
+
+
+# ------------------------------------------------------------------ the array API, as NumPy's
+
+@pytest.mark.parametrize("values", [[0.0], [1.0], [0.0, 0.0], []])
+def test_the_truth_value_of_a_device_array_is_refused_naming_copy_to_host(values):
+    d = to_dev(np.array(values))
+    with pytest.raises(TypeError, match=r"truth value .* call \.copy_to_host\(\) first"):
+        bool(d)
+    with pytest.raises(TypeError, match="truth value"):
+        bool(device.to_device(np.float64(1.0)))              # 0-d
+
+
+@pytest.mark.parametrize("dtype_class", [np.dtypes.Float64DType, np.dtypes.Int32DType,
+                                         np.dtypes.Float16DType])
+def test_device_array_takes_a_dtype_class_as_np_empty_does(dtype_class):
+    assert device.device_array(3, dtype_class).dtype == np.empty(3, dtype_class).dtype
+
+
+@pytest.mark.parametrize("shape", [(0, 2**63 - 1), (0, 2**61), (2**62, 0, 4)])
+def test_an_empty_shape_whose_other_extents_overflow_is_refused_as_numpy_refuses_it(shape):
+    with pytest.raises(ValueError):
+        np.empty(shape)
+    with pytest.raises(ValueError, match="more than 2\\*\\*63"):
+        device.device_array(shape)
+
+
+def test_a_view_of_more_than_2_63_bytes_through_the_interface_is_refused():
+    d = to_dev(np.zeros(4))
+    for shape in ((2**61,), (2**63 - 1,)):
+        view = ForeignArray(d, shape=shape, strides=(0,))
+        with pytest.raises(ValueError, match="more than 2\\*\\*63 bytes"):
+            ex.add(view, 1.0)
+
+
+def test_an_empty_interface_array_may_point_anywhere_as_an_empty_dlpack_tensor_may():
+    d = to_dev(np.zeros(4))
+    empty = ForeignArray(d, shape=(0,), data=(0x1000, False), strides=None)
+    assert ex.add(empty, 1.0).shape == (0,)
+
+
+def test_dlpack_exports_a_size_one_dimensions_stride_whatever_it_is():
+    """A stride never stepped (a size-1 dimension's, an empty array's) need not be a whole
+    number of elements: NumPy's __dlpack__ exports such views, as the C-contiguous stride."""
+    d = to_dev(np.arange(8, dtype=np.uint16))
+    for shape, strides in (((1, 4), (3, 2)), ((0, 4), (3, 2))):
+        v = view(d, shape, strides)
+        back = device.from_dlpack(v)
+        assert back.shape == shape
+        np.testing.assert_array_equal(host(back), host(v))
+
+
+def test_copying_a_strided_bool_view_keeps_its_bytes_as_numpy_does():
+    raw = np.array([0, 2, 4, 6, 8, 10, 12, 14], np.uint8)
+    d = to_dev(raw)
+    strided = _device.from_pointer(d.ptr, (4,), np.bool_, (2,), d.device, d, False, 0)
+    want = raw[::2].view(np.bool_).copy()
+    assert host(strided).view(np.uint8).tolist() == want.view(np.uint8).tolist() == [0, 4, 8, 12]
+    copy = device.from_dlpack(_Capsule(strided.__dlpack__(copy=True)))
+    assert host(copy).view(np.uint8).tolist() == [0, 4, 8, 12]
+
+
+class _Capsule:
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+
+def test_a_read_only_out_is_refused_naming_no_protocol_it_did_not_use():
+    d = to_dev(np.zeros(4))
+    read_only = _device.from_pointer(d.ptr, (4,), np.float64, readonly=True, owner=d)
+    with pytest.raises(ValueError, match="is read-only \\(as its exporter says"):
+        ex.add(d, 1.0, out=read_only)

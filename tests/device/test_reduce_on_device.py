@@ -432,3 +432,51 @@ def test_initial_on_the_device_is_refused_by_name_where_the_host_takes_a_scalar(
     refused = r"add\.reduce: initial= is a device array \(ufuncgen\._device\.DeviceArray\)"
     with pytest.raises(TypeError, match=refused):
         ex.add.reduce(to_dev(x), initial=device.to_device(initial))
+
+
+# ---------------------------------------------------------------- the host's order and identity
+
+@pytest.mark.parametrize("n", [3, 10, 33, 63])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_short_line_reduces_in_the_host_loops_order_for_the_same_bits(n, dtype, rng):
+    """Below 64 elements the host's associative loop adds NumPy's pairwise way (reduce_order.h);
+    the device's reduce does too, as its reduceat did: 1 + 9 * 2**-53 is not 1.0.  (From 64 on
+    the host's blocked order and the device's chunks are the README's documented difference.)"""
+    lines = [np.array([1.0] + [2.0**-53] * (n - 1)), rng.standard_normal(n) * 10.0**rng.integers(
+        -8, 8, n)]
+    for line in lines:
+        x = np.stack([line, line[::-1]]).astype(dtype)
+        for axis in (1, -1):
+            want = ex.add.reduce(x, axis=axis)
+            got = host(ex.add.reduce(to_dev(x), axis=axis))
+            assert got.tobytes() == want.tobytes(), (got, want)
+
+
+IDENTITY_NOT_NEUTRAL = """\
+ufunc add_from_tenth(x, y) -> s
+    types: float64(float64, float64)
+    identity: 0.1
+    associative: true
+{
+    s = x + y;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def from_tenth(tmp_path_factory, module_importer, device_cuda_arch):
+    return module_importer(tmp_path_factory.mktemp("from_tenth"), "ufg_from_tenth",
+                           IDENTITY_NOT_NEUTRAL, "--cuda-arch", device_cuda_arch).add_from_tenth
+
+
+@pytest.mark.parametrize("shape, axis", [((8, 20000), 1), ((20000, 8), 0), ((50000,), 0),
+                                         ((3, 7), 1)])
+@pytest.mark.parametrize("initial", [None, 0.5])
+def test_a_split_reduction_starts_from_the_identity_or_initial_once(from_tenth, shape, axis,
+                                                                     initial):
+    """NumPy starts a reduction from the identity (or initial=) once, neutral or not; the
+    device's chunks start from their first elements, and the identity comes in once, last."""
+    x = np.zeros(shape)
+    kwargs = {} if initial is None else {"initial": initial}
+    np.testing.assert_allclose(host(from_tenth.reduce(to_dev(x), axis=axis, **kwargs)),
+                               from_tenth.reduce(x, axis=axis, **kwargs), rtol=1e-12)

@@ -457,6 +457,34 @@ def test_the_legacy_streams_implicit_waits_are_queued_once_per_new_work_not_per_
         np.testing.assert_array_equal(host(r), [4.0] * 4)
 
 
+@pytest.mark.parametrize("kind", ["from_pointer", "from_dlpack"])
+def test_a_view_written_late_on_a_side_stream_is_ordered_before_its_arrays_next_read(kind, x):
+    """A DLPack view of ufuncgen's own array owns that array, as a from_pointer view does: a
+    holder of the capsule as its owner hid it, and the array's read did not wait."""
+    s = side_stream()
+    d, xd = device.to_device(np.zeros_like(x)), device.to_device(x)
+    device.synchronize()
+    v = (_device.from_pointer(d.ptr, d.shape, d.dtype, d.strides, d.device, d, False, 0)
+         if kind == "from_pointer" else device.from_dlpack(d))
+    _device.sim_stall(s.handle, LATE)
+    ex.add(v, xd, out=v, stream=s)
+    np.testing.assert_array_equal(host(d), x)
+
+
+def test_a_views_exports_name_the_last_use_of_the_memory_it_views(x):
+    """The array a view views was used later, on another stream: the view's interface names
+    that stream, and its DLPack export waits for it."""
+    s = side_stream()
+    d, xd = device.to_device(np.zeros_like(x)), device.to_device(x)
+    v = _device.from_pointer(d.ptr, d.shape, d.dtype, d.strides, d.device, d, False, 0)
+    device.synchronize()
+    _device.sim_stall(s.handle, LATE)
+    ex.add(d, xd, out=d, stream=s)          # the viewed array, late on s
+    assert v.__cuda_array_interface__["stream"] == s.handle
+    imported = device.from_dlpack(v)        # on the legacy stream, after s's write
+    np.testing.assert_array_equal(host(imported), x)
+
+
 def test_work_queued_on_a_destroyed_stream_is_an_error_naming_the_stream(x):
     handle = _device.stream_create()
     _device.stream_destroy(handle)

@@ -89,8 +89,10 @@ ufg_export_data(unsigned long long ptr, int readonly)
 PyObject *
 ufg_device_array_cai(ufg_DeviceArrayObject *self, void *Py_UNUSED(closure))
 {
-    /* CAI v3 forbids stream 0 (legacy or per-thread default?); our 0 is the legacy stream. */
-    const uintptr_t stream = self->stream != 0 ? self->stream : UFG_STREAM_LEGACY;
+    /* CAI v3 forbids stream 0 (legacy or per-thread default?); our 0 is the legacy stream.
+     * The memory's last use, which may be another view's (or the viewed array's). */
+    const uintptr_t last = ufg_device_array_last_use(self);
+    const uintptr_t stream = last != 0 ? last : UFG_STREAM_LEGACY;
     /* The interface's rule: 0 for a zero-size array, whose pointer addresses nothing. */
     const unsigned long long ptr = ufg_device_array_size(self) == 0
                                        ? 0ull : (unsigned long long)(uintptr_t)self->ptr;

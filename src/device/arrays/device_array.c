@@ -22,6 +22,24 @@
 
 /* ------------------------------------------------------------------ shape arithmetic */
 
+/* The product of the nonzero extents, as NumPy bounds a shape even when another extent is 0
+ * (np.empty((0, 2**63 - 1)) is refused: its strides would not fit); -1 past 2**63 / unit. */
+static int64_t
+ufg_nonzero_extents(int ndim, const int64_t *shape, int64_t unit)
+{
+    int64_t product = unit;
+
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] != 0) {
+            if (product > INT64_MAX / shape[d]) {
+                return -1;
+            }
+            product *= shape[d];
+        }
+    }
+    return product;
+}
+
 int64_t
 ufg_shape_size(int ndim, const int64_t *shape, const char *argname)
 {
@@ -33,14 +51,26 @@ ufg_shape_size(int ndim, const int64_t *shape, const char *argname)
                          (long long)shape[d]);
             return -1;
         }
-        if (shape[d] != 0 && size > INT64_MAX / shape[d]) {
-            PyErr_Format(PyExc_ValueError, "%s: the shape has more than 2**63 elements",
-                         argname);
-            return -1;
-        }
-        size *= shape[d];
+    }
+    if (ufg_nonzero_extents(ndim, shape, 1) < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: the shape has more than 2**63 elements", argname);
+        return -1;
+    }
+    for (int d = 0; d < ndim; d++) {
+        size *= shape[d];           /* within the product above */
     }
     return size;
+}
+
+int
+ufg_shape_bytes_fit(int ndim, const int64_t *shape, int64_t itemsize, PyObject *error_type,
+                    const char *context)
+{
+    if (ufg_nonzero_extents(ndim, shape, itemsize) < 0) {
+        PyErr_Format(error_type, "%s: the array would have more than 2**63 bytes", context);
+        return -1;
+    }
+    return 0;
 }
 
 int
@@ -243,8 +273,7 @@ ufg_device_array_empty(int ndim, const int64_t *shape, PyArray_Descr *descr, int
     if (size < 0) {
         return NULL;
     }
-    if (size > INT64_MAX / (int64_t)descr->elsize) {
-        PyErr_SetString(PyExc_ValueError, "shape: the array would have more than 2**63 bytes");
+    if (ufg_shape_bytes_fit(ndim, shape, (int64_t)descr->elsize, PyExc_ValueError, "shape") < 0) {
         return NULL;
     }
     error = backend->malloc_async(&ptr, (size_t)(size * (int64_t)descr->elsize), device,
@@ -498,6 +527,23 @@ static PySequenceMethods ufg_device_array_as_sequence = {
     .sq_length = (lenfunc)ufg_device_array_length,
 };
 
+/* Without it Python would take len() > 0 for the truth value: True for [0.0], where NumPy
+ * says False, and for two elements, which NumPy refuses as ambiguous.  The values are on the
+ * device: reading them is as explicit as __array__'s copy. */
+static int
+ufg_device_array_bool(ufg_DeviceArrayObject *self)
+{
+    PyErr_Format(PyExc_TypeError,
+                 "DeviceArray: the truth value of an array on device %d would need its values "
+                 "on the host; call .copy_to_host() first (and .any() or .all() of that)",
+                 self->device);
+    return -1;
+}
+
+static PyNumberMethods ufg_device_array_as_number = {
+    .nb_bool = (inquiry)ufg_device_array_bool,
+};
+
 static PyMethodDef ufg_device_array_methods[] = {
     {"copy_to_host", (PyCFunction)(void (*)(void))ufg_device_array_copy_to_host,
      METH_VARARGS | METH_KEYWORDS,
@@ -530,6 +576,7 @@ PyTypeObject ufg_DeviceArray_Type = {
     .tp_clear = (inquiry)ufg_device_array_clear,
     .tp_repr = (reprfunc)ufg_device_array_repr,
     .tp_as_sequence = &ufg_device_array_as_sequence,
+    .tp_as_number = &ufg_device_array_as_number,
     .tp_methods = ufg_device_array_methods,
     .tp_getset = ufg_device_array_getset,
     .tp_weaklistoffset = offsetof(ufg_DeviceArrayObject, weakreflist),

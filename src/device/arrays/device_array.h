@@ -86,6 +86,9 @@ ufg_DeviceArrayObject *ufg_device_array_new(char *ptr, int ndim, const int64_t *
 PyObject *ufg_stream_keeper_of(uintptr_t stream, PyObject *keeper);
 int ufg_device_array_wait_for(const ufg_backend *backend, ufg_DeviceArrayObject *array,
                               uintptr_t stream);
+/* The stream of the last use of the memory `array` views: its root's (a view's use is noted
+ * on the arrays it views too, so the root's is the latest), which its exports name. */
+uintptr_t ufg_device_array_last_use(const ufg_DeviceArrayObject *array);
 void ufg_device_array_used_on(ufg_DeviceArrayObject *array, uintptr_t stream,
                               PyObject *keeper);
 
@@ -105,6 +108,11 @@ int ufg_strided_is_aligned(const char *ptr, int ndim, const int64_t *shape,
 
 /* Element count of a shape, or -1 with ValueError set (negative or overflowing). */
 int64_t ufg_shape_size(int ndim, const int64_t *shape, const char *argname);
+/* 0 when the shape's elements of `itemsize` bytes fit in 2**63 bytes, counting the nonzero
+ * extents as NumPy does (an empty shape's other extents too); else -1 with `error_type`
+ * naming `context`. */
+int ufg_shape_bytes_fit(int ndim, const int64_t *shape, int64_t itemsize, PyObject *error_type,
+                        const char *context);
 
 /* 0 when every element's byte offset (the sum of index * stride) fits in 64 bits, as the
  * kernels and copies that add them up need; else -1 with `error_type` set, naming the first

@@ -30,6 +30,12 @@ ufg_device_array_root(ufg_DeviceArrayObject *array)
     return array;
 }
 
+uintptr_t
+ufg_device_array_last_use(const ufg_DeviceArrayObject *array)
+{
+    return ufg_device_array_root((ufg_DeviceArrayObject *)array)->stream;
+}
+
 int
 ufg_device_array_wait_for(const ufg_backend *backend, ufg_DeviceArrayObject *array,
                           uintptr_t stream)

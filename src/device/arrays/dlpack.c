@@ -53,6 +53,15 @@ ufg_dlpack_legacy_deleter(DLManagedTensor *tensor)
     ufg_dlpack_export_free(tensor->manager_ctx);
 }
 
+/* Whether a managed tensor is one ufg_dlpack_export_capsule made. */
+static int
+ufg_dlpack_is_own_export(const void *managed, int versioned)
+{
+    return versioned
+        ? ((const DLManagedTensorVersioned *)managed)->deleter == ufg_dlpack_versioned_deleter
+        : ((const DLManagedTensor *)managed)->deleter == ufg_dlpack_legacy_deleter;
+}
+
 /* A capsule nobody consumed still owns its tensor; a consumed one was renamed "used_...". */
 static void
 ufg_dlpack_capsule_destructor(PyObject *capsule)
@@ -76,16 +85,29 @@ ufg_dlpack_capsule_destructor(PyObject *capsule)
     PyErr_Restore(type, value, traceback);
 }
 
-/* Fills the DLTensor both flavours share; -1 with BufferError if a stride is not a whole
- * number of elements (DLPack counts strides in elements). */
+/* Fills the DLTensor both flavours share; -1 with BufferError if a stride that is ever
+ * stepped is not a whole number of elements (DLPack counts strides in elements).  A size-1
+ * dimension's stride, and every stride of an empty array, is never stepped: it is exported
+ * as the C-contiguous one, as NumPy's __dlpack__ does. */
 static int
 ufg_dlpack_fill_tensor(ufg_DeviceArrayObject *array, ufg_dlpack_export *export,
                        DLTensor *tensor)
 {
     const int64_t itemsize = (int64_t)array->dtype->elsize;
     int64_t *shape = export->dims, *strides = export->dims + array->ndim;
+    int64_t contiguous[UFG_DEVICE_ARRAY_MAX_DIMS];
+    int empty = 0;
 
+    ufg_c_strides(array->ndim, array->shape, itemsize, contiguous);
     for (int d = 0; d < array->ndim; d++) {
+        empty |= array->shape[d] == 0;
+    }
+    for (int d = 0; d < array->ndim; d++) {
+        if (empty || array->shape[d] == 1) {
+            shape[d] = array->shape[d];
+            strides[d] = contiguous[d] / itemsize;
+            continue;
+        }
         if (array->strides[d] % itemsize != 0) {
             PyErr_Format(PyExc_BufferError,
                          "__dlpack__: stride %lld of dimension %d is not a multiple of the "
@@ -203,7 +225,7 @@ ufg_dlpack_synchronize(ufg_DeviceArrayObject *array, PyObject *stream_arg)
 {
     const ufg_backend *backend;
     int64_t stream = UFG_DLPACK_LEGACY_STREAM;
-    uintptr_t producer = array->stream;
+    uintptr_t producer = ufg_device_array_last_use(array);     /* the memory's, a view's too */
     int error;
 
     if (stream_arg != Py_None && ufg_arg_int64(stream_arg, "__dlpack__: stream", &stream) < 0) {
@@ -606,6 +628,27 @@ ufg_from_dlpack_capsule(PyObject *capsule, uintptr_t stream, PyObject *keeper)
     descr = ufg_dtype_descr((ufg_dtype_code)code);
     if (descr == NULL) {
         return NULL;
+    }
+    /* A capsule ufuncgen exported: the view's owner is the exported DeviceArray itself, so
+     * that their uses order with each other as a view's and its array's do (a holder would
+     * hide it), and the export is let go at once. */
+    if (ufg_dlpack_is_own_export(managed, versioned)) {
+        ufg_dlpack_export *export = versioned ? ((DLManagedTensorVersioned *)managed)->manager_ctx
+                                              : ((DLManagedTensor *)managed)->manager_ctx;
+        array = ufg_device_array_new(ptr, tensor->ndim, shape, strides, descr,
+                                     tensor->device.device_id, readonly, stream, export->array);
+        Py_DECREF(descr);
+        if (array == NULL ||
+            PyCapsule_SetName(capsule, versioned ? UFG_DLPACK_USED_VERSIONED_CAPSULE
+                                                 : UFG_DLPACK_USED_CAPSULE) < 0) {
+            Py_XDECREF(array);
+            return NULL;
+        }
+        ufg_dlpack_export_free(export);
+        if (keeper != NULL) {
+            ufg_device_array_used_on(array, stream, keeper);
+        }
+        return (PyObject *)array;
     }
     holder = ufg_dlpack_holder_new(managed, versioned);
     /* The producer ordered the tensor before the consumer's stream: its last use so far. */

@@ -376,7 +376,9 @@ ufg_cai_checked_fields(PyObject *cai, const char *where, const char *what, ufg_o
             return -1;
         }
     }
-    if (ufg_strides_span_fits(op->ndim, op->shape, op->strides, PyExc_ValueError, where) < 0) {
+    if (ufg_shape_bytes_fit(op->ndim, op->shape, ufg_dtype_itemsize(op->code),
+                            PyExc_ValueError, where) < 0 ||
+        ufg_strides_span_fits(op->ndim, op->shape, op->strides, PyExc_ValueError, where) < 0) {
         return -1;
     }
     mask = ufg_cai_get(cai, UFG_CAI_MASK);
@@ -398,15 +400,18 @@ ufg_cai_device(const char *what, PyObject *obj, ufg_operand *op)
     if (backend == NULL) {
         return -1;
     }
-    if (op->ptr == NULL) {
-        if (ufg_operand_size(op) != 0) {
+    /* An empty array reads nothing: its pointer need not be device memory (the DLPack
+     * import takes any, as the specification allows). */
+    if (op->ptr == NULL || ufg_operand_size(op) == 0) {
+        if (op->ptr == NULL && ufg_operand_size(op) != 0) {
             type_name = ufg_type_name(obj);
             PyErr_Format(PyExc_ValueError, "%s (%S): __cuda_array_interface__['data'] is a "
                          "null pointer for a non-empty array", what, type_name);
             Py_XDECREF(type_name);
             return -1;
         }
-        if (backend->current_device(&device) != 0) {
+        device = op->ptr != NULL ? backend->pointer_device(op->ptr) : -1;
+        if (device < 0 && backend->current_device(&device) != 0) {
             device = 0;
         }
         op->device = device;
@@ -764,7 +769,8 @@ ufg_check_output(ufg_call *c, int k, const char *what)
     }
     if (op->readonly) {
         PyErr_Format(PyExc_ValueError,
-                     "%s is read-only (its __cuda_array_interface__ data flag)", what);
+                     "%s is read-only (as its exporter says: the interface's data flag, or "
+                     "DLPack's read-only flag)", what);
         return -1;
     }
     return 0;

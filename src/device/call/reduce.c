@@ -293,12 +293,10 @@ typedef struct {
                                      * contiguous line; NULL for others */
     int whole;                      /* one launch of `total` does it all */
     ufg_value identity;             /* where each result starts: initial=, or the identity */
-    ufg_value chunk_start;          /* where the chunks of a split reduction's first step
-                                     * start: the identity, so that initial= counts once, in
-                                     * the last step */
+    ufg_value chunk_start;          /* the identity: what a where= copy holds where the mask
+                                     * is False */
     int from_first;                 /* no initial= nor identity: results start from their
                                      * first element (or first partial result) */
-    int chunks_from_first;          /* no identity: the chunks of step 1 start from theirs */
     int copy_input;                 /* the array is cast to acc first */
     int first_through_out;          /* from_first into an out= of another dtype: the first
                                      * elements pass through out's dtype (below) */
@@ -590,12 +588,12 @@ ufg_reduce_launch(const ufg_backend *backend, const ufg_reduce_plan *plan,
         p.identity = plan->identity;                /* initial= counts once, here */
         p.start_from_first = plan->from_first;
     }
-    else if (step == &plan->steps[0]) {
-        p.identity = plan->chunk_start;
-        p.start_from_first = plan->chunks_from_first;
-    }
     else {
-        p.start_from_first = 1;                     /* partial results: none is empty */
+        /* The chunks of a split reduction start from their first elements (none is empty:
+         * there are at most as many as elements), and partial results from theirs: the
+         * identity and initial= count once, in the last step, as NumPy counts them once,
+         * neutral or not (identity: 0.1 of an add). */
+        p.start_from_first = 1;
     }
     launch.reduce = plan->whole ? plan->total : plan->launcher;
     launch.reduce_params = &p;
@@ -944,9 +942,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
             goto done;
         }
     }
-    /* Chunks start from the identity, or from their first elements without one. */
-    plan.chunks_from_first = !ufg_reduce_has_identity(fn);
-    if (!plan.chunks_from_first &&
+    if (ufg_reduce_has_identity(fn) &&
         ufg_reduce_identity(fn, plan.acc, resolution, &plan.chunk_start) < 0) {
         goto done;
     }

@@ -4,7 +4,8 @@
  * generated kernels (device_kernel.h).  The includer defines UFG_CAST_LAUNCHER, the name of
  * the launcher to define.
  *
- * Conversions are C's: to bool means != 0, from bool gives 0 or 1, float to integer
+ * Conversions are C's: to bool means != 0 (bool to bool copies the byte), from bool gives
+ * 0 or 1, float to integer
  * truncates (undefined out of range, as in C), integer to float rounds to nearest.  Between
  * floating types they are NumPy's (ml_dtypes' for bfloat16), NaN payloads included: see
  * ufuncgen/cast_element.h.

@@ -171,8 +171,18 @@ UFG_CAST_FN ufg_bfloat16 ufg_cast_bfloat16_to_bfloat16(ufg_bfloat16 b) { return 
  * access token, then (for a floating source) the destination's. */
 #define UFG_CAST_ONE(S_KIND, S_TYPE, D_KIND, D_TYPE) \
     UFG_CAST_FROM_##S_KIND(S_TYPE, D_KIND, D_TYPE)
-#define UFG_CAST_FROM_b(S_TYPE, D_KIND, D_TYPE) \
+#define UFG_CAST_FROM_b(S_TYPE, D_KIND, D_TYPE) UFG_CAST_BOOL_TO_##D_KIND(S_TYPE, D_KIND, D_TYPE)
+/* bool to bool is a copy of the byte, as NumPy copies an array into its own dtype: a bool
+ * byte of 2 (a view of int8 memory) stays 2. */
+#define UFG_CAST_BOOL_TO_b(S_TYPE, D_KIND, D_TYPE) \
+    (*(ufg_cast_bool *)(dst) = *(const ufg_cast_bool *)(src))
+#define UFG_CAST_BOOL_TO_i(S_TYPE, D_KIND, D_TYPE) \
     UFG_CAST_WRITE_##D_KIND(D_TYPE, dst, UFG_CAST_READ_b(S_TYPE, src))
+#define UFG_CAST_BOOL_TO_u UFG_CAST_BOOL_TO_i
+#define UFG_CAST_BOOL_TO_f UFG_CAST_BOOL_TO_i
+#define UFG_CAST_BOOL_TO_h UFG_CAST_BOOL_TO_i
+#define UFG_CAST_BOOL_TO_bf UFG_CAST_BOOL_TO_i
+#define UFG_CAST_BOOL_TO_c UFG_CAST_BOOL_TO_i
 #define UFG_CAST_FROM_i(S_TYPE, D_KIND, D_TYPE) \
     UFG_CAST_WRITE_##D_KIND(D_TYPE, dst, UFG_CAST_READ_i(S_TYPE, src))
 #define UFG_CAST_FROM_u UFG_CAST_FROM_i

@@ -238,6 +238,22 @@ ufg_gufunc_task(void *context, int64_t index)
     ufg_gufunc_run(job, begin, end);
 }
 
+/* The bytes one step of `step` moves, either way. */
+static inline npy_intp
+ufg_step_size(npy_intp step)
+{
+    return step < 0 ? -step : step;
+}
+
+/* Whether rows `outer` bytes apart, each reaching `span` bytes from its first element's start
+ * (in either direction), share memory: an outer step of 0, or one shorter than the span.
+ * (Generated loops pass each output's test: render.rows_share_memory.) */
+static inline bool
+ufg_rows_overlap(npy_intp outer, npy_intp span)
+{
+    return ufg_step_size(outer) < span;
+}
+
 /*
  * A gufunc loop: the outer dimension, split across threads when the call's work (outer
  * iterations x the product of its `ncore` distinct core dimensions) is large and a timed
