@@ -265,3 +265,32 @@ def test_a_reduction_whose_helper_raised_overflow_is_rerun_as_on_one_thread(
     for _ in range(8):
         assert _reduce_with_flags(add_cos0, x) == expected
     assert parallel_calls() > before
+
+
+def test_an_output_whose_rows_share_memory_keeps_the_last_rows_values_on_any_thread_count(
+        always_parallel):
+    """NumPy writes such an out= in order, the last write winning; parts on two threads raced
+    (1 run in 3 kept another row's value)."""
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((200_000, 8)), rng.standard_normal((200_000, 8))
+    buffer = np.zeros(1)
+    shared = np.lib.stride_tricks.as_strided(buffer, (200_000,), (0,))
+    last = ex.inner1d(x[-1], y[-1])
+    for _ in range(20):
+        ex.inner1d(x, y, out=shared)
+        assert buffer[0] == last
+    # A gufunc whose output rows overlap without sharing whole rows: each (4) block of
+    # centroid_distances' (k) output starts 3 elements after the last one's start.
+    point, centroids = rng.standard_normal((5_000, 3)), rng.standard_normal((4, 3))
+    flat = np.zeros(3 * 5_000 + 1)
+    rows = np.lib.stride_tricks.as_strided(flat, (5_000, 4), (3 * 8, 8))
+    want_flat = np.zeros_like(flat)
+    want_rows = np.lib.stride_tricks.as_strided(want_flat, (5_000, 4), (3 * 8, 8))
+    for i in range(5_000):
+        want_rows[i] = ex.centroid_distances(point[i], centroids)
+    ex.centroid_distances(point, centroids, out=rows)
+    np.testing.assert_array_equal(flat, want_flat)
+    # An elementwise out= of step 0.
+    a = rng.standard_normal(200_000)
+    ex.add(a, 1.0, out=np.lib.stride_tricks.as_strided(buffer, a.shape, (0,)))
+    assert buffer[0] == a[-1] + 1.0
