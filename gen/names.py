@@ -21,7 +21,8 @@ _ASCII_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # What generated modules import, besides the standard library.
 _PACKAGES = {"numpy": "NumPy, which the module imports",
-             "ufuncgen": "ufuncgen, which the module imports"}
+             "ufuncgen": "ufuncgen, which the module imports",
+             "ml_dtypes": "ml_dtypes, which a module with bfloat16 loops imports"}
 
 # The modules ufuncgen's own build generates inside its package (CMakeLists.txt).
 SHIPPED_MODULES = frozenset({"ufuncgen.examples"})

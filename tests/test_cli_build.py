@@ -204,7 +204,8 @@ def test_a_dotted_name_gives_functions_that_name_their_package_module_and_pickle
 
 def test_a_second_build_with_nothing_changed_rewrites_nothing(mymod):
     work = mymod
-    generated = work / "out" / ".ufuncgen-build" / "mymod" / "cmake" / "mymod_generated" / "mymod_module.c"
+    generated = (work / "out" / ".ufuncgen-build" / "mymod" / "cmake" / "ufuncgen_mymod_generated"
+                 / "mymod_module.c")
     extension = work / "out" / ("mymod" + EXT_SUFFIX)
     assert generated.is_file()
     before = {p: p.stat().st_mtime_ns for p in (generated, extension, work / "out" / "mymod.pyi")}
@@ -243,11 +244,12 @@ def test_a_rebuild_recompiles_only_the_generated_files_whose_text_changed(tmp_pa
     build = ("build", "d.ufunc", "--name", "docmod", "-o", "out", "--cuda-arch", "none")
     source.write_text(text)
     _built(_ufuncgen(*build, cwd=tmp_path))
-    kept = [_module_file(tmp_path, "docmod", "docmod_generated", f"docmod_{name}")
+    generated = "ufuncgen_docmod_generated"         # the CMake target's folder
+    kept = [_module_file(tmp_path, "docmod", generated, f"docmod_{name}")
             for name in ("bodies.h", "kernels.cu", "kernels_sim.c")]
-    kept.append(_module_file(tmp_path, "docmod", "CMakeFiles", "docmod.dir", "docmod_generated",
+    kept.append(_module_file(tmp_path, "docmod", "CMakeFiles", "ufuncgen_docmod.dir", generated,
                              "docmod_kernels_sim.c.o"))
-    module_c = _module_file(tmp_path, "docmod", "docmod_generated", "docmod_module.c")
+    module_c = _module_file(tmp_path, "docmod", generated, "docmod_module.c")
     before = {p: p.stat().st_mtime_ns for p in kept + [module_c]}
     source.write_text(text.replace("One.", "Two."))
     _built(_ufuncgen(*build, cwd=tmp_path))
@@ -336,6 +338,90 @@ def test_a_c_error_in_a_body_is_reported_at_the_users_line_without_a_traceback(t
     assert not (tmp_path / "out" / ("badmod" + EXT_SUFFIX)).exists()
 
 
+def test_a_c_error_in_a_file_outside_the_current_folder_is_reported_at_its_line(tmp_path):
+    """`../bad.ufunc`: CMake hands the generator absolute paths, so the file is shown whole
+    there; its errors were then in none of the signature files, without line or caret."""
+    (tmp_path / "bad.ufunc").write_text(BAD_BODY)
+    (tmp_path / "sub").mkdir()
+    result = _ufuncgen("build", "../bad.ufunc", "--name", "badmod", "-o", "out", "--cuda-arch",
+                       "none", cwd=tmp_path / "sub")
+    assert result.returncode != 0
+    errors = [line for line in result.stderr.splitlines() if ": error:" in line]
+    assert errors and errors[0].startswith(f"{tmp_path / 'bad.ufunc'}:6:"), result.stderr
+    assert "failed at the lines above" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("name", ["clean", "install", "all"])
+def test_a_module_may_be_named_like_a_target_cmake_reserves(name, tmp_path):
+    (tmp_path / "f.ufunc").write_text("ufunc twice(x) -> y\n    types: float64(float64)\n"
+                                      "{ y = 2 * x; }\n")
+    _built(_ufuncgen("build", "f.ufunc", "--name", name, "-o", "out", "--cuda-arch", "none",
+                     cwd=tmp_path))
+    result = _python(f"import {name}; print({name}.twice(2.5))", tmp_path / "out", tmp_path)
+    assert result.stdout == "5.0\n", result.stderr
+
+
+def test_two_modules_of_one_last_name_in_one_cmake_project_stay_two(tmp_path):
+    """pkg.a._ufuncs and pkg.b._ufuncs were built into one file, the last built installed as
+    both (with Makefiles; Ninja refused the project)."""
+    from ufuncgen.build import find_cmake
+    (tmp_path / "CMakeLists.txt").write_text(textwrap.dedent("""\
+        cmake_minimum_required(VERSION 3.19...3.31)
+        project(pk LANGUAGES C)
+        find_package(Python REQUIRED COMPONENTS Interpreter Development.Module NumPy)
+        execute_process(COMMAND "${Python_EXECUTABLE}" -m ufuncgen cmake-dir
+                        OUTPUT_VARIABLE UFUNCGEN_CMAKE_DIR OUTPUT_STRIP_TRAILING_WHITESPACE
+                        COMMAND_ERROR_IS_FATAL ANY)
+        include("${UFUNCGEN_CMAKE_DIR}/ufuncgen.cmake")
+        ufuncgen_add_module(pk_a MODULE pk.a._ufuncs SIGNATURES a.ufunc)
+        ufuncgen_add_module(pk_b MODULE pk.b._ufuncs SIGNATURES b.ufunc)
+        install(TARGETS pk_a LIBRARY DESTINATION pk/a)
+        install(TARGETS pk_b LIBRARY DESTINATION pk/b)
+        """))
+    for part, add in (("a", 1), ("b", 2)):
+        (tmp_path / f"{part}.ufunc").write_text(
+            f"ufunc f{part}(x) -> y\n    types: float64(float64)\n{{ y = x + {add}; }}\n")
+    cmake = find_cmake()
+    for command in ([cmake, "-S", ".", "-B", "build", "-DUFUNCGEN_CUDA=OFF",
+                     f"-DPython_EXECUTABLE={sys.executable}"],
+                    [cmake, "--build", "build", "--parallel"],
+                    [cmake, "--install", "build", "--prefix", "inst"]):
+        done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr
+    for part in ("", "/a", "/b"):
+        (tmp_path / f"inst/pk{part}/__init__.py").touch()
+    result = _python("import pk.a._ufuncs as a, pk.b._ufuncs as b; print(a.fa(1.0), b.fb(1.0))",
+                     tmp_path / "inst", tmp_path)
+    assert result.stdout == "2.0 3.0\n", result.stderr
+
+
+@pytest.mark.skipif(__import__("shutil").which("clang") is None, reason="no clang on PATH")
+def test_clang_builds_a_module_of_floats_halves_and_complex_numbers(tmp_path):
+    """glibc defines CMPLX for GCC only, and Clang before 16 knows no "f16c" CPU feature: every
+    build failed in ufuncgen's own headers under CC=clang."""
+    (tmp_path / "f.ufunc").write_text(
+        "ufunc grow(x) -> y\n    types: float64(float64), float16(float16), "
+        "complex128(complex128)\n{\n    y = 2 * x + exp(x);\n}\n")
+    env = dict(os.environ, CC="clang")
+    command = [sys.executable, "-m", "ufuncgen", "build", "f.ufunc", "--name", "clmod", "-o",
+               "out", "--cuda-arch", "none"]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = _python("""
+        import numpy as np, clmod
+        for dt in (np.float64, np.complex128):
+            x = np.linspace(-2, 2, 101).astype(dt)
+            assert np.allclose(clmod.grow(x), 2 * x + np.exp(x), rtol=1e-14), dt
+        h = np.linspace(-2, 2, 101).astype(np.float16)
+        wide = h.astype(np.float32)         # float16 computes in float32, rounding once
+        want = (2 * wide + np.exp(wide)).astype(np.float16).astype(np.float32)
+        assert np.allclose(clmod.grow(h).astype(np.float32), want, rtol=2e-3, atol=2e-3)
+        print("ok")
+        """, tmp_path / "out", tmp_path)
+    assert result.stdout == "ok\n", result.stderr
+
+
 def _stale_note(out: Path, name: str) -> str:
     return (f"ufuncgen: note: removed {out / (name + EXT_SUFFIX)} and {out / (name + '.pyi')}, "
             "left by an earlier build: they no longer match the files, and importing them "
@@ -419,6 +505,7 @@ BAD_NAMES = {
     "class": "it is a Python keyword, which an import statement cannot name",
     "numpy": "it would shadow NumPy, which the module imports",
     "ufuncgen": "it would shadow ufuncgen, which the module imports",
+    "ml_dtypes": "it would shadow ml_dtypes, which a module with bfloat16 loops imports",
     "os": "it " + SHADOWS_STDLIB.format("os"),
     "sys": "it " + SHADOWS_STDLIB.format("sys"),
     "json.fast": "its package 'json' " + SHADOWS_STDLIB.format("json"),

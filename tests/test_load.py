@@ -390,6 +390,9 @@ def test_the_cell_magic_binds_the_module_and_its_functions(cache):
     assert shell.user_ns["sq"](6.0) == 36.0
     assert shell.user_ns["cellmod"].__name__.startswith("cellmod_")
     assert shell.user_ns["sq"] is shell.user_ns["cellmod"].sq
+    # `%%ufuncgen?` shows the magic's usage.
+    magic = shell.find_cell_magic("ufuncgen")
+    assert "%%ufuncgen fast [--cuda-arch none]" in (magic.__doc__ or "")
 
 
 def test_a_cell_with_a_bad_signature_shows_the_checkers_messages_without_a_traceback(

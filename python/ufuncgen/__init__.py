@@ -6,8 +6,13 @@ generated, and the compiled runtime only when a generated module or `Function` i
 __version__ = "0.1.0"
 __all__ = ["Function", "get_num_threads", "load", "set_num_threads", "__version__"]
 
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
 from .threads import get_num_threads, set_num_threads
 from ._cache_finder import install as _install_finder
+
+if _TYPE_CHECKING:      # the typed class for checkers (stubs subclass it); at run time, lazily
+    from ._core import Function
 
 # Modules load() named by default import from its cache in any process that imports ufuncgen
 # (unpickling a generated function does): a dask worker needs no load() call of its own.

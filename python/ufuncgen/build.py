@@ -30,7 +30,7 @@ cmake_minimum_required(VERSION 3.18...3.31)
 project(ufuncgen_{short} LANGUAGES C)
 find_package(Python REQUIRED COMPONENTS Interpreter Development.Module NumPy)
 include("{cmake_dir}/ufuncgen.cmake")
-ufuncgen_add_module({short} MODULE {module}
+ufuncgen_add_module(ufuncgen_{short} MODULE {module}
   SIGNATURES {signatures}
 {source_root}  OUTPUT_DIRECTORY "{output_dir}")
 """
@@ -180,7 +180,9 @@ def _build(files, module, short, output_dir, build_dir, verbose, threads, cuda_a
     sources = {}
     for f in files:
         with open(f, encoding="utf-8") as text:
-            sources[display_path(f, root)] = text.read().split("\n")
+            # As the generator shows it: CMake hands it absolute paths, so a file outside the
+            # root (`../f.ufunc`) is shown whole, in #line directives and compiler messages.
+            sources[display_path(os.path.abspath(f), root)] = text.read().split("\n")
     stamp_path = os.path.join(build_dir, "ufuncgen.stamp")
     key = _build_key(files, sources, module, output_dir, project, threads, cuda_arch)
     if _stamp_matches(stamp_path, key, outputs):
@@ -204,7 +206,9 @@ def _build(files, module, short, output_dir, build_dir, verbose, threads, cuda_a
     _forget_configuration_if_tools_changed(binary_dir)
     _run([cmake, "-S", project_dir, "-B", binary_dir,
           *cache_options(threads, cuda_arch, _fingerprint.sanitize_requested())], verbose)
-    _run([cmake, "--build", binary_dir, "--parallel"], verbose, sources, checked)
+    # --config: what a multi-config generator ("Ninja Multi-Config") builds; others ignore it.
+    _run([cmake, "--build", binary_dir, "--parallel", "--config", "Release"], verbose, sources,
+         checked)
     if not os.path.exists(path):
         raise BuildError(f"the build finished but {path} is missing")
     _write_stamp(stamp_path, key, outputs)

@@ -75,5 +75,7 @@ def ufuncgen_cell(ipython, line: str, cell: str):
 
 
 def load_ipython_extension(ipython) -> None:
-    ipython.register_magic_function(lambda line, cell: ufuncgen_cell(ipython, line, cell),
-                                    magic_kind="cell", magic_name="ufuncgen")
+    def magic(line, cell):
+        return ufuncgen_cell(ipython, line, cell)
+    magic.__doc__ = __doc__         # what `%%ufuncgen?` shows
+    ipython.register_magic_function(magic, magic_kind="cell", magic_name="ufuncgen")

@@ -87,6 +87,19 @@ _DROP = object()
 DROP = _DROP
 
 
+class CapsuleProducer:
+    """A DLPack producer that hands out one capsule made already (a CUDA device's)."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+
 class HostTensor:
     """What a PyTorch CPU tensor looks like to ufuncgen: its type has __cuda_array_interface__
     (a property that raises AttributeError off the GPU), its __dlpack_device__ says kDLCPU, and

@@ -7,7 +7,7 @@ import pytest
 import ufuncgen.examples as ex
 from ufuncgen import _device, device
 
-from .conftest import ForeignArray, host, to_dev, view
+from .conftest import CapsuleProducer, ForeignArray, host, to_dev, view
 
 pytestmark = pytest.mark.skipif(not device.is_available(), reason=str(device.unavailable_reason()))
 
@@ -276,19 +276,8 @@ def test_copying_a_strided_bool_view_keeps_its_bytes_as_numpy_does():
     strided = _device.from_pointer(d.ptr, (4,), np.bool_, (2,), d.device, d, False, 0)
     want = raw[::2].view(np.bool_).copy()
     assert host(strided).view(np.uint8).tolist() == want.view(np.uint8).tolist() == [0, 4, 8, 12]
-    copy = device.from_dlpack(_Capsule(strided.__dlpack__(copy=True)))
+    copy = device.from_dlpack(CapsuleProducer(strided.__dlpack__(copy=True)))
     assert host(copy).view(np.uint8).tolist() == [0, 4, 8, 12]
-
-
-class _Capsule:
-    def __init__(self, capsule):
-        self.capsule = capsule
-
-    def __dlpack_device__(self):
-        return (2, 0)
-
-    def __dlpack__(self, **kwargs):
-        return self.capsule
 
 
 def test_a_read_only_out_is_refused_naming_no_protocol_it_did_not_use():

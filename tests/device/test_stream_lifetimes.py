@@ -23,7 +23,7 @@ import pytest
 from ufuncgen import _device, device
 import ufuncgen.examples as ex
 
-from .conftest import STALLS, ForeignArray, host, stalled, view
+from .conftest import STALLS, CapsuleProducer, ForeignArray, host, stalled, view
 
 pytestmark = pytest.mark.skipif(device.backend() != "sim",
                                 reason="the simulator reports work on a destroyed stream")
@@ -315,22 +315,11 @@ class LibraryStream:
         _device.stream_destroy(self.handle)
 
 
-class Capsule:
-    def __init__(self, capsule):
-        self.capsule = capsule
-
-    def __dlpack_device__(self):
-        return (2, 0)
-
-    def __dlpack__(self, **kwargs):
-        return self.capsule
-
-
 def test_a_dlpack_copy_keeps_another_librarys_stream_until_its_free_is_queued(x):
     with unraisable_errors() as errors:
         library_stream = LibraryStream()
         y = ex.add(device.to_device(x), 1.0, stream=library_stream)
-        producer = Capsule(y.__dlpack__(copy=True))
+        producer = CapsuleProducer(y.__dlpack__(copy=True))
         del y, library_stream
         gc.collect()
         imported = device.from_dlpack(producer)

@@ -335,9 +335,16 @@ function(ufuncgen_add_module target)
     target_compile_definitions(${target} PRIVATE UFG_NO_LIBMVEC)
   endif()
   if(ARG_OUTPUT_DIRECTORY)
-    set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${ARG_OUTPUT_DIRECTORY}")
+    set(output_dir "${ARG_OUTPUT_DIRECTORY}")
     add_custom_command(TARGET ${target} POST_BUILD
       COMMAND "${CMAKE_COMMAND}" -E copy_if_different "${stub}" "${ARG_OUTPUT_DIRECTORY}"
       VERBATIM)
+  else()
+    # A folder of the target's own: two modules of one last name (pkg.a._ufuncs and
+    # pkg.b._ufuncs) were built into one file, and the last one built was installed twice.
+    set(output_dir "${CMAKE_CURRENT_BINARY_DIR}/${target}_module")
   endif()
+  # $<1:...>: this one folder under a multi-config generator too ("Ninja Multi-Config" would
+  # add a folder per configuration).
+  set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "$<1:${output_dir}>")
 endfunction()

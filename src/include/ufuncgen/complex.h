@@ -25,6 +25,13 @@
 #ifndef __cplusplus
 
 #include <complex.h>
+/* glibc's <complex.h> defines CMPLX and CMPLXF (C11) for GCC only: Clang has the builtin. */
+#if !defined(CMPLX) && defined(__clang__)
+#define CMPLX(x, y) __builtin_complex((double)(x), (double)(y))
+#endif
+#if !defined(CMPLXF) && defined(__clang__)
+#define CMPLXF(x, y) __builtin_complex((float)(x), (float)(y))
+#endif
 
 typedef float _Complex ufg_complex64;
 typedef double _Complex ufg_complex128;
