@@ -133,7 +133,7 @@ def load(path_or_text, name: str | None = None, *, cuda_arch: str | None = None,
         _check_cache_dir()
         _build_locked(source, module, entry, threads, cuda_arch, verbose)
         return _import(module, entry, extension)
-    if _size_recorded(extension) in (None, cached.st_size):
+    if _intact(extension, cached.st_size):
         try:
             return _import(module, entry, extension)
         except ImportError as exc:
@@ -151,12 +151,14 @@ def _size_path(extension: str) -> str:
     return extension + ".size"
 
 
-def _intact(extension: str) -> bool:
-    """Whether the extension is there at the size it was built with (as far as recorded)."""
-    try:
-        size = os.path.getsize(extension)
-    except OSError:
-        return False
+def _intact(extension: str, size: int | None = None) -> bool:
+    """Whether the extension is there (of `size` bytes, when its stat was taken already) at
+    the size it was built with, as far as that was recorded."""
+    if size is None:
+        try:
+            size = os.path.getsize(extension)
+        except OSError:
+            return False
     return _size_recorded(extension) in (None, size)
 
 
