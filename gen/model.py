@@ -1585,23 +1585,15 @@ def _declared_kinds(text: str, t_kind: str) -> dict[str, str]:
 def _more_declared_names(text: str, end: int) -> list[str]:
     """The names after the first of a declaration whose first name ends at text[end]: each
     `, name` or `, *name` at the declaration's depth, up to its `;` (none in a parameter
-    list, where `, double b` is a declaration of its own)."""
-    names, depth, i = [], 0, end
-    while i < len(text):
-        c = text[i]
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            if depth == 0:
-                return []           # a parameter list or a for's header: not one statement
-            depth -= 1
-        elif c == ";" and depth == 0:
-            return names
-        elif c == "," and depth == 0:
-            m = re.match(r"\s*\**\s*([A-Za-z_]\w*)\s*(?=[=;,\[])", text[i + 1:])
-            if m:
-                names.append(m.group(1))
-        i += 1
+    list, where `, double b` is a declaration of its own: its `)` ends the statement)."""
+    stop = _statement_end(text, end)
+    if text[stop:stop + 1] not in (";", ""):
+        return []
+    names = []
+    for comma in _top_level(text[end:stop], ","):
+        m = re.match(r"\s*\**\s*([A-Za-z_]\w*)\s*(?=[=;,\[])", text[end + comma.end():])
+        if m:
+            names.append(m.group(1))
     return names
 
 
@@ -1623,12 +1615,12 @@ def _expression_kind(text: str, names: dict[str, str]) -> str | None:
 
 
 def _top_level(text: str, pattern: str) -> list[re.Match]:
-    """The matches of `pattern` in text outside its brackets."""
+    """The matches of `pattern` in text outside its brackets (an initializer's braces too)."""
     found, depth = [], 0
-    for m in re.finditer(rf"[()\[\]]|{pattern}", text):
-        if m.group(0) in "([":
+    for m in re.finditer(rf"[()\[\]{{}}]|{pattern}", text):
+        if m.group(0) in "([{":
             depth += 1
-        elif m.group(0) in ")]":
+        elif m.group(0) in ")]}":
             depth -= 1
         elif depth == 0:
             found.append(m)

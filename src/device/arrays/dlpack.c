@@ -582,7 +582,8 @@ ufg_from_dlpack_capsule(PyObject *capsule, uintptr_t stream, PyObject *keeper)
     const DLTensor *tensor;
     ufg_DeviceArrayObject *array;
     PyArray_Descr *descr;
-    PyObject *holder;
+    ufg_dlpack_export *own;
+    PyObject *owner;
     char *ptr;
     int code, readonly = 0;
 
@@ -631,41 +632,30 @@ ufg_from_dlpack_capsule(PyObject *capsule, uintptr_t stream, PyObject *keeper)
     }
     /* A capsule ufuncgen exported: the view's owner is the exported DeviceArray itself, so
      * that their uses order with each other as a view's and its array's do (a holder would
-     * hide it), and the export is let go at once. */
-    if (ufg_dlpack_is_own_export(managed, versioned)) {
-        ufg_dlpack_export *export = versioned ? ((DLManagedTensorVersioned *)managed)->manager_ctx
-                                              : ((DLManagedTensor *)managed)->manager_ctx;
-        array = ufg_device_array_new(ptr, tensor->ndim, shape, strides, descr,
-                                     tensor->device.device_id, readonly, stream, export->array);
-        Py_DECREF(descr);
-        if (array == NULL ||
-            PyCapsule_SetName(capsule, versioned ? UFG_DLPACK_USED_VERSIONED_CAPSULE
-                                                 : UFG_DLPACK_USED_CAPSULE) < 0) {
-            Py_XDECREF(array);
-            return NULL;
-        }
-        ufg_dlpack_export_free(export);
-        if (keeper != NULL) {
-            ufg_device_array_used_on(array, stream, keeper);
-        }
-        return (PyObject *)array;
-    }
-    holder = ufg_dlpack_holder_new(managed, versioned);
+     * hide it), and the export is let go at once.  Any other's holder runs its deleter. */
+    own = ufg_dlpack_is_own_export(managed, versioned)
+        ? (versioned ? ((DLManagedTensorVersioned *)managed)->manager_ctx
+                     : ((DLManagedTensor *)managed)->manager_ctx)
+        : NULL;
+    owner = own != NULL ? Py_NewRef(own->array) : ufg_dlpack_holder_new(managed, versioned);
     /* The producer ordered the tensor before the consumer's stream: its last use so far. */
-    array = holder == NULL ? NULL
+    array = owner == NULL ? NULL
         : ufg_device_array_new(ptr, tensor->ndim, shape, strides, descr,
-                               tensor->device.device_id, readonly, stream, holder);
+                               tensor->device.device_id, readonly, stream, owner);
     Py_DECREF(descr);
-    /* From here the holder runs the deleter; the renamed capsule's destructor leaves it. */
+    /* From here the owner lets the tensor go; the renamed capsule's destructor leaves it. */
     if (array == NULL ||
         PyCapsule_SetName(capsule, versioned ? UFG_DLPACK_USED_VERSIONED_CAPSULE
                                              : UFG_DLPACK_USED_CAPSULE) < 0) {
         Py_XDECREF(array);
-        Py_XDECREF(holder);
+        Py_XDECREF(owner);
         return NULL;
     }
-    Py_DECREF(holder);      /* the array holds it */
-    if (ufg_dlpack_holder_arm(holder) < 0) {
+    Py_DECREF(owner);       /* the array holds it */
+    if (own != NULL) {
+        ufg_dlpack_export_free(own);
+    }
+    else if (ufg_dlpack_holder_arm(owner) < 0) {
         Py_DECREF(array);
         return NULL;
     }
