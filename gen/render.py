@@ -161,8 +161,9 @@ def contiguous_steps(fn: Function, sig, widened: bool = False) -> list[str]:
 
 def rows_share_memory(fn: Function, sig) -> str:
     """C: whether an output's outer iterations write memory that another one writes too (an
-    `out=` of outer step 0, or rows closer than their span): NumPy runs them in order, the
-    last one's writes winning, so such a call must not be split across threads.  Over NumPy's
+    `out=` of outer step 0, or rows closer than their span), or two outputs meet: NumPy runs
+    them in order, the last one's writes winning, so such a call must not be split across
+    threads.  Over NumPy's
     `dimensions` and `steps` (the outer steps, then each argument's core strides)."""
     step = len(fn.args)
     core_steps = {}
@@ -170,12 +171,13 @@ def rows_share_memory(fn: Function, sig) -> str:
         for j in range(len(a.core_dims)):
             core_steps[a.index, j] = step
             step += 1
-    tests = []
-    for a in fn.outputs:
-        span = " + ".join([str(sig.all_types[a.index].itemsize)] + [
-            f"(dimensions[{d.index + 1}] - 1) * ufg_step_size(steps[{core_steps[a.index, j]}])"
-            for j, d in enumerate(a.core_dims)])
-        tests.append(f"ufg_rows_overlap(steps[{a.index}], {span})")
+    spans = {a.index: " + ".join([str(sig.all_types[a.index].itemsize)] + [
+        f"(dimensions[{d.index + 1}] - 1) * ufg_step_size(steps[{core_steps[a.index, j]}])"
+        for j, d in enumerate(a.core_dims)]) for a in fn.outputs}
+    tests = [f"ufg_rows_overlap(steps[{a.index}], {spans[a.index]})" for a in fn.outputs]
+    tests += [f"ufg_outputs_meet(args[{a.index}], steps[{a.index}], {spans[a.index]}, "
+              f"args[{b.index}], steps[{b.index}], {spans[b.index]}, dimensions[0])"
+              for i, a in enumerate(fn.outputs) for b in fn.outputs[i + 1:]]
     return " || ".join(tests)
 
 

@@ -195,6 +195,15 @@ gufunc softmax(x) -> y
     for (int64_t i = 0; i < n; i++) y(i) /= sum;
 }
 
+gufunc minmax(x) -> (lo, hi)
+    layout: (n)->(),()
+    types: (float64, float64)(float64)
+{
+    lo = x(0);
+    hi = x(0);
+    for (int64_t i = 1; i < n; i++) { lo = min(lo, x(i)); hi = max(hi, x(i)); }
+}
+
 gufunc softmax8(x) -> y
     layout: (8)->(8)
     types: float64(float64)
@@ -294,3 +303,24 @@ def test_an_output_whose_rows_share_memory_keeps_the_last_rows_values_on_any_thr
     a = rng.standard_normal(200_000)
     ex.add(a, 1.0, out=np.lib.stride_tricks.as_strided(buffer, a.shape, (0,)))
     assert buffer[0] == a[-1] + 1.0
+
+
+def test_two_outputs_that_meet_keep_numpys_order_on_any_thread_count(vector_math,
+                                                                     always_parallel):
+    """out=(o[:-1], o[1:]): NumPy writes row i's outputs in order, then row i+1's, so o[i]
+    ends as row i's first output.  Parts on two threads raced where they met (a few rows in
+    400,000 kept the second output of the row before)."""
+    x = np.random.default_rng(6).standard_normal((400_000, 4))
+    want = np.empty(400_001)
+    want[1:] = x.max(-1)
+    want[:-1] = x.min(-1)
+    for threads in (1, 2, 3):
+        ufuncgen.set_num_threads(threads)
+        for _ in range(5):
+            o = np.zeros(400_001)
+            vector_math.minmax(x, out=(o[:-1], o[1:]))
+            np.testing.assert_array_equal(o, want)
+    # Outputs apart are still split across threads.
+    before = parallel_calls()
+    vector_math.minmax(x, out=(np.empty(400_000), np.empty(400_000)))
+    assert parallel_calls() > before

@@ -375,18 +375,21 @@ ufg_spans_overlap(const char *a, npy_intp sa, int ia, const char *b, npy_intp sb
 }
 
 /*
- * Whether an output overlaps an input other than exactly (same start, same nonzero step).
- * NumPy copies overlapping operands of an ordinary call, but its reductions call the loop
- * with the accumulator as both input 0 and output (stride 0 for reduce, shifted by one
- * element for accumulate): each element must then see the one written just before it.
+ * Whether an output overlaps an input other than exactly (same start, same nonzero step), or
+ * another output at all.  NumPy copies overlapping operands of an ordinary call, but its
+ * reductions call the loop with the accumulator as both input 0 and output (stride 0 for
+ * reduce, shifted by one element for accumulate): each element must then see the one written
+ * just before it.  Outputs that meet (`out=(o[:-1], o[1:])`) it writes element by element,
+ * the later output's write winning where they meet: the vector kernel's blocks store one
+ * output's block after the other's.
  */
 static inline bool
-ufg_outputs_overlap_inputs(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
-                           const int *itemsizes)
+ufg_outputs_overlap(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
+                    const int *itemsizes)
 {
     for (int j = nin; j < nargs; j++) {
-        for (int k = 0; k < nin; k++) {
-            if (args[j] == args[k] && steps[j] == steps[k] && steps[j] != 0) {
+        for (int k = 0; k < j; k++) {
+            if (k < nin && args[j] == args[k] && steps[j] == steps[k] && steps[j] != 0) {
                 continue;
             }
             if (ufg_spans_overlap(args[j], steps[j], itemsizes[j], args[k], steps[k],
@@ -557,7 +560,7 @@ ufg_is_small_contiguous_call(char **args, npy_intp n, const npy_intp *steps, int
             return false;
         }
     }
-    return !ufg_outputs_overlap_inputs(args, n, steps, nin, nargs, itemsizes);
+    return !ufg_outputs_overlap(args, n, steps, nin, nargs, itemsizes);
 }
 
 /* The entry point's calls other than the short ones (ufg_run_elementwise, below). */
@@ -576,7 +579,7 @@ ufg_run_elementwise_general(char **args, npy_intp n, const npy_intp *steps, int 
         reduce->accumulate(n, args[0], args[1], steps[1], args[2], steps[2]);
         return;
     }
-    if (n > 1 && ufg_outputs_overlap_inputs(args, n, steps, nin, nargs, itemsizes)) {
+    if (n > 1 && ufg_outputs_overlap(args, n, steps, nin, nargs, itemsizes)) {
         ufg_run_elementwise_serial(args, n, steps, nargs, one != NULL ? one : kernel);
         return;
     }
@@ -610,8 +613,8 @@ ufg_run_elementwise_general(char **args, npy_intp n, const npy_intp *steps, int 
  * with `threads: false`.  `reduce` is the loop's reduction (host_reduce.h) when it is a
  * binary loop of one type, reorderable when the function is `associative: true`, else NULL:
  * a reduce-pattern call then runs there, and an accumulate call as one scalar chain.  Any other
- * overlap of outputs and inputs runs serially, in order, one element per call (of `one`, else
- * of the kernel, its scalar tail: flag-exact).
+ * overlap of an output with an input or another output runs serially, in order, one element
+ * per call (of `one`, else of the kernel, its scalar tail: flag-exact).
  * `exact` is the loop's scalar kernel when its body calls vector math (see ufg_run_block),
  * else NULL: a contiguous call is then checked in chunks (ufg_run_contiguous_checked).
  * `one`: the loop's scalar copy where it gives the vector loop's bits, else NULL: a call of one

@@ -254,6 +254,24 @@ ufg_rows_overlap(npy_intp outer, npy_intp span)
     return ufg_step_size(outer) < span;
 }
 
+/* Whether the n rows of two outputs, at a and b (outer steps apart, each reaching span bytes
+ * from its first element's start, in either direction), may share memory: NumPy writes the
+ * rows in order, so where one output's row meets the other's a part on another thread could
+ * write first.  Judged by the whole extents, which is enough to keep such a call on one
+ * thread; outputs of one call rarely come from one buffer. */
+static inline bool
+ufg_outputs_meet(const char *a, npy_intp outer_a, npy_intp span_a, const char *b,
+                 npy_intp outer_b, npy_intp span_b, npy_intp n)
+{
+    const uintptr_t a_first = (uintptr_t)a, a_last = a_first + (uintptr_t)((n - 1) * outer_a);
+    const uintptr_t b_first = (uintptr_t)b, b_last = b_first + (uintptr_t)((n - 1) * outer_b);
+    const uintptr_t a_lo = (outer_a < 0 ? a_last : a_first) - (uintptr_t)span_a;
+    const uintptr_t a_hi = (outer_a < 0 ? a_first : a_last) + (uintptr_t)span_a;
+    const uintptr_t b_lo = (outer_b < 0 ? b_last : b_first) - (uintptr_t)span_b;
+    const uintptr_t b_hi = (outer_b < 0 ? b_first : b_last) + (uintptr_t)span_b;
+    return a_lo < b_hi && b_lo < a_hi;
+}
+
 /*
  * A gufunc loop: the outer dimension, split across threads when the call's work (outer
  * iterations x the product of its `ncore` distinct core dimensions) is large and a timed
