@@ -396,7 +396,7 @@ def environment() -> jinja2.Environment:
         scalar_gives_vector_bits=scalar_gives_vector_bits,
         broadcast_kernel_inputs=broadcast_kernel_inputs,
         call_signature=call_signature, py_doc=py_doc, contiguous_steps=contiguous_steps,
-        rows_share_memory=rows_share_memory,
+        rows_share_memory=rows_share_memory, source_file_macro=source_file_macro,
         step_walks=step_walks,
         core_elements=core_elements,
         specialization_test=specialization_test, specialized_dimensions=specialized_dimensions,
@@ -405,6 +405,26 @@ def environment() -> jinja2.Environment:
         core_size=core_size,
     )
     return env
+
+
+def source_file_macro(index: int) -> str:
+    """The macro a #line directive names the module's `index`-th signature file by."""
+    return f"UFG_SOURCE_FILE_{index}"
+
+
+def _name_source_files_by_macro(text: str, module: Module) -> str:
+    """Each #line directive naming a signature file names it by its macro instead.  The
+    bodies header defines the macros as the files are shown in messages (`f.ufunc`), unless
+    the including file defined them first: the CUDA kernels define the files' full paths,
+    because nvcc lists a #line directive's file in its dependency file, and make takes a
+    relative name there for a file missing from the build folder, out of date at every build."""
+    macros = {c_string(path): source_file_macro(i) for i, path in enumerate(module.sources)}
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        parts = line.split(" ", 2)
+        if parts[0] == "#line" and len(parts) == 3 and parts[2] in macros:
+            lines[i] = f"#line {parts[1]} {macros[parts[2]]}"
+    return "\n".join(lines)
 
 
 def _number_generated_lines(text: str, filename: str) -> str:
@@ -424,7 +444,8 @@ def render_module(module: Module, command: str) -> dict[str, str]:
     outputs = {f"{name}.pyi": env.get_template("module.pyi.j2").render(context)}
     for file_name, template in ((f"{name}_module.c", "module.c.j2"),
                                 (f"{name}_bodies.h", "bodies.h.j2")):
-        outputs[file_name] = _number_generated_lines(env.get_template(template).render(context),
+        text = env.get_template(template).render(context)
+        outputs[file_name] = _number_generated_lines(_name_source_files_by_macro(text, module),
                                                      file_name)
     # The kernels of functions that opt in to fast math go to a file of their own, which nvcc
     # compiles with --use_fast_math (it has no per-function switch).

@@ -125,6 +125,15 @@ def test_nvcc_diagnostics_are_rewritten_to_file_line_col_and_name_the_users_func
     ]
 
 
+def test_nvcc_diagnostics_naming_a_file_by_its_full_path_are_shown_under_its_display_name():
+    """The kernels name the signature files by their full paths for nvcc (its dependency file
+    must list files that exist); messages show them as the generator does."""
+    full = NVCC_OUTPUT.replace("f.ufunc(", "/home/me/project/f.ufunc(")
+    assert (user_diagnostics(full, LINES, _module(), aliases={"/home/me/project/f.ufunc": "f.ufunc"})
+            == user_diagnostics(NVCC_OUTPUT, LINES, _module()))
+    assert user_diagnostics(full, LINES, _module()) == []    # not a signature file's name
+
+
 def test_an_nvcc_diagnostic_without_a_quoted_line_keeps_file_and_line_only():
     assert user_diagnostics("f.ufunc(4): error: expected a \";\"\n", LINES) == [
         "f.ufunc:4: error: expected a \";\"\n        y = pow(x, 2) * 0.5;"]

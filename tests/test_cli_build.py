@@ -236,19 +236,35 @@ def test_an_edited_file_older_than_the_last_build_is_generated_again(tmp_path):
     assert result.stdout == "3.0\n", result.stderr
 
 
-def test_a_rebuild_recompiles_only_the_generated_files_whose_text_changed(tmp_path):
+def test_a_rebuild_recompiles_only_the_generated_files_whose_text_changed(
+        tmp_path, compile_check_cuda_arch):
     """A changed doc line changes the module's C (its docstrings), not the bodies or the
-    kernels: those are neither rewritten nor compiled again (nvcc would take minutes)."""
+    kernels: those are neither rewritten nor compiled again by the C compiler.  nvcc, where it
+    is found, lists the signature file in its dependency file (the files #line directives
+    name), so it compiles the kernels again for the changed file; but not when nothing
+    changed: it names the file by its full path, where a name relative to the source root,
+    missing from the build folder, was out of date at every build."""
     source = tmp_path / "d.ufunc"
     text = "ufunc f(x) -> y\n    doc: One.\n    types: float64(float64)\n{ y = x + 1; }\n"
-    build = ("build", "d.ufunc", "--name", "docmod", "-o", "out", "--cuda-arch", "none")
+    build = ("build", "d.ufunc", "--name", "docmod", "-o", "out",
+             "--cuda-arch", compile_check_cuda_arch)
     source.write_text(text)
     _built(_ufuncgen(*build, cwd=tmp_path))
     generated = "ufuncgen_docmod_generated"         # the CMake target's folder
     kept = [_module_file(tmp_path, "docmod", generated, f"docmod_{name}")
             for name in ("bodies.h", "kernels.cu", "kernels_sim.c")]
-    kept.append(_module_file(tmp_path, "docmod", "CMakeFiles", "ufuncgen_docmod.dir", generated,
-                             "docmod_kernels_sim.c.o"))
+    objects = _module_file(tmp_path, "docmod", "CMakeFiles", "ufuncgen_docmod.dir", generated)
+    kept.append(objects / "docmod_kernels_sim.c.o")
+    nvcc_objects = [objects / name for name in ("docmod_kernels.cu.o",
+                                                "docmod_kernels_fastmath.cu.o")
+                    if (objects / name).exists()]       # where nvcc is found
+    if nvcc_objects:
+        from ufuncgen.build import find_cmake
+        compiled = {p: p.stat().st_mtime_ns for p in nvcc_objects}
+        # CMake's build step itself (`ufuncgen build` would return at once: its stamp matches)
+        subprocess.run([find_cmake(), "--build", str(_module_file(tmp_path, "docmod"))],
+                       check=True, capture_output=True)
+        assert {p: p.stat().st_mtime_ns for p in nvcc_objects} == compiled
     module_c = _module_file(tmp_path, "docmod", generated, "docmod_module.c")
     before = {p: p.stat().st_mtime_ns for p in kept + [module_c]}
     source.write_text(text.replace("One.", "Two."))

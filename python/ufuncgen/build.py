@@ -178,11 +178,14 @@ def _build(files, module, short, output_dir, build_dir, verbose, threads, cuda_a
         source_root=f'  SOURCE_ROOT "{_cmake_path(root)}"\n' if root is not None else "",
         output_dir=_cmake_path(output_dir))
     sources = {}
+    full_paths = {}     # nvcc's messages name the files by their full paths
     for f in files:
         with open(f, encoding="utf-8") as text:
             # As the generator shows it: CMake hands it absolute paths, so a file outside the
             # root (`../f.ufunc`) is shown whole, in #line directives and compiler messages.
-            sources[display_path(os.path.abspath(f), root)] = text.read().split("\n")
+            shown = display_path(os.path.abspath(f), root)
+            sources[shown] = text.read().split("\n")
+            full_paths[os.path.abspath(f)] = shown
     stamp_path = os.path.join(build_dir, "ufuncgen.stamp")
     key = _build_key(files, sources, module, output_dir, project, threads, cuda_arch)
     if _stamp_matches(stamp_path, key, outputs):
@@ -208,7 +211,7 @@ def _build(files, module, short, output_dir, build_dir, verbose, threads, cuda_a
           *cache_options(threads, cuda_arch, _fingerprint.sanitize_requested())], verbose)
     # --config: what a multi-config generator ("Ninja Multi-Config") builds; others ignore it.
     _run([cmake, "--build", binary_dir, "--parallel", "--config", "Release"], verbose, sources,
-         checked)
+         checked, full_paths)
     if not os.path.exists(path):
         raise BuildError(f"the build finished but {path} is missing")
     _write_stamp(stamp_path, key, outputs)
@@ -338,7 +341,7 @@ def tool_environment() -> dict[str, str]:
 
 
 def _run(command: list[str], verbose: bool, sources: dict[str, list[str]] | None = None,
-         module=None) -> None:
+         module=None, aliases: dict[str, str] | None = None) -> None:
     """Runs a build step, its output captured unless verbose.  When it fails, the diagnostics
     located in the signature files (`sources`) are shown at the user's lines, or all of its
     output when there are none; when it succeeds, the warnings located there are shown."""
@@ -348,7 +351,7 @@ def _run(command: list[str], verbose: bool, sources: dict[str, list[str]] | None
                             stderr=subprocess.STDOUT, text=True, errors="replace",
                             env=tool_environment())
     located = (user_diagnostics(result.stdout or "", sources, module,
-                                module.warnings if module is not None else ())
+                                module.warnings if module is not None else (), aliases)
                if sources else [])
     if result.returncode != 0:
         if located:

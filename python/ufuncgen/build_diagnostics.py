@@ -218,14 +218,17 @@ def _edg_caret_column(quoted: str, caret: str, source: str) -> int | None:
 
 
 def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module | None = None,
-                     shown: Iterable[Diagnostic] = ()) -> list[str]:
+                     shown: Iterable[Diagnostic] = (),
+                     aliases: dict[str, str] | None = None) -> list[str]:
     """The diagnostics of `output` (a build's combined output) located in the signature files
     `sources` (display path → lines), each formatted with its source line and caret; an error
     in generated code whose macro-expansion note points at a signature file is reported there.
     Duplicates (a body is compiled several times) are dropped; order is kept.  So are the
     generator's own warnings (`shown`, printed already by the check before the build): the
     generator that the build runs prints them into its output again, and they are not the
-    compilers'."""
+    compilers'.  `aliases` maps another name of a file in messages to its name in `sources`
+    (nvcc's #line directives name the files by their full paths)."""
+    aliases = aliases or {}
     names = generated_names(module) if module is not None else {}
     already = {(str(d.location), d.severity, d.message) for d in shown}
     core = core_arguments(module) if module is not None else {}
@@ -241,7 +244,7 @@ def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module 
         if m and (f"{m['path']}:{m['line']}:{m['col']}", m["severity"], m["message"]) in already:
             continue
         if m:
-            path, line = m["path"], int(m["line"])
+            path, line = aliases.get(m["path"], m["path"]), int(m["line"])
             col = _character_column(sources.get(path), line, int(m["col"])) if m["col"] else 1
             severity, message = m["severity"].replace("fatal error", "error"), m["message"]
             hidden = bool(_UNHELPFUL.fullmatch(message) or (
@@ -277,8 +280,8 @@ def user_diagnostics(output: str, sources: dict[str, list[str]], module: Module 
                                             m["col"] is not None))
             continue
         m = _NVCC.fullmatch(text)
-        if m and m["path"] in sources:
-            path, line = m["path"], int(m["line"])
+        if m and aliases.get(m["path"], m["path"]) in sources:
+            path, line = aliases.get(m["path"], m["path"]), int(m["line"])
             source = sources[path][line - 1] if 0 < line <= len(sources[path]) else None
             col = None
             if i + 1 < len(lines) and source is not None:

@@ -17,6 +17,15 @@ from ufuncgen.gen.render import c_string
 EXAMPLES = Path(__file__).resolve().parents[2] / "signatures" / "examples.ufunc"
 COMMAND = "python -m ufuncgen.gen --module pkg.ex -o OUTDIR examples.ufunc"
 _LINE = re.compile(r'#line (\d+) "([^"]+)"')
+_SOURCE_FILE_MACRO = re.compile(r'#define (UFG_SOURCE_FILE_\d+) ("[^"]*")\n')
+
+
+def _file_names_spelt_out(bodies: str) -> str:
+    """The bodies header with each #line directive's file macro replaced by the name the
+    header defines it as (the CUDA kernels define the full paths first)."""
+    for macro, name in _SOURCE_FILE_MACRO.findall(bodies):
+        bodies = re.sub(rf"^(#line \d+) {macro}$", rf"\1 {name}", bodies, flags=re.MULTILINE)
+    return bodies
 
 
 @pytest.fixture(scope="module")
@@ -666,7 +675,7 @@ def test_each_body_is_preceded_by_a_line_directive_to_its_first_line_in_the_sign
     helper's prototype (its declaration, then its definition) under a #line naming its
     `helper` line, at the prototype's column there."""
     source = EXAMPLES.read_text().split("\n")
-    lines = examples["ex_bodies.h"].split("\n")
+    lines = _file_names_spelt_out(examples["ex_bodies.h"]).split("\n")
     seen = prototypes = declarations = stores = cxx_only = resume = 0
     for i, text in enumerate(lines):
         m = _LINE.fullmatch(text)
@@ -728,7 +737,7 @@ def test_the_store_of_a_scalar_output_reads_it_under_its_name_in_the_declaration
     """A body that never sets an output draws GCC's "used uninitialized" warning at the `=` of
     the store: placed at the output's name, the warning names the user's line and column."""
     source = EXAMPLES.read_text().split("\n")
-    lines = examples["ex_bodies.h"].split("\n")
+    lines = _file_names_spelt_out(examples["ex_bodies.h"]).split("\n")
     checked = set()
     for i, text in enumerate(lines):
         m = _LINE.fullmatch(text)
@@ -777,8 +786,29 @@ def test_after_each_body_a_line_directive_points_back_at_the_generated_file_with
         assert not lines[index - 1].startswith("#line")
 
 
+def test_line_directives_name_a_signature_file_by_a_macro_the_cuda_kernels_may_define_first(
+        examples):
+    """nvcc lists the files #line directives name in its dependency file: under the name
+    relative to the source root, make finds no such file in the build folder, and the kernels
+    were compiled again at every build.  The bodies header names each file by a macro, which
+    it defines as messages show the file unless the including file defined it; the kernels,
+    under nvcc, include the full paths the build wrote (ufuncgen.cmake), where there are
+    some.  The generated text holds no full path (test_the_output_holds_no_..._path)."""
+    bodies = examples["ex_bodies.h"]
+    assert ('#ifndef UFG_SOURCE_FILE_0\n#define UFG_SOURCE_FILE_0 "examples.ufunc"\n#endif\n'
+            in bodies)
+    named = [m[2] for t in bodies.split("\n") if (m := re.fullmatch(r"#line (\d+) (.+)", t))]
+    assert set(named) == {"UFG_SOURCE_FILE_0", '"ex_bodies.h"'}
+    for kernels in ("ex_kernels.cu", "ex_kernels_fastmath.cu"):
+        text = examples[kernels]
+        cuda = text[text.index("#ifdef __CUDACC__"):text.index("#else")]
+        assert ('#if __has_include("ex_source_files.h")\n#include "ex_source_files.h"\n#endif\n'
+                in cuda)
+        assert text.index('"ex_source_files.h"') < text.index('#include "ex_bodies.h"')
+
+
 def test_the_body_directive_of_a_function_names_its_brace_line(examples):
-    text = examples["ex_bodies.h"]
+    text = _file_names_spelt_out(examples["ex_bodies.h"])
     source = EXAMPLES.read_text().split("\n")
     first = source.index("    out = x * y + x;") + 1       # custom_op's only body line
     assert f'#line {first - 1} "examples.ufunc"\n{{\n    out = x * y + x;\n}}\n#line ' in text
@@ -826,7 +856,7 @@ def test_the_generator_command_writes_sources_with_paths_relative_to_the_source_
     result = _gen_command(["--module", "pkg.ex", "-o", str(tmp_path / "out"),
                            "--source-root", str(EXAMPLES.parent.parent), str(EXAMPLES)], tmp_path)
     assert result.returncode == 0, result.stderr
-    text = (tmp_path / "out" / "ex_bodies.h").read_text()
+    text = _file_names_spelt_out((tmp_path / "out" / "ex_bodies.h").read_text())
     assert '#line 10 "signatures/examples.ufunc"\n{\n' in text
     assert (tmp_path / "out" / "ex.pyi").exists()
 

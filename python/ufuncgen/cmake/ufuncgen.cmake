@@ -161,6 +161,28 @@ endfunction()
 # glibc's vector math library: the generated loops call its SIMD exp, sin, ... when present.
 find_library(UFUNCGEN_LIBMVEC NAMES mvec)
 
+# The signature files' full paths, as the kernels' #line directives name them for nvcc
+# (kernels.cu.j2): nvcc lists those files in its dependency file, and a relative name, which
+# make looks for in the build folder, would be out of date at every build.  Written only when
+# its text changes, so that the kernels are not compiled again for it.
+function(_ufuncgen_write_source_files header)
+  set(text "/* Written by ufuncgen.cmake: the full paths of the module's signature files. */\n")
+  set(index 0)
+  foreach(file IN LISTS ARGN)
+    string(REPLACE "\\" "\\\\" file "${file}")
+    string(REPLACE "\"" "\\\"" file "${file}")
+    string(APPEND text "#define UFG_SOURCE_FILE_${index} \"${file}\"\n")
+    math(EXPR index "${index} + 1")
+  endforeach()
+  set(old "")
+  if(EXISTS "${header}")
+    file(READ "${header}" old)
+  endif()
+  if(NOT old STREQUAL text)
+    file(WRITE "${header}" "${text}")
+  endif()
+endfunction()
+
 # ufuncgen_add_module(<target> MODULE <qualified.name> SIGNATURES <file>...
 #                     [SOURCE_ROOT <dir>] [OUTPUT_DIRECTORY <dir>])
 # Sets the target property UFUNCGEN_STUB to the generated .pyi file.
@@ -247,6 +269,7 @@ function(ufuncgen_add_module target)
       CUDA_VISIBILITY_PRESET hidden
       CUDA_RUNTIME_LIBRARY Static)
     target_compile_definitions(${target} PRIVATE UFG_HAVE_CUDA)
+    _ufuncgen_write_source_files("${gen_dir}/${short_name}_source_files.h" ${signatures})
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-O3>)
     # nvcc's optimizer and ptxas on every CPU: a module's kernels are one file, and for many
     # functions mostly ptxas's time (the prelude corpus's 389 loops, one architecture: 126 s
