@@ -119,9 +119,17 @@ def test_inspect_signature_is_the_docstrings_call_with_the_declared_argument_nam
     keywords = {q.name for q in params if q.kind == q.KEYWORD_ONLY}
     assert ({"axes", "axis", "keepdims"} <= keywords) == (kind == "gufunc")
     assert ("where" in keywords) == (kind == "ufunc")
-    # The stub: the same inputs, positional-only, then `out`; the keywords as **kwargs.
+    # The stub: the same inputs, positional-only, then `out`; the keywords as **kwargs.  Several
+    # outputs may also be passed one by one after the inputs, as NumPy's own stubs allow
+    # (`np.modf(x, o1, o2)`): a positional-only parameter each, and `out` by keyword only.
     stub = _stub_call_parameters(name)
-    assert stub[:len(args) + 1] == [(q.name, q.kind) for q in params[:len(args) + 1]]
+    assert stub[:len(args)] == [(q.name, q.kind) for q in params[:len(args)]]
+    if fn.nout == 1:
+        assert stub[len(args)] == ("out", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    else:
+        assert stub[len(args):len(args) + fn.nout + 1] == [
+            *[(f"_Out{i + 1}", inspect.Parameter.POSITIONAL_ONLY) for i in range(fn.nout)],
+            ("out", inspect.Parameter.KEYWORD_ONLY)]
 
 
 @pytest.mark.parametrize("name", FUNCTION_NAMES)

@@ -657,11 +657,20 @@ MYPY_ENV = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
 
 @pytest.mark.skipif(subprocess.run([sys.executable, "-m", "mypy", "--version"], env=MYPY_ENV,
                                    capture_output=True).returncode != 0, reason="needs mypy")
-def test_mypy_accepts_the_stub_of_functions_named_like_its_own_names(tmp_path):
+def test_mypy_accepts_the_stub_of_functions_named_like_its_own_names_and_calls_as_numpys(
+        tmp_path):
     (tmp_path / "names.pyi").write_text(_clashing_stub(tmp_path))
-    (tmp_path / "use.py").write_text("import numpy as np\nimport names\n"
-                                     "y = names.Any(np.ones(3))\nz = names._f(1.0)\n"
-                                     "reveal_type(names.Function)\n")
+    (tmp_path / "use.py").write_text(
+        "import numpy as np\nimport names\n"
+        "y = names.Any(np.ones(3))\nz = names._f(1.0)\n"
+        "reveal_type(names.Function)\n"
+        # outputs one by one after the inputs, as NumPy's ufuncs take them, or by keyword
+        "a, b = names.pair(np.ones(3), np.empty(3), np.empty(3))\n"
+        "c, d = names.pair(np.ones(3), out=(np.empty(3), np.empty(3)))\n"
+        "e = names.f(np.ones(3), np.empty(3))\n"
+        # what a ufunc has besides its methods
+        "name: str = names.f.__name__ + names.f.__qualname__\n"
+        "types = names.f.resolve_dtypes((np.dtype('f8'), None))\n")
     result = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental",
                              "--cache-dir", os.devnull, "names.pyi", "use.py"], cwd=tmp_path,
                             env=MYPY_ENV, capture_output=True, text=True, timeout=300)
