@@ -355,6 +355,11 @@ UFG_PRELUDE_FN float ufg_hypot_f(float x, float y)
     const uint32_t xa = x_bits & 0x7fffffffu, ya = y_bits & 0x7fffffffu, big = xa > ya ? xa : ya;
     const uint32_t infinite = -(uint32_t)(((xa == 0x7f800000u) | (ya == 0x7f800000u))
                                           & !((big > 0x7f800000u) & !(big & 0x00400000u)));
+    /* A NaN argument: the first one, quieted, as glibc's hypotf and np.hypot give it (x + y);
+     * the square root of the squares' sum leaves the pick to the compiler's operand order. */
+    const uint32_t nan = -(uint32_t)(big > 0x7f800000u);
+    const uint32_t nan_bits = (xa > 0x7f800000u ? x_bits : y_bits) | 0x00400000u;
+    r_bits = (r_bits & ~nan) | (nan_bits & nan);
     r_bits = (r_bits & ~infinite) | (0x7f800000u & infinite);
     float result;
     memcpy(&result, &r_bits, sizeof result);
