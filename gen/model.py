@@ -66,6 +66,10 @@ RESERVED_NAMES: dict[str, str] = {
     **dict.fromkeys("PI TWO_PI SQRT2 LN2".split(),
                     "is a constant of ufuncgen's prelude of body functions (PI, TWO_PI, SQRT2, LN2)"),
     "main": "is reserved in C: it names the program's entry point",
+    # The generated code #defines (and #undefs) a helper's name and a core argument's accessor,
+    # and the preprocessor refuses `defined` as a macro name.
+    "defined": "is the C preprocessor's operator ('#if defined(X)'), which cannot be "
+               "#defined as a name",
     "T": "is reserved by ufuncgen: inside a body T is the element type",
 }
 # Words of a body's code that C and nvcc's CUDA C++ do not read alike, each with why and what to
@@ -81,6 +85,7 @@ _CXX_ONLY_KEYWORDS = frozenset("""
     co_await co_return co_yield decltype delete dynamic_cast explicit export friend mutable
     namespace new noexcept nullptr operator private protected public reinterpret_cast requires
     static_cast template this thread_local throw try typeid typename using virtual
+    char16_t char32_t wchar_t
 """.split())
 # C99's <complex.h>, which nvcc's C++ does not have, and the prelude's portable spelling.
 _C99_COMPLEX = {
@@ -179,8 +184,10 @@ PRELUDE_FUNCTIONS = frozenset("""
     ceil trunc round rint nearbyint fabs atan2 hypot fmod copysign fdim remainder nextafter
     logb isnan isinf isfinite isnormal signbit fpclassify isless isgreater islessequal
     isgreaterequal islessgreater isunordered ldexp scalbn scalbln frexp ilogb lround llround
-    lrint llrint nexttoward j0 j1 y0 y1 jn yn
+    lrint llrint nexttoward j0 j1 y0 y1 jn yn real imag conj arg
 """.split())
+# Those of them that are no function of <math.h>: ufuncgen's own, or its spelling of <complex.h>'s.
+_PRELUDE_ONLY = frozenset("abs sign min max clamp real imag conj arg".split())
 # Attributes the generated code and ufuncgen's headers give in __attribute__((...)), after a
 # helper's `#define NAME NAME__T`: a helper so named would rewrite them.
 GCC_ATTRIBUTES = frozenset("""
@@ -193,7 +200,7 @@ GCC_ATTRIBUTES = frozenset("""
 RESERVED_NAMES.update({
     function + suffix: (f"is a function of <math.h> (the {width} variant of {function}), which "
                         f"the type-generic {function} of a body calls")
-    for function in sorted(PRELUDE_FUNCTIONS - {"abs", "sign", "min", "max", "clamp"})
+    for function in sorted(PRELUDE_FUNCTIONS - _PRELUDE_ONLY)
     for suffix, width in (("f", "float"), ("l", "long double"))
     if function + suffix not in RESERVED_NAMES})
 RESERVED_NAMES.update(dict.fromkeys("""
@@ -201,6 +208,51 @@ RESERVED_NAMES.update(dict.fromkeys("""
     printf fprintf sprintf snprintf puts abort exit qsort bsearch labs llabs div
 """.split(), "is a function of the C library headers the generated code includes "
               "(<stdlib.h>, <string.h>, <stdio.h>)"))
+# Object-like macros of the C library's and POSIX's headers that Python.h includes, found with
+# `gcc -dM -E` of the generated code's includes (glibc): an argument or a local so named would
+# be replaced by a number or a string.  (HEADER_MACRO below takes the families of <math.h>,
+# <stdint.h>, <float.h>, <limits.h>, ...; <errno.h>'s are glibc's.)
+_LIBRARY_MACROS = {
+    "<errno.h>": """
+        E2BIG EACCES EADDRINUSE EADDRNOTAVAIL EADV EAFNOSUPPORT EAGAIN EALREADY EBADE EBADF
+        EBADFD EBADMSG EBADR EBADRQC EBADSLT EBFONT EBUSY ECANCELED ECHILD ECHRNG ECOMM
+        ECONNABORTED ECONNREFUSED ECONNRESET EDEADLK EDEADLOCK EDESTADDRREQ EDOM EDOTDOT EDQUOT
+        EEXIST EFAULT EFBIG EHOSTDOWN EHOSTUNREACH EHWPOISON EIDRM EILSEQ EINPROGRESS EINTR
+        EINVAL EIO EISCONN EISDIR EISNAM EKEYEXPIRED EKEYREJECTED EKEYREVOKED EL2HLT EL2NSYNC
+        EL3HLT EL3RST ELIBACC ELIBBAD ELIBEXEC ELIBMAX ELIBSCN ELNRNG ELOOP EMEDIUMTYPE EMFILE
+        EMLINK EMSGSIZE EMULTIHOP ENAMETOOLONG ENAVAIL ENETDOWN ENETRESET ENETUNREACH ENFILE
+        ENOANO ENOBUFS ENOCSI ENODATA ENODEV ENOENT ENOEXEC ENOKEY ENOLCK ENOLINK ENOMEDIUM
+        ENOMEM ENOMSG ENONET ENOPKG ENOPROTOOPT ENOSPC ENOSR ENOSTR ENOSYS ENOTBLK ENOTCONN
+        ENOTDIR ENOTEMPTY ENOTNAM ENOTRECOVERABLE ENOTSOCK ENOTSUP ENOTTY ENOTUNIQ ENXIO
+        EOPNOTSUPP EOVERFLOW EOWNERDEAD EPERM EPFNOSUPPORT EPIPE EPROTO EPROTONOSUPPORT
+        EPROTOTYPE ERANGE EREMCHG EREMOTE EREMOTEIO ERESTART ERFKILL EROFS ESHUTDOWN
+        ESOCKTNOSUPPORT ESPIPE ESRCH ESRMNT ESTALE ESTRPIPE ETIME ETIMEDOUT ETOOMANYREFS ETXTBSY
+        EUCLEAN EUNATCH EUSERS EWOULDBLOCK EXDEV EXFULL""",
+    "<math.h>": "math_errhandling MAXFLOAT SNAN SNANF SNANL HUGE_VAL_F32 HUGE_VAL_F64",
+    "<stdio.h>": "SEEK_SET SEEK_CUR SEEK_END SEEK_DATA SEEK_HOLE TMP_MAX FOPEN_MAX L_tmpnam "
+                 "L_ctermid L_cuserid P_tmpdir",
+    "<stdlib.h>": "MB_CUR_MAX",
+    "<limits.h>": """
+        AIO_PRIO_DELTA_MAX BC_BASE_MAX BC_DIM_MAX BC_SCALE_MAX BC_STRING_MAX BOOL_MAX BOOL_WIDTH
+        CHARCLASS_NAME_MAX COLL_WEIGHTS_MAX DELAYTIMER_MAX EXPR_NEST_MAX HOST_NAME_MAX IOV_MAX
+        LINE_MAX LOGIN_NAME_MAX MAX_CANON MAX_INPUT MQ_PRIO_MAX NAME_MAX NGROUPS_MAX NL_ARGMAX
+        NL_LANGMAX NL_MSGMAX NL_NMAX NL_SETMAX NL_TEXTMAX NZERO PATH_MAX PIPE_BUF
+        PTHREAD_DESTRUCTOR_ITERATIONS PTHREAD_KEYS_MAX PTHREAD_STACK_MIN RE_DUP_MAX RTSIG_MAX
+        SEM_VALUE_MAX SSIZE_MAX TTY_NAME_MAX WORD_BIT XATTR_LIST_MAX XATTR_NAME_MAX
+        XATTR_SIZE_MAX""",
+    "<wchar.h>": "WEOF WINT_MAX WINT_MIN WINT_WIDTH",
+    "<unistd.h>": "R_OK W_OK X_OK F_OK STDIN_FILENO STDOUT_FILENO STDERR_FILENO L_SET L_INCR "
+                  "L_XTND",
+    "<endian.h>": "BIG_ENDIAN LITTLE_ENDIAN PDP_ENDIAN BYTE_ORDER",
+    "<sys/select.h>": "FD_SETSIZE NFDBITS",
+    "<time.h>": "TIME_UTC CLOCKS_PER_SEC",
+    "<sched.h>": "CPU_SETSIZE",
+}
+RESERVED_NAMES.update({
+    name: f"is a macro of the C header {header}, which the generated code includes (through "
+          f"Python.h): the preprocessor would replace it"
+    for header, names in _LIBRARY_MACROS.items() for name in names.split()
+    if name not in RESERVED_NAMES})
 # Prefixes, each with why; checked in order, after the whole names above.
 RESERVED_PREFIXES: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"ufg_|UFG_"), "is reserved by ufuncgen: the generated code's names start "
@@ -216,7 +268,10 @@ RESERVED_PREFIXES: tuple[tuple[re.Pattern, str], ...] = (
 # <float.h>: an argument or local so named would be rewritten by the preprocessor.
 HEADER_MACRO = re.compile(r"(?:M|FP|FE|MATH)_[A-Z0-9_]+\Z|(?:U?INT\d*|U?LONG|U?LLONG|U?SHRT|"
                           r"[SU]?CHAR|FLT|DBL|LDBL|SIZE|PTRDIFF|U?INTPTR|U?INTMAX|WCHAR|"
-                          r"SIG_ATOMIC)_[A-Z0-9_]+\Z")
+                          r"SIG_ATOMIC)_[A-Z0-9_]+\Z"
+                          # <inttypes.h>'s format macros (PRId64, SCNx32) and pyconfig.h's
+                          r"|(?:PRI|SCN)[diouxX](?:[0-9]+|FAST[0-9]+|LEAST[0-9]+|MAX|PTR)\Z"
+                          r"|(?:PY|HAVE|SIZEOF|ALIGNOF)_[A-Z0-9_]+\Z")
 
 
 def reserved_reason(name: str) -> str | None:
@@ -933,8 +988,8 @@ class _Validator:
             return Identity("reorderable", "None", "none")
         if text in ("true", "false"):
             value_kind, literal = "bool", text.capitalize()
-        elif re.fullmatch(r"[+-]?\d+", text):
-            value_kind, literal = "int", str(int(text))
+        elif re.fullmatch(r"[+-]?[0-9]+", text):
+            value_kind, literal = "int", str(_decimal(text))
         elif re.fullmatch(r"[+-]?(inf|nan)", text) or tok.kind == "number" or \
                 re.fullmatch(r"[+-]?[\d.]+(e[+-]?\d+)?", text):
             value_kind, literal = "float", repr(float(text))
@@ -1031,9 +1086,13 @@ class _Validator:
             if name_tok.text in given:
                 self.error(name_tok, f"core dimension '{dim.name}' is given twice")
                 return None
-            if not size_tok.text.isdigit() or not 1 <= int(size_tok.text) <= limits.MAX_SPECIALIZED_SIZE:
+            if not size_tok.text.isdigit() or \
+                    not 1 <= _decimal(size_tok.text) <= limits.MAX_SPECIALIZED_SIZE:
                 self.error(size_tok, f"a specialized size must be a whole number from 1 to "
                                      f"{limits.MAX_SPECIALIZED_SIZE}, not '{size_tok.text}'")
+                return None
+            if _leading_zero(size_tok.text):
+                self.error(size_tok, f"specialized size {_leading_zero(size_tok.text)}")
                 return None
             given[dim.name] = int(size_tok.text)
         return tuple((d, given[d.name]) for d in layout.dims if d.name in given)
@@ -1084,10 +1143,13 @@ class _Validator:
                 order.setdefault(tok.text, tok)
         for tok in order.values():
             if tok.kind == "number":
-                if not tok.text.isdigit() or int(tok.text) < 1:
+                if not tok.text.isdigit() or _decimal(tok.text) < 1:
                     self.error(tok, f"a frozen core dimension must be a positive integer, not '{tok.text}'")
                     ok = False
-                elif int(tok.text) > NPY_MAX_FROZEN_SIZE:
+                elif _leading_zero(tok.text):
+                    self.error(tok, f"frozen core dimension {_leading_zero(tok.text)}")
+                    ok = False
+                elif _decimal(tok.text) > NPY_MAX_FROZEN_SIZE:
                     self.error(tok, f"frozen core dimension {tok.text} is too large: NumPy takes "
                                     f"sizes up to {NPY_MAX_FROZEN_SIZE}")
                     ok = False
@@ -1114,7 +1176,8 @@ class _Validator:
             expressions = {d.name.text: ("", "") for d in raw.dims}
         for group in lay.outputs:
             for tok in group:
-                if tok.kind == "name" and tok.text not in input_dims and tok.text not in expressions:
+                if tok.kind == "name" and tok.text not in input_dims and \
+                        tok.text not in expressions and "dim" not in raw.broken:
                     self.error(tok, f"output core dimension '{tok.text}' is not given by any input; "
                                     f"define its size with a line such as 'dim: {tok.text} = n*(n-1)/2'")
                     ok = False
@@ -1157,6 +1220,9 @@ class _Validator:
                 elif tok.kind == "number" and not tok.text.isdigit():
                     self.error(tok, f"size expression takes whole numbers only, not '{tok.text}'")
                     bad = True
+                elif tok.kind == "number" and _leading_zero(tok.text):
+                    self.error(tok, f"number {_leading_zero(tok.text)}")
+                    bad = True
                 elif tok.kind in ("punct", "arrow") and tok.text not in "+-*/%()":
                     self.error(tok, f"unexpected '{tok.text}' in a size expression; "
                                     "use + - * / % and parentheses")
@@ -1185,21 +1251,26 @@ class _Validator:
             raise ParseError(tok.location, f"expected {what} in the size of '{d.name.text}', "
                                             f"found {found}")
 
-        def operand() -> str:
+        def operand(depth: int = 0) -> str:
+            """`depth`: the parentheses and signs around it, each a level of this recursive
+            descent (of Python's recursion limit) and of nesting in the generated C."""
             nonlocal pos
             tok = peek()
+            if tok.text in ("+", "-", "(") and tok.kind == "punct" and depth >= _MAX_DIM_NESTING:
+                raise ParseError(tok.location, f"the size of '{d.name.text}' nests parentheses "
+                                               f"and signs more than {_MAX_DIM_NESTING} deep")
             if tok.text in ("+", "-") and tok.kind == "punct":
                 pos += 1
-                inner = operand()
+                inner = operand(depth + 1)
                 return inner if tok.text == "+" else f"ufg_dim_subtract(0, {inner}, &ufg_dim_error)"
             if tok.text == "(" and tok.kind == "punct":
                 pos += 1
-                inner = sum_()
+                inner = sum_(depth + 1)
                 if peek().text != ")":
                     fail(peek(), "')'")
                 pos += 1
                 return f"({inner})"
-            if tok.kind == "number" and int(tok.text) > limits.NPY_INTP_MAX:
+            if tok.kind == "number" and _decimal(tok.text) > limits.NPY_INTP_MAX:
                 raise ParseError(tok.location, f"{tok.text} in the size of '{d.name.text}' is "
                                                f"beyond the largest size, "
                                                f"{limits.NPY_INTP_MAX}")
@@ -1208,25 +1279,25 @@ class _Validator:
                 return f"(npy_intp){tok.text}" if tok.kind == "number" else tok.text
             fail(tok, "a dimension name, a number or '('")
 
-        def product() -> str:
+        def product(depth: int) -> str:
             nonlocal pos
-            code = operand()
+            code = operand(depth)
             while peek().text in ("*", "/", "%"):
                 op = peek()
                 pos += 1
-                right = operand()
+                right = operand(depth)
                 if op.text in "/%" and re.fullmatch(r"\(*\(npy_intp\)0+\)*", right):
                     raise ParseError(op.location, f"the size of '{d.name.text}' divides by zero")
                 code = f"{_DIM_OPERATIONS[op.text]}({code}, {right}, &ufg_dim_error)"
             return code
 
-        def sum_() -> str:
+        def sum_(depth: int = 0) -> str:
             nonlocal pos
-            code = product()
+            code = product(depth)
             while peek().text in ("+", "-"):
                 op = peek()
                 pos += 1
-                code = f"{_DIM_OPERATIONS[op.text]}({code}, {product()}, &ufg_dim_error)"
+                code = f"{_DIM_OPERATIONS[op.text]}({code}, {product(depth)}, &ufg_dim_error)"
             return code
 
         try:
@@ -1269,6 +1340,9 @@ class _Validator:
 
 
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
+# How deep a `dim:` size expression may nest parentheses and unary signs: far more than a size
+# needs, and within C's guaranteed 63 levels of parenthesized expressions.
+_MAX_DIM_NESTING = 32
 # The checked arithmetic of `dim:` size expressions (host_loops.h).
 _DIM_OPERATIONS = {"+": "ufg_dim_add", "-": "ufg_dim_subtract", "*": "ufg_dim_multiply",
                    "/": "ufg_dim_quotient", "%": "ufg_dim_remainder"}
@@ -1383,6 +1457,30 @@ def _preprocessor_conditional(line: str, n: int, first_line: int, open_: list, p
                 open_[-1] = (opened, at, at_col, True)
 
 
+# Python reads no decimal number of more than 4300 digits (int's guard against quadratic
+# conversion); every limit here is far below 400 digits, so a longer number stands for one
+# beyond them all: 10**400 is beyond every double too.
+_BEYOND_EVERY_LIMIT = 10**400
+
+
+def _decimal(text: str) -> int:
+    """The value of ASCII decimal digits, maybe signed (`42`, `-7`); ±10**400 for a number of
+    more than 400 digits, which every check refuses as too large."""
+    if len(text.lstrip("+-").lstrip("0")) > 400:
+        return -_BEYOND_EVERY_LIMIT if text.startswith("-") else _BEYOND_EVERY_LIMIT
+    return int(text)
+
+
+def _leading_zero(text: str) -> str | None:
+    """Why a whole number of a layout, `dim:` or `specialize:` line with a leading zero is
+    refused, as the end of a sentence about it; None for one without.  C reads `010` as octal
+    (8) and `09` not at all, where NumPy and the checks here read decimal (`00` is 0 to all)."""
+    if not text.startswith("0") or not text.strip("0"):
+        return None
+    return (f"{text} starts with 0, which C reads as an octal number ('010' is 8): write "
+            f"{text.lstrip('0') or '0'}")
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
@@ -1429,22 +1527,69 @@ def _validate_once_per_name(v: "_Validator", raws, kind: str, first: dict[str, L
     return validated
 
 
+# The C names the templates (templates/*.j2, and the headers' macros they call) derive from a
+# function's name: `ufg_<role>_<name>` once per function, `ufg_<role>_<name>_<suffix><tail>`
+# once per loop (type signature).  Two functions' names can meet through them: f's
+# ufg_range_body_f_float64 is body_f's ufg_range_<cname>.  tests/gen/test_model.py checks these
+# tables against the templates.
+C_NAME_FUNCTION_ROLES = tuple("""
+    arg_names core_dim_ids core_dim_sizes core_dims core_ndims data device_codes device_loops
+    host_at_loops loops provided_loops provided_modules provided_types step_walks types
+""".split())
+_LAUNCHES = "accumulate at elementwise reduce reduceat scan total".split()
+C_NAME_LOOP_ROLES = tuple("""
+    accumulate_kernel at_kernel body broadcast_kernels contiguous_steps element exact_range
+    host_at kernel loop range range_body range_contiguous range_contiguous_cores range_cores
+    range_lanes range_prefetched range_widened reduce reduce_few reduce_kernel reduce_read
+    reduce_host_call reduce_step reduce_write reduceat_kernel scalar_kernel step_op widened_steps
+""".split()) + tuple(f"launch_{where}_{kind}" for where in ("sim", "cuda") for kind in _LAUNCHES)
+# The tails some roles' names take after the loop's suffix (UFG_REDUCE_NAME's parts in
+# host_reduce_impl.h for `reduce`; the kernel's per-argument copies take `_broadcast_<input>`).
+C_NAME_LOOP_TAILS = {
+    "body": ("_scalar", "_widened"),
+    "reduce": tuple("""_accumulate _combine _combine_with _few _few_f16c _few_with _fold
+                       _lanes _leaf _leaf_values _load _ops _ordered _parts _push _range _short
+                       _store _tree""".split()),
+}
+
+
+def _c_names(fn: Function):
+    """(C name, the loop's signature or None) of every name generated from `fn`'s name; the
+    first of each loop is the loop's stem, `<name>_<suffix>`, as the message shows it."""
+    for sig in fn.signatures:
+        cname = f"{fn.name}_{sig.suffix}"
+        yield cname, sig
+        for role in C_NAME_LOOP_ROLES:
+            yield f"ufg_{role}_{cname}", sig
+            for tail in C_NAME_LOOP_TAILS.get(role, ()):
+                yield f"ufg_{role}_{cname}{tail}", sig
+        for arg in fn.inputs:
+            yield f"ufg_kernel_{cname}_broadcast_{arg.name}", sig
+    for role in C_NAME_FUNCTION_ROLES:
+        yield f"ufg_{role}_{fn.name}", None
+
+
 def _check_c_names_distinct(functions: list[Function], sinks: dict[str, DiagnosticSink]) -> None:
-    """Each loop's C names are its function's name, '_' and its signature's suffix, unique
-    within a function; two functions can still meet there (f's float64(int64) and f_int64_'s
-    float64(float64) are both f_int64__float64), and the compiler would report the clash in
-    generated code: an error at the later function's name instead."""
-    first: dict[str, tuple[Function, TypeSignature]] = {}
+    """Each loop's C names are unique within a function; two functions can still meet there
+    (f's float64(int64) and f_int64_'s float64(float64) are both f_int64__float64; f's
+    ufg_range_body_f_float64 is body_f's ufg_range_ of its float64 loop), and the compiler
+    would report the clash in generated code: an error at the later function's name instead,
+    once per function."""
+    first: dict[str, tuple[Function, TypeSignature | None]] = {}
     for fn in functions:
-        for sig in fn.signatures:
-            cname = f"{fn.name}_{sig.suffix}"
-            other = first.setdefault(cname, (fn, sig))
-            if other[0] is not fn:
+        for cname, sig in _c_names(fn):
+            other, other_sig = first.setdefault(cname, (fn, sig))
+            if other is not fn:
                 sinks[fn.location.path].error(
                     fn.location,
-                    f"the C name of '{fn.name}' for {sig.text} would be {cname}, as is that of "
-                    f"'{other[0].name}' for {other[1].text} (declared at {other[0].location}): "
+                    f"the C name of {_whose(fn, sig)} would be {cname}, as is that of "
+                    f"{_whose(other, other_sig)} (declared at {other.location}): "
                     f"rename one of the two functions")
+                break
+
+
+def _whose(fn: Function, sig: TypeSignature | None) -> str:
+    return f"'{fn.name}'" + (f" for {sig.text}" if sig is not None else "")
 
 
 def build_module(qualified_name: str, files: list[tuple[RawFile, DiagnosticSink, str]]) -> Module | None:
@@ -1735,9 +1880,50 @@ def _matching(text: str, i: int, step: int) -> int:
     return -1
 
 
+_CAST_AT_END = re.compile(rf"{_CAST.pattern}\s*$")
+_IDENTIFIER_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+
+
+def _is_word_character(c: str) -> bool:
+    return c.isalnum() or c == "_"      # what `\w` matches
+
+
+def _name_before(text: str, end: int) -> int | None:
+    r"""The start of the name that ends text[:end], whitespace aside (what
+    `re.search(r"([A-Za-z_]\w*)\s*$", text[:end])` finds); None when there is none.  It reads
+    back from `end` only over that whitespace and the word before it."""
+    j = end
+    while j > 0 and text[j - 1].isspace():
+        j -= 1
+    i = j
+    while i > 0 and _is_word_character(text[i - 1]):
+        i -= 1
+    return next((p for p in range(i, j) if text[p] in _IDENTIFIER_START), None)
+
+
+def _cast_before(text: str, end: int) -> re.Match | None:
+    r"""The cast that ends text[:end], whitespace aside (what
+    `re.search(rf"{_CAST.pattern}\s*$", text[:end])` finds), at its offsets in text.  A cast
+    holds one `(`, its first character, and one `)` with only words and whitespace between:
+    it reads back from `end` only over those."""
+    j = end
+    while j > 0 and text[j - 1].isspace():
+        j -= 1
+    if j == 0 or text[j - 1] != ")":
+        return None
+    i = j - 1
+    while i > 0 and (_is_word_character(text[i - 1]) or text[i - 1].isspace()):
+        i -= 1
+    if i == 0 or text[i - 1] != "(":
+        return None
+    return _CAST_AT_END.match(text, i - 1, end)
+
+
 def _operand_before(text: str, end: int, names: dict[str, str]) -> str | None:
     """The kind of the left operand of the operator at text[end]: the multiplicative chain
-    before it (`a * b / c` divides a * b), each term with its casts."""
+    before it (`a * b / c` divides a * b), each term with its casts.  It reads back from `end`
+    over that chain only, never the whole text before it (a long body has an operator on
+    every line)."""
     kinds = []
     while True:
         while end > 0 and text[end - 1].isspace():
@@ -1750,22 +1936,24 @@ def _operand_before(text: str, end: int, names: dict[str, str]) -> str | None:
             k = _matching(text, end - 1, -1)
             if k < 0:
                 break
-            call = re.search(r"([A-Za-z_]\w*)\s*$", text[:k])
-            if call and call.group(1) not in _NOT_OPERANDS:
-                kind, start = names.get(call.group(1)), call.start(1)   # x(i) of a gufunc
+            call = _name_before(text, k)
+            name = None if call is None else text[call:k].rstrip()
+            if name is not None and name not in _NOT_OPERANDS:
+                kind, start = names.get(name), call     # x(i) of a gufunc
             else:
                 kind, start = _expression_kind(text[k + 1:end - 1], names), k
         elif c.isalnum() or c in "_.":
-            m = re.search(r"[\w.]+$", text[:end])
-            token = m.group(0)
+            start = end
+            while start > 0 and (_is_word_character(text[start - 1]) or text[start - 1] == "."):
+                start -= 1
+            token = text[start:end]
             if token in _NOT_OPERANDS:
                 break
             kind = _literal_kind(token) if token[0].isdigit() or token[0] == "." else names.get(token)
-            start = m.start()
         else:
             break
         while True:     # casts before the term: the outermost decides
-            cast = re.search(rf"{_CAST.pattern}\s*$", text[:start])
+            cast = _cast_before(text, start)
             if not cast:
                 break
             cast_kind = _type_kind(cast.group("type"), names.get("T", "i"))
@@ -1820,15 +2008,16 @@ def _integer_divisions(body: Body, t_kind: str, names: dict[str, str] | None = N
     with one of them and no call or integer cast), or whose operands are both of unknown type
     (calls, unknown names) where T is floating.  An integer operand beside one of unknown type
     makes it an integer division: ufg_div divides floats plainly, should it be one.  A divisor
-    that is a nonzero number literal (`n / 2`, `n % (T)3`) cannot fail: left as written."""
+    that is a nonzero number literal (`n / 2`) cannot fail: left as written; a cast of one
+    (`(T)256` is 0 in uint8) is gen/operators.py's to judge."""
     clean = blank_c_noise("\n".join(body.lines))
     kinds = {"T": t_kind, **(names or {}), **_declared_kinds(clean, t_kind)}
     found = set()
     for m in _DIVISION.finditer(clean):
         operand = m.group("operand")
-        if operand and operand[0].isdigit() and \
+        if operand and operand[0].isdigit() and not m.group("divisor") and \
                 re.fullmatch(r"0+[uUlL]*|0[xX]0+[uUlL]*", operand) is None:
-            continue                # a nonzero literal (or a float one)
+            continue                # a nonzero literal (or a float one), not a cast of one
         if m.group(1) == "/":       # `%` takes integers only
             left = _operand_before(clean, m.start(1), kinds)
             right = _operand_after(clean, m.end(1) + (clean[m.end(1):m.end(1) + 1] == "="), kinds)

@@ -30,9 +30,12 @@ so that the caller can warn.
 """
 from __future__ import annotations
 
+import ast
+import math
 import re
 from dataclasses import dataclass
 
+from .element_types import ELEMENT_TYPES
 from .parse import _C_NOISE
 
 _TOKEN = re.compile(r"""
@@ -68,12 +71,15 @@ class BodyNames:
     types: frozenset[str] = frozenset()
     constants: frozenset[str] = frozenset()
     unsafe_macros: frozenset[str] = frozenset()
+    # Each constant's replacement lists, (name, replacement), in the order of the body's
+    # `#define`s (a name defined twice has two): what a divisor of them evaluates to.
+    definitions: tuple[tuple[str, str], ...] = ()
 
 
 def body_names(clean: str) -> BodyNames:
     """The BodyNames of a body's code (comments and strings blanked)."""
     types = {m.group(1) for m in _TYPEDEF.finditer(clean)}
-    constants, unsafe = set(), set()
+    constants, unsafe, definitions = set(), set(), []
     for m in _MACRO.finditer(clean):
         words = _tokens(m.group("replacement").replace("\\\n", " \n"))
         texts = [tok.text for tok in words]
@@ -84,9 +90,11 @@ def body_names(clean: str) -> BodyNames:
                 tok.kind == "num" or tok.text in constants or
                 (tok.kind == "punct" and tok.text not in _ASSIGNMENTS) for tok in words):
             constants.add(m.group("name"))
+            definitions.append((m.group("name"), m.group("replacement").replace("\\\n", " \n")))
         if len(words) > 1 and not _parenthesized(words):
             unsafe.add(m.group("name"))
-    return BodyNames(frozenset(types), frozenset(constants), frozenset(unsafe))
+    return BodyNames(frozenset(types), frozenset(constants), frozenset(unsafe),
+                     tuple(definitions))
 
 
 def _parenthesized(words: list[_Token]) -> bool:
@@ -136,8 +144,9 @@ class _Unsupported(Exception):
 
 class _Constant(_Unsupported):
     """An operation on constants (`N * 2`, `x / K` of a macro K): C evaluates it at compile
-    time, where it cannot overflow or divide by 0 unseen, and it may have to stay a constant
-    expression (an array bound, a `case` label): left as written, without a word."""
+    time, and it may have to stay a constant expression (an array bound, a `case` label): left
+    as written, without a word.  A division only where its divisor is positive in every type
+    it may be compiled for (_surely_positive): GCC compiles `x / 0` of a constant 0 into a trap."""
 
 
 class _Scanner:
@@ -405,9 +414,11 @@ def _pieces(scanner: _Scanner, index: int, code: str, scan: str,
     if operator in ("/", "%") and scanner.is_constant(index + 1, last) and (
             (len(divisor) == 1 and divisor[0].kind == "num" and not _ZERO.fullmatch(divisor[0].text))
             or (any(tok.kind == "id" for tok in divisor) and
-                not any(tok.text in ("-", "~") for tok in divisor))):
-        # `x / 2`, `x % (2)`; `N / K` of macros or sizeof, which may have to stay a constant
-        # expression (an array bound).  Not `x / 0`, `x / -1`, `x / (2 - 2)`.
+                not any(tok.text in ("-", "~") for tok in divisor))) and \
+            _surely_positive(scanner, index + 1, last, code):
+        # `x / 2`, `x % (T)3`; `N / K` of macros or sizeof, which may have to stay a constant
+        # expression (an array bound).  Not `x / 0`, `x / -1`, `x / (2 - 2)`, nor a divisor
+        # that some type makes 0 or negative: `x / (T)256` (0 in uint8), `x / (T)0.5`.
         raise _Constant
     if operator in ("+", "-", "*") and scanner.is_constant(first, index - 1 if not unary else first) \
             and scanner.is_constant(index + 1, last):
@@ -426,6 +437,318 @@ def _pieces(scanner: _Scanner, index: int, code: str, scan: str,
                     scanner.text(k - 1) == "(" and scanner.text(k + 1) == ")"):
                 raise _Unsupported(_UNHYGIENIC)
     return pieces
+
+
+# --------------------------------------------------------------------------- constant divisors
+#
+# A constant divisor is left as written only when it is a positive number whatever the types
+# it names are: the rewrite gets no element type (one text serves every loop of a body), so T,
+# and a type the body names itself (a typedef, a macro), may be any element type.  Its value
+# is computed as C computes it, for every type each cast may name: a set of (value, type),
+# type ("i", bits, signed) after C's promotions, or ("f",) for a floating or complex one.
+
+_BOOL, _FLOATING = ("b",), ("f",)
+_INT, _LONG, _UNSIGNED, _UNSIGNED_LONG = ("i", 32, True), ("i", 64, True), ("i", 32, False), \
+    ("i", 64, False)
+# T: any element type, each as a cast converts to it.
+_ANY_TYPE = tuple(dict.fromkeys(
+    _BOOL if t.kind == "b" else ("i", 8 * t.itemsize, t.kind == "i") if t.kind in "iu"
+    else _FLOATING for t in ELEMENT_TYPES.values()))
+_FLOATING_WORDS = frozenset("""float double float_t double_t _Complex complex complex64_t
+    complex128_t""".split())
+_QUALIFIER_WORDS = frozenset("const volatile restrict register static".split())
+# <stdint.h>'s and <stddef.h>'s types, with every width a platform may give them.
+_NAMED_INTEGERS = {
+    **{f"{u}int{bits}_t": (("i", bits, not u),) for u in ("", "u") for bits in (8, 16, 32, 64)},
+    **{f"{u}int_{kind}{bits}_t": tuple(("i", wider, not u) for wider in (8, 16, 32, 64)
+                                       if wider >= bits)
+       for u in ("", "u") for kind in ("fast", "least") for bits in (8, 16, 32, 64)},
+    "intmax_t": (_LONG,), "uintmax_t": (_UNSIGNED_LONG,),
+    "size_t": (_UNSIGNED, _UNSIGNED_LONG), "uintptr_t": (_UNSIGNED, _UNSIGNED_LONG),
+    **{name: (_INT, _LONG) for name in ("ssize_t", "ptrdiff_t", "intptr_t", "npy_intp")},
+    "wchar_t": (_INT, ("i", 16, False)), "_Bool": (_BOOL,), "bool": (_BOOL,),
+}
+_MOST_VALUES = 4096         # past this many possible values, a divisor is not followed
+
+
+class _Unknown(Exception):
+    """A divisor whose value the evaluation does not follow, or that C leaves undefined."""
+
+
+def _surely_positive(scanner: _Scanner, first: int, last: int, code: str) -> bool:
+    """Whether tokens first..last, a constant expression, are a number above 0 (an integer) or a
+    floating value, for every type each type name in them may be."""
+    try:
+        values = _Evaluation(scanner, code).value(scanner.t[first:last + 1])
+    except (_Unknown, RecursionError):
+        return False
+    return all(kind == _FLOATING or value > 0 for value, kind in values)
+
+
+def _cast_types(words: list[str], names: BodyNames) -> tuple:
+    """The types a type name may be: one for most, each width a platform gives `long` or
+    `size_t`, every element type for T and for the body's own typedefs and type macros."""
+    words = [w for w in words if w not in _QUALIFIER_WORDS]
+    if not words or "*" in words or "void" in words:
+        raise _Unknown
+    if any(w in _FLOATING_WORDS for w in words):
+        return (_FLOATING,)
+    if len(words) == 1 and words[0] in _NAMED_INTEGERS:
+        return _NAMED_INTEGERS[words[0]]
+    if any(w == "T" or w in names.types for w in words):
+        return _ANY_TYPE
+    if not set(words) <= {"char", "short", "int", "long", "signed", "unsigned"}:
+        raise _Unknown
+    signedness = (False,) if "unsigned" in words else (True,) if "signed" in words or \
+        "char" not in words else (True, False)      # a plain char: either, by platform
+    longs = words.count("long")
+    widths = (8,) if "char" in words else (16,) if "short" in words else \
+        (32, 64) if longs == 1 else (64,) if longs else (32,)
+    return tuple(("i", bits, signed) for bits in widths for signed in signedness)
+
+
+def _wrap(value: int, kind: tuple) -> int:
+    bits, signed = kind[1], kind[2]
+    value %= 1 << bits
+    return value - (1 << bits) if signed and value >= 1 << (bits - 1) else value
+
+
+def _promoted(value, kind: tuple) -> tuple:
+    """A converted value as an operand: bool and the integers narrower than int are ints."""
+    if kind == _FLOATING:
+        return float(value), _FLOATING
+    if kind == _BOOL or kind[1] < 32:
+        return int(value), _INT
+    return value, kind
+
+
+def _converted(value, kind: tuple, to: tuple) -> tuple:
+    """(value, kind) converted to type `to`, as a cast does, then promoted."""
+    if to == _BOOL:
+        return _promoted(1 if value != 0 else 0, _BOOL)
+    if to == _FLOATING:
+        return float(value), _FLOATING
+    if kind == _FLOATING:
+        if not math.isfinite(value):
+            raise _Unknown
+        value = int(value)                 # toward 0; out of the type's range: undefined
+        if _wrap(value, to) != value:
+            raise _Unknown
+    return _promoted(_wrap(value, to), to)
+
+
+def _common(a: tuple, b: tuple) -> tuple:
+    """C's usual arithmetic conversions of two promoted kinds."""
+    if _FLOATING in (a, b):
+        return _FLOATING
+    bits = max(a[1], b[1])
+    widest = [k for k in (a, b) if k[1] == bits]
+    return ("i", bits, all(k[2] for k in widest))
+
+
+def _binary(operator: str, a: tuple, b: tuple) -> tuple:
+    (x, kx), (y, ky) = a, b
+    if operator in ("&&", "||"):
+        truth = (x != 0 and y != 0) if operator == "&&" else (x != 0 or y != 0)
+        return int(truth), _INT
+    if operator in ("<<", ">>"):
+        if _FLOATING in (kx, ky) or not 0 <= y < kx[1] or (operator == "<<" and x < 0):
+            raise _Unknown
+        return _wrap(x << y if operator == "<<" else x >> y, kx), kx
+    kind = _common(kx, ky)
+    if kind == _FLOATING:
+        x, y = float(x), float(y)
+    else:
+        x, y = _wrap(x, kind), _wrap(y, kind)
+    if operator in ("<", ">", "<=", ">=", "==", "!="):
+        return int({"<": x < y, ">": x > y, "<=": x <= y, ">=": x >= y, "==": x == y,
+                    "!=": x != y}[operator]), _INT
+    if operator in ("/", "%"):
+        if y == 0 or (kind == _FLOATING and operator == "%"):
+            raise _Unknown
+        if kind == _FLOATING:
+            return x / y, kind
+        quotient = abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)
+        if _wrap(quotient, kind) != quotient:
+            raise _Unknown                      # INT_MIN / -1
+        return (quotient if operator == "/" else x - y * quotient), kind
+    if kind == _FLOATING:
+        if operator not in ("+", "-", "*"):
+            raise _Unknown                      # `&` of a float: not C
+        return {"+": x + y, "-": x - y, "*": x * y}[operator], kind
+    return _wrap({"+": x + y, "-": x - y, "*": x * y, "&": x & y, "^": x ^ y,
+                  "|": x | y}[operator], kind), kind
+
+
+# Binary operators by precedence, loosest first.
+_PRECEDENCE = {"||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "==": 6, "!=": 6, "<": 7, ">": 7,
+               "<=": 7, ">=": 7, "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "%": 10}
+
+
+class _Evaluation:
+    """The values of a constant expression's tokens (numbers, the body's constant macros,
+    casts, sizeof of a type, C's operators), a set over the types its casts may name."""
+
+    def __init__(self, scanner: _Scanner, code: str):
+        self.scanner = scanner
+        self.code = code
+        self.definitions: dict[str, list[str]] = {}
+        for name, replacement in scanner.names.definitions:
+            self.definitions.setdefault(name, []).append(replacement)
+        self.expanding: list[str] = []
+
+    def value(self, tokens: list[_Token]) -> frozenset:
+        self.tokens, self.at = tokens, 0
+        values = self.conditional()
+        if self.at != len(tokens):
+            raise _Unknown
+        return values
+
+    def peek(self, ahead: int = 0) -> str:
+        k = self.at + ahead
+        return self.tokens[k].text if k < len(self.tokens) else ""
+
+    def take(self, text: str) -> None:
+        if self.peek() != text:
+            raise _Unknown
+        self.at += 1
+
+    @staticmethod
+    def each(values, function) -> frozenset:
+        found = frozenset(function(v) for v in values)
+        if len(found) > _MOST_VALUES:
+            raise _Unknown
+        return found
+
+    def conditional(self) -> frozenset:
+        condition = self.binary(1)
+        if self.peek() != "?":
+            return condition
+        self.at += 1
+        chosen = self.conditional()
+        self.take(":")
+        otherwise = self.conditional()
+        truths = {value != 0 for value, _ in condition}
+        return (chosen if True in truths else frozenset()) | \
+            (otherwise if False in truths else frozenset())
+
+    def binary(self, lowest: int) -> frozenset:
+        left = self.unary()
+        while _PRECEDENCE.get(self.peek(), 0) >= lowest:
+            operator = self.peek()
+            self.at += 1
+            right = self.binary(_PRECEDENCE[operator] + 1)
+            left = self.each([(a, b) for a in left for b in right],
+                             lambda pair: _binary(operator, *pair))
+        return left
+
+    def type_name(self) -> tuple | None:
+        """The types of a parenthesized type name at the current token, past it; None (and
+        nothing taken) when the parentheses hold no type name."""
+        if self.peek() != "(":
+            return None
+        k = self.at + 1
+        while k < len(self.tokens) and self.tokens[k].text != ")":
+            k += 1
+        words = [tok.text for tok in self.tokens[self.at + 1:k]]
+        if k == len(self.tokens) or not words or not all(
+                w in self.scanner.types or w == "*" for w in words):
+            return None
+        self.at = k + 1
+        return _cast_types(words, self.scanner.names)
+
+    def unary(self) -> frozenset:
+        word = self.peek()
+        if word in ("-", "+", "~", "!"):
+            self.at += 1
+            operand = self.unary()
+            if word == "!":
+                return self.each(operand, lambda v: (int(v[0] == 0), _INT))
+            if word == "~" and any(kind == _FLOATING for _, kind in operand):
+                raise _Unknown
+            return self.each(operand, lambda v: (
+                v if word == "+" else
+                (-v[0], _FLOATING) if v[1] == _FLOATING else
+                (_wrap(-v[0] if word == "-" else ~v[0], v[1]), v[1])))
+        if word == "sizeof":
+            self.at += 1
+            types = self.type_name()
+            if types is None:
+                raise _Unknown      # of an expression
+            sizes = {1, 2, 4, 8, 16} if types == _ANY_TYPE else \
+                {4, 8, 16} if _FLOATING in types else {1 if k == _BOOL else k[1] // 8 for k in types}
+            return frozenset((size, _UNSIGNED_LONG) for size in sizes)
+        types = self.type_name()
+        if types is not None:       # a cast
+            operand = self.unary()
+            return self.each([(v, to) for v in operand for to in types],
+                             lambda pair: _converted(*pair[0], pair[1]))
+        return self.primary()
+
+    def primary(self) -> frozenset:
+        if self.at >= len(self.tokens):
+            raise _Unknown
+        tok = self.tokens[self.at]
+        self.at += 1
+        if tok.text == "(":
+            values = self.conditional()
+            self.take(")")
+            return values
+        if tok.kind == "num":       # the code's text: a character literal is `'a'` there
+            return frozenset({_number(tok.text if self.expanding else
+                                      self.code[tok.start:tok.end])})
+        if tok.text in self.definitions and tok.text not in self.expanding:
+            self.expanding.append(tok.text)
+            saved = self.tokens, self.at
+            try:
+                return frozenset().union(*(self.value(_tokens(replacement))
+                                           for replacement in self.definitions[tok.text]))
+            finally:
+                self.tokens, self.at = saved
+                self.expanding.pop()
+        raise _Unknown
+
+
+_INTEGER_LITERAL = re.compile(r"(?P<digits>0[xX][0-9a-fA-F]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)"
+                              r"(?P<suffix>[uU]?(?:ll|LL|[lL])?|(?:ll|LL|[lL])[uU])")
+
+
+def _number(text: str) -> tuple:
+    """The (value, kind) of a number or character literal as C reads it."""
+    if text.startswith("'"):
+        try:
+            character = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            raise _Unknown from None
+        if not isinstance(character, str) or len(character) != 1:
+            raise _Unknown
+        return ord(character), _INT
+    m = _INTEGER_LITERAL.fullmatch(text)
+    if m is None:                   # a floating literal: `2.5`, `1e3f`, `0x1p-3`
+        body = text.rstrip("fFlL")
+        hexadecimal = body[:2].lower() == "0x"
+        if not re.fullmatch(r"[0-9.]", body[:1]) or \
+                not re.search(r"[pP]" if hexadecimal else r"[.eE]", body):
+            raise _Unknown
+        try:
+            value = float.fromhex(body) if hexadecimal else float(body)
+        except ValueError:
+            raise _Unknown from None
+        return value, _FLOATING
+    digits, suffix = m.group("digits").lower(), m.group("suffix").lower()
+    value = int(digits, 16 if digits.startswith("0x") else 2 if digits.startswith("0b") else
+                8 if digits.startswith("0") and len(digits) > 1 else 10)
+    decimal = digits[0] != "0" or digits == "0"
+    if "u" in suffix:
+        kinds = (_UNSIGNED_LONG,) if "l" in suffix else (_UNSIGNED, _UNSIGNED_LONG)
+    elif decimal:
+        kinds = (_LONG,) if "l" in suffix else (_INT, _LONG)
+    else:
+        kinds = (_LONG, _UNSIGNED_LONG) if "l" in suffix else (_INT, _UNSIGNED, _LONG, _UNSIGNED_LONG)
+    kind = next((k for k in kinds if _wrap(value, k) == value), None)
+    if kind is None:
+        raise _Unknown
+    return value, kind
 
 
 def _edits(scanner: _Scanner, index: int, code: str, scan: str):

@@ -24,6 +24,7 @@ its line (`{   // the sum`), and a short body may be one line, `{ y = x * x; }`.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from .diagnostics import DiagnosticSink, Location
@@ -31,8 +32,9 @@ from .diagnostics import DiagnosticSink, Location
 OPTION_KEYS = ("doc", "types", "layout", "identity", "associative", "fastmath", "threads", "dim",
                "specialize")
 
+# ASCII digits only: Python's \d takes any Unicode digit ('٣'), which neither C nor NumPy reads.
 _TOKEN = re.compile(
-    r"\s*(?:(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
+    r"\s*(?:(?P<number>(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
     r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<arrow>->)|(?P<punct>\S))"
 )
 
@@ -143,7 +145,11 @@ class _Cursor:
             if not m:
                 break
             kind = m.lastgroup
-            self.tokens.append(Token(m.group(kind), sink.at(line, col + m.start(kind)), kind))
+            location = sink.at(line, col + m.start(kind))
+            problem = _character_problem(m.group(kind))
+            if problem:
+                raise ParseError(location, f"unexpected {problem}")
+            self.tokens.append(Token(m.group(kind), location, kind))
             pos = m.end()
         end_col = col + len(text.rstrip())
         self.tokens.append(Token("", sink.at(line, end_col), "end"))
@@ -199,6 +205,27 @@ class ParseError(Exception):
 
 def _describe(tok: Token) -> str:
     return "end of line" if tok.kind == "end" else f"'{tok.text}'"
+
+
+def _invisible(c: str) -> bool:
+    """A format, control, separator or unassigned character beyond ASCII: nothing shows."""
+    return not c.isascii() and unicodedata.category(c)[0] in "CZ"
+
+
+def _character_problem(c: str) -> str | None:
+    """What is wrong with a character outside a body, as the end of a sentence: one that is
+    neither ASCII nor a letter (names of letters beyond ASCII are refused, by name, later).  An
+    invisible one, often pasted from a web page, is named, since the message cannot show it;
+    a digit or sign beyond ASCII looks like one that C and NumPy read, but is not."""
+    if c.isascii() or unicodedata.category(c)[0] in "LM":
+        return None
+    name = f"U+{ord(c):04X} {unicodedata.name(c, 'UNNAMED')}"
+    if _invisible(c):
+        return (f"invisible character {name}: delete it (text pasted from a web page or a "
+                f"word processor often holds one)")
+    if unicodedata.category(c) == "Nd":
+        return f"'{c}' ({name}): write numbers with the ASCII digits 0-9"
+    return f"'{c}' ({name}), which is not ASCII"
 
 
 def _name_list(cur: _Cursor, what: str, closer: str | None) -> list[Token]:
@@ -344,8 +371,8 @@ def _parse_option(sink: DiagnosticSink, fn: _FunctionBuilder, text: str, number:
     if key == "doc":
         fn.doc.append(value.rstrip())     # its indentation kept: the model removes what all share
         return
-    cur = _Cursor(sink, value, number, value_col)
     try:
+        cur = _Cursor(sink, value, number, value_col)
         _parse_option_value(sink, fn, key, cur, number, col)
     except ParseError:
         fn.broken.add(key)   # so that the model does not also report the option as missing
@@ -405,6 +432,7 @@ def _read_body(sink: DiagnosticSink, lines: list[str], index: int, owner: str) -
         return RawBody((first[:end] + " " + first[end + 1:],), index + 1, opening), index + 1
     end = index + 1
     while end < len(lines) and lines[end].rstrip() != "}":
+        _refuse_invisible_after_closing_brace(sink, lines[end], end + 1)
         if _DECLARATION.match(lines[end]):
             raise ParseError(opening, f"the body of {owner} is never closed: end it with a line "
                                        f"holding only '}}' at column 1, before the declaration "
@@ -416,6 +444,16 @@ def _read_body(sink: DiagnosticSink, lines: list[str], index: int, owner: str) -
     if first.strip():
         return RawBody((first, *lines[index + 1:end]), index + 1, opening), end + 1
     return RawBody(tuple(lines[index + 1:end]), index + 2, opening), end + 1
+
+
+def _refuse_invisible_after_closing_brace(sink: DiagnosticSink, text: str, number: int) -> None:
+    """A `}` at column 1 followed only by invisible characters looks like the line that closes
+    a body, but does not close it: say so there, not that the body is never closed."""
+    rest = text[1:].strip()
+    if text.startswith("}") and rest and all(map(_invisible, rest)):
+        col = 2 + text[1:].index(rest[0])
+        raise ParseError(sink.at(number, col), f"unexpected {_character_problem(rest[0])}; "
+                                               f"a body ends at a line holding only '}}'")
 
 
 def _is_blank_or_comment(text: str) -> bool:
@@ -478,12 +516,17 @@ def _skip_declaration(lines: list[str], i: int) -> int:
 def _parse_helper(sink, lines, i, cur, head, helpers) -> int:
     prototype_start = cur.peek()
     prototype = lines[i][prototype_start.location.col - 1:].strip()
+    # The name is the word before the prototype's first '(', after a return type: a '(' that
+    # opens the prototype (`helper (x)`) or follows the return type alone (`helper T (h)(T a)`)
+    # names nothing, and the `helper` keyword itself never is the name.
+    start = cur.index
+    first_paren = next((k for k in range(start, len(cur.tokens) - 1)
+                        if cur.tokens[k].text == "(" and cur.tokens[k].kind == "punct"), None)
     name = None
-    for k, tok in enumerate(cur.tokens[:-1]):
-        if tok.text == "(" and k > 0 and cur.tokens[k - 1].kind == "name":
-            name = cur.tokens[k - 1]
-            break
-    if name is None or name is prototype_start:
+    if first_paren is not None and first_paren - 1 > start and \
+            cur.tokens[first_paren - 1].kind == "name":
+        name = cur.tokens[first_paren - 1]
+    if name is None:
         raise ParseError(prototype_start.location,
                           "expected a C prototype such as 'void f(T x, T *y)' after 'helper'")
     i += 1

@@ -200,7 +200,8 @@ def test_a_function_may_be_named_like_a_cpp_keyword_or_a_prelude_function(name):
     assert function(f"ufunc {name}(x) -> y\n    types: float64(float64)\n{{\n    y = x;\n}}\n").name == name
 
 
-@pytest.mark.parametrize("name", ["sqrt", "pow", "hypot", "fmin", "floor"])
+@pytest.mark.parametrize("name", ["sqrt", "pow", "hypot", "fmin", "floor", "real", "imag", "conj",
+                                  "arg"])
 def test_a_helper_may_not_take_the_name_of_a_prelude_function(name):
     helper_text = (f"helper T {name}(T v)\n{{\n    return v;\n}}\n"
                    + textwrap.dedent(ufunc("float64(float64, float64)")))
@@ -228,8 +229,36 @@ def test_the_readme_says_which_name_rules_apply_to_function_names_and_which_to_t
         assert errors(f"ufunc {prefix}f(x) -> y\n    types: float64(float64)\n{{\n    y = x;\n}}\n")
 
 
+def test_every_function_like_macro_of_the_prelude_is_a_prelude_function_no_helper_may_hide():
+    from ufuncgen.gen.model import PRELUDE_FUNCTIONS
+    prelude = (Path(__file__).resolve().parents[2] / "src" / "include" / "ufuncgen"
+               / "prelude.h").read_text(encoding="utf-8")
+    macros = set(re.findall(r"^\s*#\s*define\s+([a-z]\w*)\(", prelude, re.M))
+    assert {"real", "conj", "hypot"} <= macros
+    assert {m for m in macros if not m.startswith("ufg_")} <= PRELUDE_FUNCTIONS
+
+
+@pytest.mark.parametrize("word", ["char16_t", "char32_t", "wchar_t"])
+def test_cxx_character_type_keywords_are_refused_in_a_body_where_nvcc_cannot_take_them_as_names(word):
+    assert errors(f"ufunc f(x) -> y\n    types: float64(float64)\n{{\n    int {word} = 1;\n"
+                  f"    y = x + {word};\n}}\n") == [
+        f"4:9: '{word}' is a keyword of C++, and a body is also compiled as C++ (nvcc), where it "
+        f"cannot name a variable or a parameter; rename it"]
+
+
+@pytest.mark.parametrize("name", ["defined", "math_errhandling", "MAXFLOAT", "PATH_MAX", "EDOM",
+                                  "SEEK_SET", "WEOF", "P_tmpdir", "L_tmpnam", "SSIZE_MAX", "PRIx64"])
+def test_the_preprocessors_defined_and_the_library_headers_macros_are_reserved(name):
+    assert reserved_reason(name) is not None
+
+
+def test_a_function_named_like_a_preprocessor_or_library_macro_is_fine_since_it_never_stands_alone():
+    assert function("ufunc EDOM(x) -> y\n    types: float64(float64)\n{\n    y = x;\n}\n").name == "EDOM"
+
+
 def test_names_that_only_resemble_reserved_ones_are_accepted():
-    for name in ("_x", "_1", "Tx", "ufg", "abs_", "maximum", "classy", "Pyramid", "int64", "i"):
+    for name in ("_x", "_1", "Tx", "ufg", "abs_", "maximum", "classy", "Pyramid", "int64", "i",
+                 "EPS", "E1", "X_MAX", "PRIME", "HAVE", "undefined"):
         assert reserved_reason(name) is None, name
 
 
@@ -282,6 +311,38 @@ def test_an_output_only_dimension_defined_by_dim_comes_after_the_input_dimension
     assert [(d.name, d.index, d.size_expression) for d in fn.layout.dims] == [
         ("n", 0, None), ("d", 1, None), ("p", 2, "n * ( n - 1 ) / 2")]
     assert [d.name for d in fn.layout.computed_dims] == ["p"]
+
+
+HUGE = "1" * 5000   # beyond the 4300 digits Python's int() reads
+
+
+@pytest.mark.parametrize("line, problem", [
+    (f"identity: {HUGE}", f"identity {HUGE} does not fit in int64"),
+    (f"layout: ({HUGE})->()", f"frozen core dimension {HUGE} is too large"),
+    (f"specialize: n={HUGE}", f"a specialized size must be a whole number from 1 to 1024, not '{HUGE}'"),
+    (f"dim: p = n + {HUGE}", f"{HUGE} in the size of 'p' is beyond the largest size"),
+])
+def test_a_number_of_thousands_of_digits_is_an_error_at_it_not_a_traceback(line, problem):
+    if line.startswith("identity"):
+        text = f"ufunc f(x, z) -> y\n    types: int64(int64, int64)\n    {line}\n{{\n    y = x;\n}}\n"
+    else:
+        layout = "" if line.startswith("layout") else \
+            ("    layout: (n)->(p)\n" if line.startswith("dim") else "    layout: (n)->()\n")
+        text = f"gufunc g(x) -> y\n{layout}    {line}\n    types: float64(float64)\n{{\n}}\n"
+    found = errors(text)
+    assert len(found) == 1 and found[0].split(": ", 1)[1].startswith(problem), found[0][:200]
+
+
+@pytest.mark.parametrize("expression", ["(" * 600 + "n" + ")" * 600, "-" * 1200 + "n"])
+def test_a_size_expression_nested_hundreds_deep_is_an_error_not_a_recursion_error(expression):
+    assert errors(gufunc("(n)->(p)", "g(x) -> y", "float64(float64)", f"dim: p = {expression}")) == [
+        "4:46: the size of 'p' nests parentheses and signs more than 32 deep"]
+
+
+def test_a_size_expression_nested_32_deep_is_accepted():
+    fn = function(gufunc("(n)->(p)", "g(x) -> y", "float64(float64)",
+                         "dim: p = " + "(" * 31 + "-n" + ")" * 31))
+    assert fn.layout.computed_dims[0].size_code.startswith("(" * 31 + "ufg_dim_subtract(0, n,")
 
 
 def test_a_dim_line_for_an_input_dimension_or_an_unused_one_is_an_error():
@@ -513,6 +574,42 @@ def test_a_function_body_remembers_where_it_starts_in_the_signature_file():
     fn = function(ufunc("float64(float64, float64)"))
     assert (fn.body.path, fn.body.first_line, fn.body.lines) == ("t.ufunc", 5, ("    r = x;",))
     assert (fn.location.line, fn.location.col) == (1, 7)
+
+
+def test_the_c_name_tables_hold_every_generated_name_the_templates_derive_from_a_function_name():
+    """Each `ufg_<role>_` the templates put before a loop's C name (cname, or the function's
+    name and its signature's suffix) or before a function's name, and every part of
+    UFG_REDUCE_NAME, is in the tables _check_c_names_distinct compares."""
+    from ufuncgen.gen.model import (C_NAME_FUNCTION_ROLES, C_NAME_LOOP_ROLES,
+                                    C_NAME_LOOP_TAILS)
+    root = Path(__file__).resolve().parents[2]
+    templates = "\n".join(p.read_text(encoding="utf-8") for p in (root / "templates").glob("*.j2"))
+    loop = r"(?:\{\{ *cname *\}\}|\{\{ *fn\.name *\}\}_\{\{ *sig\.suffix *\}\}|\" ~ *cname|\" ~ *fn\.name ~ \"_\" ~ sig\.suffix)"
+    loop_roles = set(re.findall(rf"\bufg_([a-z_]+?)_{loop}", templates))
+    loop_roles |= {f"launch_{where}_{kind}" for kind in re.findall(
+        rf"(?:UFG_LAUNCHER|UFG_CUDA_LAUNCHER|UFG_DECLARE_LAUNCHERS)\(([a-z]+)_{loop}", templates)
+        for where in ("sim", "cuda")}
+    function_roles = set(re.findall(r"\bufg_([a-z_]+?)_(?:\{\{ *fn\.name *\}\}(?!_\{\{ *sig)|\" ~ *fn\.name(?! ~))",
+                                    templates))
+    assert {"range_body", "body", "launch_sim_elementwise"} <= loop_roles
+    assert loop_roles <= set(C_NAME_LOOP_ROLES)
+    assert {"types", "loops"} <= function_roles <= set(C_NAME_FUNCTION_ROLES)
+    headers = "\n".join(p.read_text(encoding="utf-8")
+                        for p in (root / "src" / "include" / "ufuncgen").glob("*.h"))
+    parts = set(re.findall(r"UFG_REDUCE_NAME\((_\w+)\)", headers))
+    assert "_ops" in parts and parts <= set(C_NAME_LOOP_TAILS["reduce"])
+    tails = set(re.findall(rf"\bufg_body_{loop}(_[a-z]+)", templates))
+    assert tails <= set(C_NAME_LOOP_TAILS["body"])
+
+
+def test_two_functions_whose_generated_names_meet_through_a_role_word_are_an_error_at_the_second():
+    text = ("gufunc {}(x) -> y\n    layout: (n)->()\n    types: float64(float64)\n{{\n    y = x(0);\n}}\n\n")
+    for word in ("body", "cores", "prefetched", "contiguous", "contiguous_cores", "kernel"):
+        found = errors(text.format("f") + text.format(f"{word}_f"))
+        assert len(found) == 1 and found[0].startswith(
+            f"8:8: the C name of '{word}_f' for float64(float64) would be ufg_"), found
+    assert function(text.format("f_squared"))   # a longer name alone meets nothing
+    assert len(model(text.format("f") + text.format("f_squared")).functions) == 2
 
 
 def test_duplicate_helpers_are_an_error():

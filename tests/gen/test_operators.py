@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from ufuncgen.gen import load_module
+from ufuncgen.gen.model import _CAST, _cast_before, _name_before, _operand_before
 from ufuncgen.gen.operators import arithmetic_operators, body_names, rewrite_operators
 from ufuncgen.gen.parse import blank_c_noise
 from ufuncgen.gen.render import render_module
@@ -108,6 +109,31 @@ def test_what_the_scanner_cannot_follow_is_left_as_written(code):
     rewritten, left_alone = _rewritten(code)
     assert rewritten == code
     assert len(left_alone) == 1
+
+
+@pytest.mark.parametrize("code, expected", [
+    # One text serves every loop of a body, so T may be any element type: (T)256 is 0 in
+    # uint8 (GCC traps a constant division by 0), (T)0.5 is 0 in every integer type,
+    # (T)0xFFFFFFFF is -1 in int32 (INT_MIN / -1), (T)128 is -128 in int8.
+    ("y = x / (T)256;", "y = ufg_div(x, (T)256);"),
+    ("#define BINS 256\n    y = x / (T)BINS;", "#define BINS 256\n    y = ufg_div(x, (T)BINS);"),
+    ("y = x / (T)0.5;", "y = ufg_div(x, (T)0.5);"),
+    ("y = x / (T)0xFFFFFFFF;", "y = ufg_div(x, (T)0xFFFFFFFF);"),
+    ("y = x % (T)(256) + x % (T)128;", "y = ufg_rem(x, (T)(256)) + ufg_rem(x, (T)128);"),
+    ("typedef long long wide;\n    y = x / (uint8_t)256 + x / (wide)0.25;",
+     "typedef long long wide;\n    y = ufg_div(x, (uint8_t)256) + ufg_div(x, (wide)0.25);"),
+    # A macro, a character literal or a GNU binary literal that is 0.
+    ("#define K 0\n    y = x / K;", "#define K 0\n    y = ufg_div(x, K);"),
+    ("y = x / '\\0' + x % 0b0;", "y = ufg_div(x, '\\0') + ufg_rem(x, 0b0);"),
+    # Positive whatever T is (bool makes 1 of anything nonzero), or floating: left as written.
+    ("y = x / (T)3 + x % (T)127 + x / (unsigned char)300;",
+     "y = x / (T)3 + x % (T)127 + x / (unsigned char)300;"),
+    ("#define N 4\n#define K (N << 2)\n    y = x / (int)K + x / (int)sizeof(T) + x / (double)0;",
+     "#define N 4\n#define K (N << 2)\n    y = x / (int)K + x / (int)sizeof(T) + x / (double)0;"),
+    ("y = x / 'a' + x / 10u;", "y = x / 'a' + x / 10u;"),
+])
+def test_a_constant_divisor_is_left_as_written_only_where_every_type_makes_it_positive(code, expected):
+    assert _rewritten(code) == (expected, ())
 
 
 def test_only_the_offsets_given_are_rewritten():
@@ -320,3 +346,58 @@ def test_rewritten_expressions_compute_in_c_what_the_precedence_of_the_original_
     for (text, _, want), value in zip(cases, got):
         assert value == want, text
     assert sum("/" in t or "%" in t for t, _, _ in cases) > 250
+
+
+def test_a_macro_that_divides_by_a_positive_literal_needs_no_warning_where_its_use_decides_the_operands(
+        tmp_path):
+    """`#define HALF(v) v / 2`: `HALF(a + 1)` is `a + 1 / 2`, a division by 2 all the same,
+    which cannot fail: left as written without a word.  A divisor its use decides, or one a
+    type makes 0 (`(T)(256)` in uint8), is left as written with a warning."""
+    source = tmp_path / "macros.ufunc"
+    source.write_text("""\
+ufunc half(a, b) -> y
+    types: uint8(uint8, uint8), int64(int64, int64)
+{
+#define HALF(v) v / 2
+#define QQ(v, w) v / w
+#define BYTE(v) v / (T)(256)
+    y = HALF(a + 1) + QQ(a, b) + BYTE(a);
+}
+""")
+    module = load_module("pkg.macros", [str(source)], source_root=str(tmp_path))
+    warned = sorted((w.location.line, w.location.col) for w in module.warnings
+                    if "in a macro whose use decides its operands" in w.message)
+    assert warned == [(5, 20), (6, 19)]
+
+
+# --------------------------------------------------------------------------- long bodies
+
+class _CountingText(str):
+    """A text that counts the characters read from it by indexing and slicing."""
+
+    def __getitem__(self, key):
+        got = str.__getitem__(self, key)
+        self.read = getattr(self, "read", 0) + len(got)
+        return got
+
+
+def test_the_operand_before_an_operator_is_found_reading_back_over_it_not_the_whole_body():
+    line = "    y = (T)(int64_t)y * x(i) + 1;\n"
+    names = {"T": "f", "x": "i", "y": "i"}
+    short = _operand_before(line, line.rindex("+"), names)
+    body = _CountingText(line * 10_000)
+    assert _operand_before(body, body.rindex("+"), names) == short == "f"
+    assert body.read < 10 * len(line)
+
+
+@pytest.mark.parametrize("text", [
+    "f(x)", "f  (x)", "9ab (", "return (", "a\u00e9b(", "12 ", "(T)", "( const unsigned long )",
+    "(T)(int64_t)", "x (T) ", "(a)(b)", ")T)", "((T)", "(static\nint  )\n", "(T x)", "(1T)",
+])
+def test_reading_back_finds_the_name_and_the_cast_the_expressions_over_the_text_before_find(text):
+    for end in range(len(text) + 1):
+        name = re.search(r"([A-Za-z_]\w*)\s*$", text[:end])
+        assert _name_before(text, end) == (name.start(1) if name else None), (text, end)
+        cast, found = re.search(rf"{_CAST.pattern}\s*$", text[:end]), _cast_before(text, end)
+        assert (found.span(), found.group("type")) == (cast.span(), cast.group("type")) \
+            if cast else found is None, (text, end)

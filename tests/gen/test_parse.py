@@ -226,6 +226,14 @@ def test_a_helper_gives_its_name_prototype_and_body():
     assert raw.functions == ()
 
 
+def test_a_helper_prototype_whose_first_parenthesis_follows_no_name_is_refused_not_named_helper():
+    for prototype in ("(void) h(T *a)", "(x)", "T (h)(T a)"):
+        raw, sink = parse(f"helper {prototype}\n{{\n}}\n")
+        assert raw.helpers == ()
+        assert [(d.location.line, d.location.col, d.message) for d in sink.diagnostics] == [
+            (1, 8, "expected a C prototype such as 'void f(T x, T *y)' after 'helper'")]
+
+
 def test_a_signed_identity_keeps_its_sign_and_points_at_it():
     raw = parse_ok("""
         ufunc m(x, y) -> r
