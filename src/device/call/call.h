@@ -248,6 +248,15 @@ int ufg_numpy_shared_order(const ufg_call *c, int j, ufg_shared_order *order);
 /* numpy_order.c: the loop axes, innermost first, as NumPy lays out a result it allocates for
  * an elementwise call under order= (K: like the inputs). */
 void ufg_numpy_result_axes(const ufg_call *c, int *inner_first);
+/* numpy_order.c: NumPy's order='K' nesting (npyiter_find_best_axis_ordering): sorts
+ * inner_first (ndim axes, innermost first, C order to start from) by the steps of n operands,
+ * strides[i][axis]; a zero step (a broadcast, an axis of one element, an output NumPy has yet
+ * to allocate) gives that operand no say.  Stable: ties keep C order. */
+void ufg_numpy_best_axis_order(int ndim, int64_t (*strides)[UFG_CALL_MAX_NDIM], int n,
+                               int *inner_first);
+/* numpy_order.c: np.getbufsize(), the elements NumPy's ufunc buffers hold (8192 unless
+ * np.setbufsize); -1 with an exception. */
+int ufg_numpy_buffersize(int64_t *size);
 
 /* operands.c: how messages name an object's type ("numpy.ndarray", "float").  shapes.c: a
  * shape as Python writes it ("(3,)"); NumPy's broadcasting of `shape` into `result`

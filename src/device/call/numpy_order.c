@@ -30,8 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* np.getbufsize(): the elements NumPy's ufunc buffers hold (8192 unless np.setbufsize). */
-static int
+int
 ufg_numpy_buffersize(int64_t *size)
 {
     PyObject *numpy = PyImport_ImportModule("numpy"), *value;
@@ -240,23 +239,10 @@ ufg_numpy_any_order_is_fortran(const ufg_call *c)
     return c->where_kind != UFG_WHERE_MASK || ufg_is_fortran_contiguous(&c->mask);
 }
 
-/* The loop axes as NumPy's iterator nests them, innermost first: C order, F order ('F', or
- * 'A' over Fortran-contiguous arrays), or under order='K' its stable insertion sort
- * (npyiter_find_best_axis_ordering). */
-static void
-ufg_numpy_nesting(const ufg_call *c, int64_t (*strides)[UFG_CALL_MAX_NDIM], int n,
-                  int *inner_first)
+void
+ufg_numpy_best_axis_order(int ndim, int64_t (*strides)[UFG_CALL_MAX_NDIM], int n,
+                          int *inner_first)
 {
-    const int ndim = c->loop_ndim;
-    const int fortran = c->order == NPY_FORTRANORDER ||
-                        (c->order == NPY_ANYORDER && ufg_numpy_any_order_is_fortran(c));
-
-    for (int i = 0; i < ndim; i++) {
-        inner_first[i] = fortran ? i : ndim - 1 - i;
-    }
-    if (c->order != NPY_KEEPORDER) {
-        return;
-    }
     for (int i0 = 1; i0 < ndim; i0++) {
         const int axis = inner_first[i0];
         int place = i0;
@@ -272,6 +258,25 @@ ufg_numpy_nesting(const ufg_call *c, int64_t (*strides)[UFG_CALL_MAX_NDIM], int 
         memmove(&inner_first[place + 1], &inner_first[place],
                 sizeof(int) * (size_t)(i0 - place));
         inner_first[place] = axis;
+    }
+}
+
+/* The loop axes as NumPy's iterator nests them, innermost first: C order, F order ('F', or
+ * 'A' over Fortran-contiguous arrays), or under order='K' its stable insertion sort
+ * (npyiter_find_best_axis_ordering). */
+static void
+ufg_numpy_nesting(const ufg_call *c, int64_t (*strides)[UFG_CALL_MAX_NDIM], int n,
+                  int *inner_first)
+{
+    const int ndim = c->loop_ndim;
+    const int fortran = c->order == NPY_FORTRANORDER ||
+                        (c->order == NPY_ANYORDER && ufg_numpy_any_order_is_fortran(c));
+
+    for (int i = 0; i < ndim; i++) {
+        inner_first[i] = fortran ? i : ndim - 1 - i;
+    }
+    if (c->order == NPY_KEEPORDER) {
+        ufg_numpy_best_axis_order(ndim, strides, n, inner_first);
     }
 }
 

@@ -22,6 +22,7 @@
 
 #include "launch.h"
 #include "runtime.h"
+#include "ufuncgen/reduce_order.h"      /* UFG_REDUCE_FEW */
 
 /* The arguments: seven positional-or-keyword, then stream= by keyword only. */
 enum {
@@ -72,11 +73,11 @@ ufg_reduce_where(const char *name, PyObject *where, int *where_given, int *where
     return status == 0 ? 0 : -1;
 }
 
-/* The where= mask: a bool CUDA array on the array's device that broadcasts to its shape;
- * mask_strides: its strides over the array's axes (0 where it broadcasts). */
+/* The where= mask as an operand, a bool CUDA array: NumPy converts where= to bool (casting
+ * 'safe') as it parses the arguments, so another dtype is its TypeError before anything
+ * about the array, the axes or the identity. */
 static int
-ufg_reduce_mask(const char *name, PyObject *mask_obj, const ufg_operand *array,
-                uintptr_t stream, ufg_operand *mask, int64_t *mask_strides)
+ufg_reduce_mask_operand(const char *name, PyObject *mask_obj, uintptr_t stream, ufg_operand *mask)
 {
     if (ufg_operand_from_buffer(mask_obj, "where=", mask, stream) < 0) {
         return -1;
@@ -86,6 +87,15 @@ ufg_reduce_mask(const char *name, PyObject *mask_obj, const ufg_operand *array,
                      ufg_dtype_name(mask->code));
         return -1;
     }
+    return 0;
+}
+
+/* The where= mask on the array's device, broadcasting to its shape; mask_strides: its strides
+ * over the array's axes (0 where it broadcasts). */
+static int
+ufg_reduce_mask_fits(const char *name, const ufg_operand *mask, const ufg_operand *array,
+                     int64_t *mask_strides)
+{
     if (mask->device != array->device) {
         PyErr_Format(PyExc_ValueError, "%s.reduce: where= is on CUDA device %d, the array on "
                      "device %d", name, mask->device, array->device);
@@ -301,6 +311,14 @@ typedef struct {
     int first_through_out;          /* from_first into an out= of another dtype: the first
                                      * elements pass through out's dtype (below) */
     const int64_t *mask_strides;    /* where=: the copy holds the identity where it is False */
+    int nesting[UFG_CALL_MAX_NDIM]; /* the array's axes as NumPy's iterator nests them,
+                                     * innermost first: each output's elements are combined
+                                     * in this order of the reduced axes */
+    int64_t host_call;              /* an associative function's: the elements of one output
+                                     * NumPy hands the host loop per call (1: its inner loop
+                                     * runs along the outputs, an element per call) */
+    int64_t copy_strides[UFG_CALL_MAX_NDIM];    /* copy_input: the copy's, contiguous along
+                                     * the nesting, so that it merges axes as NumPy does */
     int direct;                     /* the kernel writes into out= itself */
     int cast_result;                /* a temporary result is cast into out= */
     int nsteps;                     /* 0 (an empty result), 1, or more: the array into
@@ -308,14 +326,16 @@ typedef struct {
     ufg_reduce_step steps[UFG_REDUCE_MAX_STEPS];
 } ufg_reduce_plan;
 
-/* The entries of `values` (one per axis of the array) on the kept (reduced = 0) or reduced
- * (reduced = 1) axes. */
+/* The entries of `values` (one per axis of the array) on the kept (reduced = 0) axes, in index
+ * order, or on the reduced (reduced = 1) axes, outermost first in NumPy's nesting: the kernel
+ * takes the elements of an output in the order NumPy combines them. */
 static int
 ufg_reduce_pick(const ufg_reduce_plan *plan, const int64_t *values, int reduced, int64_t *picked)
 {
     int n = 0;
 
-    for (int d = 0; d < plan->ndim; d++) {
+    for (int i = 0; i < plan->ndim; i++) {
+        const int d = reduced ? plan->nesting[plan->ndim - 1 - i] : i;
         if (!plan->reduced[d] == !reduced) {
             picked[n++] = values[d];
         }
@@ -339,6 +359,260 @@ ufg_reduce_pick_result(const ufg_reduce_plan *plan, const int64_t *values, int64
             picked[n++] = values[d];
         }
     }
+}
+
+/* ------------------------------------------------------------------ NumPy's order */
+
+/*
+ * NumPy's reduction runs its iterator over the output (stepping 0 along the reduced axes), the
+ * array and a where= mask (umath/reduction.c: order='K', negative steps kept, buffered), which
+ * nests the axes by their steps, merges neighbours that step as one, and picks how much of the
+ * nesting a buffer holds (multiarray/nditer_constr.c).  The nesting of the reduced axes is the
+ * order each output's elements are combined in; what the loop gets per call is what an
+ * associative function's host loop reorders (host_reduce.h), so the device takes both from
+ * here to give the host's results.
+ */
+
+/* The operands of NumPy's reduction iterator: the output, the array, a where= mask. */
+enum { UFG_NUMPY_REDUCE_OPERANDS = 3 };
+
+/* The iterator's operands' steps along the array's axes, into steps[0..n) (n returned): out=
+ * when given (0 along the reduced axes), the array, the mask; 0 along an axis of one element,
+ * as NumPy's iterator has them.  An out= NumPy allocates has no say in the nesting. */
+static int
+ufg_reduce_numpy_steps(const ufg_reduce_plan *plan, const ufg_operand *array,
+                       const ufg_operand *out, const int64_t *mask_strides,
+                       int64_t (*steps)[UFG_CALL_MAX_NDIM])
+{
+    int n = 0;
+
+    if (out != NULL) {
+        for (int d = 0, o = 0; d < plan->ndim; d++) {
+            steps[n][d] = plan->reduced[d] ? 0 : out->strides[o];
+            o += !plan->reduced[d] || plan->keepdims;
+        }
+        n++;
+    }
+    memcpy(steps[n++], array->strides, sizeof(int64_t) * (size_t)plan->ndim);
+    if (mask_strides != NULL) {
+        memcpy(steps[n++], mask_strides, sizeof(int64_t) * (size_t)plan->ndim);
+    }
+    for (int k = 0; k < n; k++) {
+        for (int d = 0; d < plan->ndim; d++) {
+            if (array->shape[d] == 1) {
+                steps[k][d] = 0;
+            }
+        }
+    }
+    return n;
+}
+
+/* plan->nesting from the operands' steps (ufg_reduce_numpy_steps). */
+static void
+ufg_reduce_numpy_nesting(ufg_reduce_plan *plan, int64_t (*steps)[UFG_CALL_MAX_NDIM], int n)
+{
+    for (int i = 0; i < plan->ndim; i++) {
+        plan->nesting[i] = plan->ndim - 1 - i;
+    }
+    ufg_numpy_best_axis_order(plan->ndim, steps, n, plan->nesting);
+}
+
+/* The steps of the output NumPy allocates: contiguous over the kept axes in the nesting's
+ * order, the innermost fastest (npyiter_new_temp_array), in elements: only which steps merge
+ * counts here. */
+static void
+ufg_reduce_numpy_result_steps(const ufg_reduce_plan *plan, const int64_t *shape, int64_t *steps)
+{
+    int64_t step = 1;
+
+    for (int i = 0; i < plan->ndim; i++) {
+        const int d = plan->nesting[i];
+        steps[d] = plan->reduced[d] || shape[d] == 1 ? 0 : step;
+        step *= plan->reduced[d] ? 1 : shape[d];
+    }
+}
+
+/* NumPy's iterator axes, innermost first (npyiter_coalesce_axes): the nesting without axes of
+ * one element, neighbours merged where every operand steps through both as through one.
+ * steps[0] is the output's.  Returns their count. */
+static int
+ufg_reduce_numpy_merge(const ufg_reduce_plan *plan, const int64_t *shape,
+                       int64_t (*steps)[UFG_CALL_MAX_NDIM], int nops, int64_t *merged_shape,
+                       int64_t (*merged)[UFG_CALL_MAX_NDIM])
+{
+    int n = 0;
+
+    for (int i = 0; i < plan->ndim; i++) {
+        const int d = plan->nesting[i];
+        int joins = n > 0;
+        if (shape[d] == 1) {
+            continue;
+        }
+        for (int k = 0; joins && k < nops; k++) {
+            joins = merged[k][n - 1] * merged_shape[n - 1] == steps[k][d];
+        }
+        if (joins) {
+            merged_shape[n - 1] *= shape[d];
+            continue;
+        }
+        merged_shape[n] = shape[d];
+        for (int k = 0; k < nops; k++) {
+            merged[k][n] = steps[k][d];
+        }
+        n++;
+    }
+    return n;
+}
+
+/*
+ * The elements of one output NumPy's loop takes per call, over its merged axes (steps[0]: the
+ * output's; buffered[k]: operand k is cast through a buffer), as npyiter_find_buffering_setup
+ * decides with the buffer size (NumPy 2.3 and later):
+ *   - its inner axis a kept one: 1, the loop runs along the outputs;
+ *   - else a core of inner axes and an outer one, grown while the cost model (1 + buffered
+ *     operands, over the elements a buffer holds) says so, up to the first kept axis: an
+ *     operand that stops stepping as one over the core is buffered (copied contiguous).  With
+ *     that kept axis as the outer one the loop takes the core per call ("reduce mode"), else
+ *     the core times the outer axis, a buffer at most.
+ */
+static int64_t
+ufg_reduce_numpy_call_size(int ndim, const int64_t *shape, int64_t (*steps)[UFG_CALL_MAX_NDIM],
+                           int nops, const int *buffered, int64_t buffersize)
+{
+    int single[UFG_NUMPY_REDUCE_OPERANDS];
+    int cost = 1, best_cost, best_dim = 0, outer_reduce = 0;
+    int64_t size, best_size, best_core = 1;
+
+    if (ndim == 0 || steps[0][0] != 0) {
+        return 1;
+    }
+    for (int k = 0; k < nops; k++) {
+        single[k] = 1;
+        cost += buffered[k];
+    }
+    best_cost = cost;
+    size = best_size = shape[0];
+    for (int d = 1; d < ndim && !outer_reduce; d++) {
+        int64_t core, held;
+        if (size >= buffersize && cost > 1) {
+            break;
+        }
+        for (int k = 0; k < nops; k++) {
+            if (single[k] == d) {
+                if (steps[k][d - 1] * shape[d - 1] == steps[k][d]) {
+                    single[k]++;
+                    continue;
+                }
+                cost += !buffered[k];
+            }
+            if (k == 0 && (steps[0][d] == 0 || steps[0][d - 1] == 0)) {
+                outer_reduce = d;
+            }
+        }
+        core = size;
+        size *= shape[d];
+        if (size == 0) {
+            break;
+        }
+        held = size > buffersize && cost > 1 ? buffersize : size;
+        if ((double)cost * (double)best_size <= (double)best_cost * (double)held) {
+            best_cost = cost;
+            best_core = core;
+            best_size = size;
+            best_dim = d;
+        }
+    }
+    if (outer_reduce != 0 && best_dim == outer_reduce) {
+        return best_core;
+    }
+    return best_size < buffersize ? best_size : buffersize;
+}
+
+/* plan->host_call: the elements of one output NumPy hands an associative function's host loop
+ * per call, which reduces a call of fewer than UFG_REDUCE_FEW in its own order
+ * (reduce_order.h); the kernel takes that order for the same bits.  `steps` as
+ * ufg_reduce_numpy_steps left them (n of them, out= first when `out` is given). */
+static int
+ufg_reduce_numpy_host_call(ufg_reduce_plan *plan, const ufg_operand *array,
+                           const ufg_operand *out, int64_t (*steps)[UFG_CALL_MAX_NDIM], int n)
+{
+    int64_t all[UFG_NUMPY_REDUCE_OPERANDS][UFG_CALL_MAX_NDIM];
+    int64_t merged[UFG_NUMPY_REDUCE_OPERANDS][UFG_CALL_MAX_NDIM];
+    int64_t merged_shape[UFG_CALL_MAX_NDIM], buffersize;
+    int buffered[UFG_NUMPY_REDUCE_OPERANDS] = {0};
+    int nops = 0, ndim;
+
+    plan->host_call = 1;
+    if (ufg_numpy_buffersize(&buffersize) < 0) {
+        return -1;
+    }
+    if (out == NULL) {
+        ufg_reduce_numpy_result_steps(plan, array->shape, all[nops++]);
+    }
+    for (int k = 0; k < n; k++) {
+        memcpy(all[nops++], steps[k], sizeof(all[0]));
+    }
+    buffered[0] = out != NULL && out->code != plan->acc;    /* out=, then the array */
+    buffered[1] = array->code != plan->acc;
+    ndim = ufg_reduce_numpy_merge(plan, array->shape, all, nops, merged_shape, merged);
+    plan->host_call = ufg_reduce_numpy_call_size(ndim, merged_shape, merged, nops, buffered,
+                                                 buffersize);
+    return 0;
+}
+
+/* Whether the array's reduced axes, merged as the device merges them, end in a dimension
+ * whose lines hold whole host calls: else the array is copied first, contiguous along the
+ * nesting, as NumPy's buffer holds a call that spans axes it cannot merge. */
+static int
+ufg_reduce_host_calls_fit(const ufg_reduce_plan *plan, const int64_t *shape,
+                          const int64_t *strides)
+{
+    int64_t reduce_shape[UFG_CALL_MAX_NDIM], reduce_strides[1][UFG_CALL_MAX_NDIM];
+    int reduce_ndim;
+
+    if (plan->host_call <= 1 || plan->host_call >= UFG_REDUCE_FEW) {
+        return 1;
+    }
+    reduce_ndim = ufg_reduce_pick(plan, shape, 1, reduce_shape);
+    ufg_reduce_pick(plan, strides, 1, reduce_strides[0]);
+    reduce_ndim = ufg_collapse(reduce_ndim, reduce_shape, 1, reduce_strides);
+    return reduce_ndim > 0 && reduce_shape[reduce_ndim - 1] % plan->host_call == 0;
+}
+
+/* A copy of the array's shape contiguous along the nesting: strides. */
+static void
+ufg_reduce_nested_strides(const ufg_reduce_plan *plan, const int64_t *shape, int64_t itemsize,
+                          int64_t *strides)
+{
+    for (int i = 0; i < plan->ndim; i++) {
+        strides[plan->nesting[i]] = itemsize;
+        itemsize *= shape[plan->nesting[i]];
+    }
+}
+
+/*
+ * The kernel takes its last reduced dimension as one host call (kernels.cu.j2): reduced in the
+ * host loop's order when shorter than UFG_REDUCE_FEW, every call's result combined into the
+ * output in turn.  An associative function's reduction on one thread per output is shaped so:
+ * the last dimension split into host calls, or ended with one of length 1 where NumPy's loop
+ * takes an element per call.  No room for the extra dimension leaves the order the kernel's.
+ * Returns the new dimension count.
+ */
+static int
+ufg_reduce_split_host_calls(const ufg_reduce_plan *plan, int reduce_ndim, int64_t *shape,
+                            int64_t *strides)
+{
+    const int64_t call = plan->host_call, last = reduce_ndim ? shape[reduce_ndim - 1] : 0;
+
+    if (reduce_ndim == 0 || reduce_ndim == UFG_DEVICE_MAX_DIMS || call >= UFG_REDUCE_FEW ||
+        last == call || last % call != 0 || (call == 1 && last > UFG_REDUCE_FEW)) {
+        return reduce_ndim;         /* already calls, or the kernel's order is the host's */
+    }
+    shape[reduce_ndim - 1] = last / call;
+    shape[reduce_ndim] = call;
+    strides[reduce_ndim] = strides[reduce_ndim - 1];
+    strides[reduce_ndim - 1] *= call;
+    return reduce_ndim + 1;
 }
 
 /* where=False selects no element: every result is the initial value, as a reduction over
@@ -526,6 +800,10 @@ ufg_reduce_plan_steps(const ufg_backend *backend, int device, int associative,
         threads = (int64_t)multiprocessors * UFG_REDUCE_THREADS_PER_SM;
         n_chunks = ufg_reduction_chunk_count(n_reduce, plan->n_out, threads, UFG_REDUCE_CHUNK);
     }
+    if (associative && n_chunks == 1 && !plan->whole) {
+        reduce_ndim = ufg_reduce_split_host_calls(plan, reduce_ndim, first->reduce_shape,
+                                                  reduce_strides[0]);
+    }
     first->keep_ndim = keep_ndim;
     first->reduce_ndim = reduce_ndim;
     memcpy(first->in_keep, keep_strides[0], sizeof(int64_t) * (size_t)keep_ndim);
@@ -627,7 +905,7 @@ ufg_reduce_check_reorderable(const char *name, const ufg_function_descriptor *fn
  * True (cast to the accumulator), so that masked-out elements change nothing. */
 static int
 ufg_reduce_masked_copy(ufg_call *c, const ufg_reduce_plan *plan, const ufg_operand *array,
-                       const ufg_operand *mask, ufg_DeviceArrayObject *source)
+                       const ufg_operand *mask, const ufg_operand *source)
 {
     static const int64_t zeros[UFG_CALL_MAX_NDIM];
     ufg_DeviceArrayObject *identity = ufg_call_empty(c, 0, zeros, plan->acc);     /* 0-d */
@@ -651,6 +929,29 @@ ufg_reduce_masked_copy(ufg_call *c, const ufg_reduce_plan *plan, const ufg_opera
                            array->ptr, array->strides, array->code, source->ptr,
                            source->strides, plan->acc, mask->ptr, plan->mask_strides) < 0
         ? -1 : 0;
+}
+
+/* The array's copy in the accumulator's dtype, contiguous along NumPy's nesting
+ * (plan->copy_strides): *copy describes it over the array's axes. */
+static ufg_DeviceArrayObject *
+ufg_reduce_new_copy(ufg_call *c, const ufg_reduce_plan *plan, const ufg_operand *array,
+                    ufg_operand *copy)
+{
+    int64_t nested_shape[UFG_CALL_MAX_NDIM];        /* outermost first */
+    ufg_DeviceArrayObject *made;
+
+    for (int i = 0; i < array->ndim; i++) {
+        nested_shape[i] = array->shape[plan->nesting[array->ndim - 1 - i]];
+    }
+    made = ufg_call_empty(c, array->ndim, nested_shape, plan->acc);
+    if (made == NULL) {
+        return NULL;
+    }
+    memset(copy, 0, sizeof(*copy));
+    ufg_operand_from_array(made, copy);
+    memcpy(copy->shape, array->shape, sizeof(int64_t) * (size_t)array->ndim);
+    memcpy(copy->strides, plan->copy_strides, sizeof(int64_t) * (size_t)array->ndim);
+    return made;
 }
 
 /* NumPy starts a reduction without an initial value by copying the first elements (index 0
@@ -734,13 +1035,11 @@ ufg_reduce_run(ufg_call *c, const ufg_reduce_plan *plan, PyObject *array_obj,
     }
     in = array->ptr;
     if (plan->copy_input) {
-        source = ufg_call_empty(c, array->ndim, array->shape, plan->acc);
+        source = ufg_reduce_new_copy(c, plan, array, &source_op);
         if (source == NULL) {
             return NULL;
         }
-        memset(&source_op, 0, sizeof(source_op));
-        ufg_operand_from_array(source, &source_op);
-        if (mask != NULL ? ufg_reduce_masked_copy(c, plan, array, mask, source) < 0
+        if (mask != NULL ? ufg_reduce_masked_copy(c, plan, array, mask, &source_op) < 0
                          : ufg_call_cast(c, array, &source_op, NULL) < 0) {
             return NULL;
         }
@@ -801,6 +1100,8 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     ufg_operand mask;
     int64_t mask_strides[UFG_CALL_MAX_NDIM];
     int have_mask = 0;
+    int64_t numpy_steps[UFG_NUMPY_REDUCE_OPERANDS][UFG_CALL_MAX_NDIM];
+    int numpy_nops;
     ufg_call *c = NULL;
 
     if (fn->signature != NULL) {        /* NumPy's exception types for these two */
@@ -838,6 +1139,13 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
         return NULL;
     }
     have_array = 1;
+    if (mask_obj != NULL) {
+        memset(&mask, 0, sizeof(mask));
+        have_mask = 1;
+        if (ufg_reduce_mask_operand(name, mask_obj, stream, &mask) < 0) {
+            goto done;
+        }
+    }
 
     /* dtype=, which NumPy reads before the axes: a DType, so without a byte order. */
     if (ufg_dtype_keyword(prefix, values[UFG_R_DTYPE], &dtype) < 0) {
@@ -931,9 +1239,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
                          name, name);
             goto done;
         }
-        memset(&mask, 0, sizeof(mask));
-        have_mask = 1;
-        if (ufg_reduce_mask(name, mask_obj, &array, stream, &mask, mask_strides) < 0) {
+        if (ufg_reduce_mask_fits(name, &mask, &array, mask_strides) < 0) {
             goto done;
         }
         if (array.ndim > UFG_DEVICE_MAX_DIMS) {
@@ -960,21 +1266,15 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
         goto done;
     }
 
-    /* The launches: the source is the array, or its copy in the accumulator's dtype; the
-     * target out= itself when it has that dtype and does not overlap the array, else a new
-     * C-contiguous result (cast into out= after). */
+    /* NumPy's nesting of the axes, from the operands as NumPy's iterator gets them. */
+    numpy_nops = ufg_reduce_numpy_steps(&plan, &array, have_out ? &out : NULL,
+                                        have_mask ? mask_strides : NULL, numpy_steps);
+    ufg_reduce_numpy_nesting(&plan, numpy_steps, numpy_nops);
+
+    /* The launches: the target out= itself when it has the accumulator's dtype and does not
+     * overlap the array, else a new C-contiguous result (cast into out= after). */
     plan.first_through_out = plan.from_first && have_out && out.code != plan.acc;
-    plan.copy_input = array.code != plan.acc || have_mask || plan.first_through_out;
     plan.mask_strides = have_mask ? mask_strides : NULL;
-    if (plan.copy_input) {
-        ufg_c_strides(array.ndim, array.shape, ufg_dtype_itemsize(plan.acc), in_strides);
-        if (ufg_reduction_check_cast(array.ndim, array.shape, array.strides, in_strides) < 0) {
-            goto done;
-        }
-    }
-    else {
-        memcpy(in_strides, array.strides, sizeof(int64_t) * (size_t)array.ndim);
-    }
     plan.direct = have_out && out.code == plan.acc && !ufg_operands_overlap(&array, &out);
     plan.cast_result = have_out && !plan.direct;
     if (plan.direct) {
@@ -993,6 +1293,27 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     if (have_out && ufg_has_internal_overlap(&out) &&
         ufg_reduce_fold_shared_outputs(name, fn, &out, &plan, out_keep) < 0) {
         goto done;
+    }
+
+    /* The source: the array, or its copy in the accumulator's dtype (also for a mask, a first
+     * element through out=, or host calls the array's layout cannot hold as lines). */
+    if ((fn->flags & UFG_FN_ASSOCIATIVE) &&
+        ufg_reduce_numpy_host_call(&plan, &array, have_out ? &out : NULL, numpy_steps,
+                                   numpy_nops) < 0) {
+        goto done;
+    }
+    plan.copy_input = array.code != plan.acc || have_mask || plan.first_through_out ||
+                      !ufg_reduce_host_calls_fit(&plan, array.shape, array.strides);
+    if (plan.copy_input) {
+        ufg_reduce_nested_strides(&plan, array.shape, ufg_dtype_itemsize(plan.acc),
+                                  plan.copy_strides);
+        memcpy(in_strides, plan.copy_strides, sizeof(int64_t) * (size_t)array.ndim);
+        if (ufg_reduction_check_cast(array.ndim, array.shape, array.strides, in_strides) < 0) {
+            goto done;
+        }
+    }
+    else {
+        memcpy(in_strides, array.strides, sizeof(int64_t) * (size_t)array.ndim);
     }
     if (ufg_reduce_plan_steps(backend, array.device, (fn->flags & UFG_FN_ASSOCIATIVE) != 0,
                               array.shape, in_strides, out_keep, &plan) < 0) {
