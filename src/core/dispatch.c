@@ -17,8 +17,9 @@
 
 /* DLPack DLDeviceType values: the CPU's, and those whose memory a host ufunc loop cannot
  * read.  kDLCUDAHost (3) is pinned host memory and is deliberately left out of the latter.
- * 0 is no device type: what a malformed __dlpack_device__ answer counts as. */
+ * 0 is no device type; -1 a malformed __dlpack_device__ answer. */
 enum {
+    UFG_DLPACK_MALFORMED = -1,
     UFG_DLPACK_NONE = 0,
     UFG_DLPACK_CPU = 1,
     UFG_DLPACK_CUDA = 2,
@@ -104,9 +105,8 @@ ufg_is_plain_host(PyObject *obj)
             !PyType_HasFeature(Py_TYPE(obj), Py_TPFLAGS_HEAPTYPE));
 }
 
-/* The device type of a __dlpack_device__ answer, (device_type, device_id).  A malformed
- * answer is UFG_DLPACK_NONE: the object is then judged as if it had no __dlpack_device__,
- * and whichever path takes it rejects it with a more specific error. */
+/* The device type of a __dlpack_device__ answer, (device_type, device_id), or
+ * UFG_DLPACK_MALFORMED. */
 static long
 ufg_dlpack_device_tuple_type(PyObject *device)
 {
@@ -115,14 +115,14 @@ ufg_dlpack_device_tuple_type(PyObject *device)
     int overflow;
 
     if (!PyTuple_Check(device) || PyTuple_GET_SIZE(device) < 1) {
-        return UFG_DLPACK_NONE;
+        return UFG_DLPACK_MALFORMED;
     }
     device_type = PyTuple_GET_ITEM(device, 0);
     if (!PyLong_Check(device_type)) {
-        return UFG_DLPACK_NONE;
+        return UFG_DLPACK_MALFORMED;
     }
     value = PyLong_AsLongAndOverflow(device_type, &overflow);
-    return overflow != 0 || value < 0 ? UFG_DLPACK_NONE : value;
+    return overflow != 0 || value < 0 ? UFG_DLPACK_MALFORMED : value;
 }
 
 /* Asks the object itself; 0 with *device_type set, or -1: errors from __dlpack_device__
@@ -244,6 +244,12 @@ ufg_probe_device_buffer(PyObject *obj)
     }
     if (device_type == UFG_DLPACK_CPU) {
         return 0;
+    }
+    /* A malformed answer from an object nothing else reads: its DLPack import, on the device
+     * path, says what is wrong with it (else it would be "neither a CUDA buffer nor a
+     * scalar"); one NumPy or the interface reads is judged as if it had no answer. */
+    if (device_type == UFG_DLPACK_MALFORMED && !has_interface && !ufg_numpy_reads_as_array(obj)) {
+        return 1;
     }
     if (!has_interface) {
         return ufg_numpy_reads_as_array(obj) ? 0 : ufg_instance_has_cuda_array_interface(obj);

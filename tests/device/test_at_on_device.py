@@ -312,6 +312,30 @@ def test_a_read_only_array_is_refused():
     _same(host(d), np.arange(4.0))
 
 
+def test_a_read_only_dlpack_array_is_refused_naming_either_flag_as_a_plain_calls_out_is():
+    """The message named the __cuda_array_interface__'s flag, of an array that came through
+    DLPack's read-only flag: it says either, as an out= does."""
+    d = to_dev(np.arange(4.0))
+    ro = _device.from_pointer(d.ptr, d.shape, d.dtype, d.strides, d.device, d, True, 0)
+
+    class DLPackOnly:
+        def __dlpack__(self, **kwargs):
+            return ro.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return ro.__dlpack_device__()
+
+    for target in (ro, DLPackOnly()):
+        with pytest.raises(ValueError, match="the interface's data flag, or DLPack's "
+                                             "read-only flag") as at:
+            ex.add.at(target, [0], 1.0)
+        assert "argument 'a'" in str(at.value)
+        with pytest.raises(ValueError, match="the interface's data flag, or DLPack's "
+                                             "read-only flag"):
+            ex.add(d, 1.0, out=target)
+    _same(host(d), np.arange(4.0))
+
+
 def test_index_errors_are_numpys_own():
     d = to_dev(np.zeros((3, 4)))
     with pytest.raises(IndexError, match="index 7 is out of bounds for axis 1 with size 4"):

@@ -91,6 +91,10 @@ def test_an_unsupported_dtype_is_refused_and_named(dtype, out):
     (dict(typestr=DROP, data=DROP), "'typestr', 'data'"),
     (dict(typestr="<q9"), "not a valid type string"),
     (dict(typestr=">f8"), "native byte order"),
+    # not a str: np.dtype would read None as float64, a type or a dtype as itself
+    (dict(typestr=None), "typestr'\\] None is not a valid type string: a str"),
+    (dict(typestr=float), "typestr'\\] <class 'float'> is not a valid type string: a str"),
+    (dict(typestr=np.dtype("f8")), "is not a valid type string: a str"),
     (dict(shape=(-8,)), "negative extent"),
     (dict(shape=[8]), "tuple of ints"),
     (dict(data=(0, False)), "null pointer"),
@@ -161,12 +165,24 @@ def test_an_interface_that_raises_is_a_type_error_from_its_error():
     assert isinstance(info.value.__cause__, RuntimeError)
 
 
-def test_an_unsupported_keyword_is_a_type_error_naming_it():
+def test_an_unsupported_keyword_is_numpys_type_error_naming_it():
+    """NumPy's words: the device takes every keyword NumPy's calls and methods take, so one
+    it refuses is no keyword of the call at all (it had said "not supported on the device",
+    as if the host took where= for a gufunc)."""
     x = to_dev(np.ones(3))
-    with pytest.raises(TypeError, match="keyword argument 'extobj' is not supported on the device"):
+    with pytest.raises(TypeError, match=r"add\(\) got an unexpected keyword argument 'extobj'"):
         ex.add(x, 1.0, extobj=None)
-    with pytest.raises(TypeError, match="keyword argument 'where' is not supported"):
+    with pytest.raises(TypeError, match=r"inner1d\(\) got an unexpected keyword argument 'where'"):
         ex.inner1d(x, x, where=True)
+    with pytest.raises(TypeError, match=r"inner1d\(\) got an unexpected keyword argument 'where'"):
+        ex.inner1d.ufunc(np.ones(3), np.ones(3), where=True)
+    for method, args in (("accumulate", ()), ("reduceat", ([0],))):
+        with pytest.raises(TypeError, match=rf"add.{method}\(\) got an unexpected keyword "
+                                            "argument 'where'"):
+            getattr(ex.add, method)(x, *args, where=True)
+        with pytest.raises(TypeError, match=rf"{method}\(\) got an unexpected keyword argument "
+                                            "'where'"):
+            getattr(ex.add, method)(np.ones(3), *args, where=True)
     with pytest.raises(ValueError, match="order must be one of"):
         ex.add(x, 1.0, order="X")
 

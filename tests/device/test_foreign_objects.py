@@ -126,6 +126,23 @@ class _DLPackOnly:
         return self.array.__dlpack__(**kwargs)
 
 
+@pytest.mark.parametrize("answer", [(2,), ("cuda", 0), (2**70, 0), (2, 2**70), "cuda", None])
+def test_a_malformed_dlpack_device_answer_is_named_in_the_error(answer):
+    """Only an answer whose first entry was an int reached the DLPack import and its message;
+    any other was taken for no answer, and the object for "neither a CUDA buffer nor a
+    scalar"."""
+    buffer = to_dev(np.arange(3.0))
+
+    class Malformed(_DLPackOnly):
+        def __dlpack_device__(self):
+            return answer
+
+    with pytest.raises(TypeError, match=r"__dlpack_device__\(\) must return a \(device_type, "
+                                        r"device_id\) tuple of ints"):
+        ex.add(Malformed(buffer), 1.0, out=buffer)
+    np.testing.assert_array_equal(host(buffer), [0, 1, 2])
+
+
 def test_a_read_only_dlpack_input_is_read_through_a_versioned_capsule():
     """Only versioned DLPack can say read-only: asked for a legacy capsule, the producer
     refused (BufferError), as NumPy's does for a read-only array."""

@@ -121,3 +121,21 @@ def test_a_gufunc_whose_assignment_reads_its_output_adds_once_when_a_row_overflo
         fns.add_exp(x, out=out)
         want = np.ones((40, 3)) + np.exp(x)
     np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("method, args", [("reduce", ()), ("accumulate", ()),
+                                          ("reduceat", ([0, 1],))])
+def test_a_method_of_a_binary_function_of_two_outputs_is_refused_as_numpy_refuses_it(
+        fns, method, args):
+    """NumPy's reason is its result count ("functions returning a single value"); the device
+    said "binary functions", of a function that is one."""
+    from ufuncgen import device
+    x = np.arange(1, 4, dtype=np.int64)
+    with pytest.raises(ValueError) as host:
+        getattr(fns.quotients, method)(x, *args)
+    assert f"{method} only supported for functions returning a single value" in str(host.value)
+    if device.is_available():
+        with pytest.raises(ValueError) as on_device:
+            getattr(fns.quotients, method)(device.to_device(x), *args)
+        assert f"quotients.{method}: {method} only supported for functions returning a " \
+               "single value" in str(on_device.value)

@@ -551,6 +551,7 @@ ufg_dlpack_check_producer_device(PyObject *obj, const char *what)
 {
     PyObject *device = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
     long long type, id;
+    int type_overflow, id_overflow;
 
     if (device == NULL) {
         return -1;
@@ -562,8 +563,12 @@ ufg_dlpack_check_producer_device(PyObject *obj, const char *what)
         Py_DECREF(device);
         return -1;
     }
-    type = PyLong_AsLongLong(PyTuple_GET_ITEM(device, 0));
-    id = PyLong_AsLongLong(PyTuple_GET_ITEM(device, 1));
+    type = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(device, 0), &type_overflow);
+    id = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(device, 1), &id_overflow);
+    if (type_overflow != 0 || id_overflow != 0) {
+        PyErr_Format(PyExc_TypeError, "%s: __dlpack_device__() must return a (device_type, "
+                     "device_id) tuple of ints of 64 bits, not %R", what, device);
+    }
     Py_DECREF(device);
     if (PyErr_Occurred()) {
         return -1;

@@ -138,12 +138,7 @@ ufg_at_take_a(ufg_at_session *s)
                                    "argument 'a'") < 0) {
         return -1;
     }
-    if (s->a.readonly) {
-        PyErr_Format(PyExc_ValueError, "%s is read-only (its __cuda_array_interface__ data "
-                     "flag)", s->what);
-        return -1;
-    }
-    return 0;
+    return ufg_operand_check_writable(&s->a, s->what);
 }
 
 /* b: a CUDA array on a's device, or a host scalar taken as np.asarray takes it (a Python int

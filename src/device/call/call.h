@@ -192,6 +192,8 @@ int ufg_is_device_object(PyObject *obj);
 int ufg_operand_from_buffer(PyObject *obj, const char *what, ufg_operand *op,
                             uintptr_t consumer);
 int ufg_operand_check_alignment(const ufg_operand *op, const char *what);
+/* -1 with a ValueError naming `what` when the operand's exporter says it is read-only. */
+int ufg_operand_check_writable(const ufg_operand *op, const char *what);
 /* A CUDA torch.Tensor through its C getters (torch_operands.c): 1 read, 0 declined (the
  * caller reads it as any CUDA array), -1 with an error. */
 int ufg_operand_from_torch(PyObject *tensor, const char *what, ufg_operand *op);

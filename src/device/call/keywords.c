@@ -332,8 +332,9 @@ ufg_call_parse_keywords(ufg_call *c, PyObject *const *args, Py_ssize_t nargs,
             return -1;
         }
         if (kw < 0 || !ufg_keyword_allowed((ufg_keyword)kw, is_gufunc)) {
-            PyErr_Format(PyExc_TypeError, "%s: keyword argument '%U' is not supported on the "
-                         "device (supported there: %s)", c->fn->name, name,
+            /* The device takes every keyword NumPy's call does: another is NumPy's error. */
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U' (it "
+                         "takes: %s)", c->fn->name, name,
                          is_gufunc ? ufg_gufunc_supported : ufg_ufunc_supported);
             return -1;
         }

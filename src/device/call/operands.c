@@ -214,11 +214,18 @@ bad:
 static int
 ufg_cai_dtype(PyObject *typestr, const char *where, const char *what, ufg_dtype_code *code)
 {
-    /* np.dtype(typestr): the C converter keeps memory alive on every invalid string. */
-    PyArray_Descr *descr = (PyArray_Descr *)PyObject_CallOneArg((PyObject *)&PyArrayDescr_Type,
-                                                               typestr);
+    PyArray_Descr *descr;
     int found;
 
+    /* A string, as the interface says: np.dtype would also take None (float64), a type or a
+     * dtype, and read the buffer as what it is not. */
+    if (!PyUnicode_Check(typestr)) {
+        PyErr_Format(PyExc_ValueError, "%s['typestr'] %R is not a valid type string: a str "
+                     "such as '<f4' is expected, not %s", where, typestr, Py_TYPE(typestr)->tp_name);
+        return -1;
+    }
+    /* np.dtype(typestr): the C converter keeps memory alive on every invalid string. */
+    descr = (PyArray_Descr *)PyObject_CallOneArg((PyObject *)&PyArrayDescr_Type, typestr);
     if (descr == NULL) {
         if (!PyErr_ExceptionMatches(PyExc_TypeError)) {
             return -1;
@@ -767,6 +774,12 @@ ufg_check_output(ufg_call *c, int k, const char *what)
         Py_XDECREF(type_name);
         return -1;
     }
+    return ufg_operand_check_writable(op, what);
+}
+
+int
+ufg_operand_check_writable(const ufg_operand *op, const char *what)
+{
     if (op->readonly) {
         PyErr_Format(PyExc_ValueError,
                      "%s is read-only (as its exporter says: the interface's data flag, or "

@@ -1104,21 +1104,10 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     int numpy_nops;
     ufg_call *c = NULL;
 
-    if (fn->signature != NULL) {        /* NumPy's exception types for these two */
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s.reduce: Reduction not defined on ufunc with signature", name);
-        return NULL;
-    }
-    if (fn->nin != 2 || fn->nout != 1) {
-        PyErr_Format(PyExc_ValueError, "%s.reduce: reduce only supported for binary functions",
-                     name);
-        return NULL;
-    }
-    if (fn->device_loops == NULL) {
-        PyErr_Format(PyExc_TypeError, "%s was built without device kernels", name);
-        return NULL;
-    }
     ufg_join(prefix, sizeof(prefix), name, ".reduce", (const char *)NULL);
+    if (ufg_reduction_check_function(prefix, "reduce", fn) < 0) {
+        return NULL;
+    }
     if (ufg_reduction_parse(prefix, ufg_reduce_names, UFG_R_COUNT, UFG_R_POSITIONAL,
                             "axis, dtype, initial, keepdims, out, stream, where", args, nargs,
                             kwnames, values) < 0 ||

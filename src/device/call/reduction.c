@@ -159,9 +159,14 @@ ufg_reduction_check_function(const char *prefix, const char *method,
                      prefix);
         return -1;
     }
-    if (fn->nin != 2 || fn->nout != 1) {
+    if (fn->nin != 2) {         /* NumPy's reasons, in its order */
         PyErr_Format(PyExc_ValueError, "%s: %s only supported for binary functions", prefix,
                      method);
+        return -1;
+    }
+    if (fn->nout != 1) {
+        PyErr_Format(PyExc_ValueError, "%s: %s only supported for functions returning a single "
+                     "value", prefix, method);
         return -1;
     }
     if (fn->device_loops == NULL) {
@@ -223,9 +228,9 @@ ufg_reduction_parse(const char *prefix, const char *const *names, int count, int
         return -1;
     }
     if (unknown != NULL) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s: keyword argument '%S' is not supported on the device (supported "
-                     "there: %s)", prefix, unknown, supported);
+        /* The device takes every keyword NumPy's method does: another is NumPy's error. */
+        PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%S' (it takes: "
+                     "%s)", prefix, unknown, supported);
         return -1;
     }
     return 0;
