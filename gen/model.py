@@ -1553,6 +1553,39 @@ C_NAME_LOOP_TAILS = {
 }
 
 
+# The loops a role's names are generated for, where not every loop: a gufunc's only, or those
+# of one of Function's lists of signatures.  A name that is never generated cannot clash
+# (`density` beside `kernel_density`: the latter's in-order .reduce has no
+# ufg_reduce_kernel_density_float64, the former's device reduction kernel's name).  Roles
+# left out are taken as every loop's, which can only refuse too much.
+_GUFUNC_ONLY = "gufunc"
+C_NAME_LOOP_ROLE_LOOPS = {
+    **{role: _GUFUNC_ONLY for role in """contiguous_steps range range_body range_contiguous
+        range_contiguous_cores range_cores range_lanes range_prefetched range_widened
+        widened_steps exact_range""".split()},
+    **{role: "reduce_signatures" for role in """accumulate_kernel reduce_kernel reduce_read
+        reduce_step reduce_write reduceat_kernel launch_sim_reduce launch_cuda_reduce
+        launch_sim_reduceat launch_cuda_reduceat launch_sim_accumulate
+        launch_cuda_accumulate""".split()},
+    **{role: "host_reduce_signatures" for role in """reduce_few reduce_host_call step_op
+        launch_sim_scan launch_cuda_scan launch_sim_total launch_cuda_total""".split()},
+    "reduce": "reducing_signatures",
+    **{role: "at_signatures" for role in "at_kernel launch_sim_at launch_cuda_at".split()},
+    "host_at": "host_at_signatures",
+}
+# Roles whose names all take a tail: no name is the role and the loop alone.
+_TAILED_ONLY = frozenset({"reduce"})
+
+
+def _role_generated(role: str, fn: Function, sig: TypeSignature) -> bool:
+    loops = C_NAME_LOOP_ROLE_LOOPS.get(role)
+    if loops is None:
+        return True
+    if loops == _GUFUNC_ONLY:
+        return fn.is_gufunc
+    return sig in getattr(fn, loops)
+
+
 def _c_names(fn: Function):
     """(C name, the loop's signature or None) of every name generated from `fn`'s name; the
     first of each loop is the loop's stem, `<name>_<suffix>`, as the message shows it."""
@@ -1560,7 +1593,10 @@ def _c_names(fn: Function):
         cname = f"{fn.name}_{sig.suffix}"
         yield cname, sig
         for role in C_NAME_LOOP_ROLES:
-            yield f"ufg_{role}_{cname}", sig
+            if not _role_generated(role, fn, sig):
+                continue
+            if role not in _TAILED_ONLY:
+                yield f"ufg_{role}_{cname}", sig
             for tail in C_NAME_LOOP_TAILS.get(role, ()):
                 yield f"ufg_{role}_{cname}{tail}", sig
         for arg in fn.inputs:

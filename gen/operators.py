@@ -200,6 +200,8 @@ class _Scanner:
             opening = self.match_backward(i)
             if self.text(opening - 1) in ("if", "while", "for", "switch"):
                 return False        # `if (c) *p = v`: a statement starts after it
+            if self.text(opening - 1) == "sizeof":
+                return True         # `sizeof(T) + x`: an operand, not a cast of `+x`
             return not self.is_type_group(opening, i)
         if tok.text in ("++", "--"):
             return self.ends_operand(i - 1)
@@ -306,7 +308,8 @@ class _Scanner:
                 raise _Unsupported
         while i > 0:                    # prefix operators and casts
             before = self.text(i - 1)
-            if before == ")" and self.is_type_group(self.match_backward(i - 1), i - 1):
+            if before == ")" and self.is_type_group(self.match_backward(i - 1), i - 1) and \
+                    self.text(self.match_backward(i - 1) - 1) != "sizeof":
                 i = self.match_backward(i - 1)
             elif before in _PREFIX and not self.ends_operand(i - 2):
                 i -= 1

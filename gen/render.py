@@ -175,8 +175,17 @@ def rows_share_memory(fn: Function, sig) -> str:
         f"(dimensions[{d.index + 1}] - 1) * ufg_step_size(steps[{core_steps[a.index, j]}])"
         for j, d in enumerate(a.core_dims)]) for a in fn.outputs}
     tests = [f"ufg_rows_overlap(steps[{a.index}], {spans[a.index]})" for a in fn.outputs]
-    tests += [f"ufg_outputs_meet(args[{a.index}], steps[{a.index}], {spans[a.index]}, "
-              f"args[{b.index}], steps[{b.index}], {spans[b.index]}, dimensions[0])"
+
+    def reach(a, direction: str, start: str) -> str:
+        return " + ".join([start] + [
+            f"ufg_core_reach_{direction}(dimensions[{d.index + 1}], steps[{core_steps[a.index, j]}])"
+            for j, d in enumerate(a.core_dims)])
+
+    extents = {a.index: f"{reach(a, 'below', '0')}, "
+                        f"{reach(a, 'above', str(sig.all_types[a.index].itemsize))}"
+               for a in fn.outputs}
+    tests += [f"ufg_outputs_meet(args[{a.index}], steps[{a.index}], {extents[a.index]}, "
+              f"args[{b.index}], steps[{b.index}], {extents[b.index]}, dimensions[0])"
               for i, a in enumerate(fn.outputs) for b in fn.outputs[i + 1:]]
     return " || ".join(tests)
 

@@ -320,7 +320,24 @@ def test_two_outputs_that_meet_keep_numpys_order_on_any_thread_count(vector_math
             o = np.zeros(400_001)
             vector_math.minmax(x, out=(o[:-1], o[1:]))
             np.testing.assert_array_equal(o, want)
-    # Outputs apart are still split across threads.
-    before = parallel_calls()
-    vector_math.minmax(x, out=(np.empty(400_000), np.empty(400_000)))
-    assert parallel_calls() > before
+    # Outputs apart are still split across threads, side by side in one buffer too.
+    for lo, hi in ((np.empty(400_000), np.empty(400_000)), np.empty((2, 400_000))):
+        before = parallel_calls()
+        vector_math.minmax(x, out=(lo, hi))
+        assert parallel_calls() > before
+        np.testing.assert_array_equal(lo, want[:-1])
+
+
+def test_two_outputs_that_interleave_without_sharing_a_byte_keep_the_vector_loop_and_threads(
+        always_parallel):
+    """A complex array's real and imaginary parts, or the columns of an (n, 2) array: their
+    spans meet but no element does, and such a call had been run element by element."""
+    x = np.random.default_rng(7).standard_normal(1_000_000)
+    s, c = ex.sincos(x)
+    for out in (np.empty(x.size, complex), np.empty((x.size, 2))):
+        first, second = (out.real, out.imag) if out.dtype.kind == "c" else (out[:, 0], out[:, 1])
+        before = parallel_calls()
+        ex.sincos(x, out=(first, second))
+        assert parallel_calls() > before
+        np.testing.assert_array_equal(first, s)
+        np.testing.assert_array_equal(second, c)

@@ -604,12 +604,63 @@ def test_the_c_name_tables_hold_every_generated_name_the_templates_derive_from_a
 
 def test_two_functions_whose_generated_names_meet_through_a_role_word_are_an_error_at_the_second():
     text = ("gufunc {}(x) -> y\n    layout: (n)->()\n    types: float64(float64)\n{{\n    y = x(0);\n}}\n\n")
-    for word in ("body", "cores", "prefetched", "contiguous", "contiguous_cores", "kernel"):
+    for word in ("body", "cores", "prefetched", "contiguous", "contiguous_cores"):
         found = errors(text.format("f") + text.format(f"{word}_f"))
         assert len(found) == 1 and found[0].startswith(
             f"8:8: the C name of '{word}_f' for float64(float64) would be ufg_"), found
     assert function(text.format("f_squared"))   # a longer name alone meets nothing
     assert len(model(text.format("f") + text.format("f_squared")).functions) == 2
+    # kernel_f would meet f only in names of reductions, which one-input gufuncs have none of
+    assert len(model(text.format("f") + text.format("kernel_f")).functions) == 2
+
+
+BINARY = "ufunc {}(x, y) -> z\n    types: float64(float64, float64){}\n{{\n    z = x + y;\n}}\n\n"
+UNARY_GUFUNC = "gufunc {}(x) -> y\n    layout: (n)->()\n    types: float64(float64)\n{{\n    y = x(0);\n}}\n\n"
+
+
+@pytest.mark.parametrize("first, second", [
+    (BINARY.format("density", ""), BINARY.format("kernel_density", "")),
+    (BINARY.format("sum", "\n    associative: true"), BINARY.format("step_sum", "")),
+    (BINARY.format("gauss", ""), BINARY.format("kernel_gauss", "")),
+    (BINARY.format("x", ""), BINARY.format("body_x", "")),
+    (UNARY_GUFUNC.format("f"), UNARY_GUFUNC.format("few_f")),
+])
+def test_functions_whose_names_would_meet_only_in_names_never_generated_are_accepted(
+        first, second):
+    """`kernel_density`'s in-order .reduce has no ufg_reduce_kernel_density_float64 (its host
+    reduction's names all take a part: _ops, ...), the name of `density`'s device reduction
+    kernel; a ufunc has no ufg_range_ names of a gufunc's loops."""
+    assert len(model(first + second).functions) == 2
+
+
+def test_every_name_the_c_name_check_takes_as_generated_is_in_the_generated_code():
+    """The other way from the tables' test: a role's names are counted where the code has
+    them, so that a name never generated refuses nothing (roles of every loop excepted:
+    their names depend on the body, and counting them everywhere only refuses too much)."""
+    from ufuncgen.gen.model import C_NAME_LOOP_ROLE_LOOPS, _c_names
+    from ufuncgen.gen.render import render_module
+    root = Path(__file__).resolve().parents[2]
+    module = load_module("pkg.ex", [str(root / "signatures" / "examples.ufunc")],
+                         source_root=str(root))
+    text = "\n".join(render_module(module, "cmd").values())
+    present = set(re.findall(r"\bufg_\w+", text)) | {
+        f"ufg_launch_{where}_{name}" for name in re.findall(
+            r"UFG_(?:CUDA_)?LAUNCHER\((\w+)\)|UFG_DECLARE_LAUNCHERS\((\w+),", text)
+        for name in name if name for where in ("sim", "cuda")}
+    checked = 0
+    for fn in module.functions:
+        for name, sig in _c_names(fn):
+            role = next((r for r in C_NAME_LOOP_ROLE_LOOPS
+                         if sig is not None and name.startswith(f"ufg_{r}_{fn.name}_{sig.suffix}")),
+                        None)
+            if role is None or role in ("range_lanes", "range_widened", "widened_steps",
+                                        "exact_range", "launch_sim_total",
+                                        "launch_cuda_total") or \
+                    (role == "reduce" and not name.endswith("_ops")):
+                continue        # these depend on the body: counted where they may be
+            checked += 1
+            assert name in present, (fn.name, sig.text, name)
+    assert checked > 250
 
 
 def test_duplicate_helpers_are_an_error():

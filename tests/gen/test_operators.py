@@ -52,6 +52,10 @@ def _rewritten(code: str) -> tuple[str, tuple]:
     ("q = p->n / v[i + 1];", "q = ufg_div(p->n, v[i + 1]);"),
     ("q = a++ / b--;", "q = ufg_div(a++, b--);"),
     ("q = sizeof(T) / b;", "q = ufg_div(sizeof(T), b);"),
+    # sizeof(T) is an operand of its own, not sizeof of a cast of what follows it
+    ("q = sizeof(T) + a / b;", "q = sizeof(T) + ufg_div(a, b);"),
+    ("q = b / sizeof(T) + a / (T)256;", "q = b / sizeof(T) + ufg_div(a, (T)256);"),
+    ("q = sizeof(int32_t) - a % b;", "q = sizeof(int32_t) - ufg_rem(a, b);"),
     ("acc += x(i) / (T)n;", "acc += ufg_div(x(i), (T)n);"),
     # Lower-precedence operators end the operands.
     ("q = c ? a / b : a % b;", "q = c ? ufg_div(a, b) : ufg_rem(a, b);"),
@@ -163,6 +167,8 @@ def _wrapped(code: str, accessors=frozenset()) -> str:
     # A declarator's or a dereference's star, a unary plus and a negative literal: no arithmetic.
     ("T *p = &a; int64_t *q; y = *p + -3 + +b;", "T *p = &a; int64_t *q; y = ufg_add(ufg_add(*p, -3), +b);"),
     ("y = (T)-a * (int64_t)c - b;", "y = ufg_sub(ufg_mul((T)ufg_neg(a), (int64_t)c), b);"),
+    ("y = sizeof(T) - a;", "y = ufg_sub(sizeof(T), a);"),
+    ("y = sizeof(T) + a * b;", "y = ufg_add(sizeof(T), ufg_mul(a, b));"),
     ("#define TWICE(a) (2 * (a))\ny = TWICE(b) + 1;", "#define TWICE(a) (ufg_mul(2, (a)))\ny = ufg_add(TWICE(b), 1);"),
     # A statement after a condition starts afresh: the star is a dereference.
     ("if (a < 0) *neg = 1;", "if (a < 0) *neg = 1;"),

@@ -362,7 +362,9 @@ ufg_run_contiguous_checked(char **args, npy_intp n, const npy_intp *steps, int n
     }
 }
 
-/* Whether n elements at a (step sa, itemsize ia) and at b (sb, ib) share any byte. */
+/* Whether n elements at a (step sa, itemsize ia) and at b (sb, ib) share any byte: their
+ * spans meet, and unless they interleave, elements of one step apart that never share a byte
+ * (a complex array's real and imaginary parts, the columns of an (n, 2) array). */
 static inline bool
 ufg_spans_overlap(const char *a, npy_intp sa, int ia, const char *b, npy_intp sb, int ib,
                   npy_intp n)
@@ -371,7 +373,17 @@ ufg_spans_overlap(const char *a, npy_intp sa, int ia, const char *b, npy_intp sb
     const char *a_hi = (sa < 0 ? a : a + (n - 1) * sa) + ia;
     const char *b_lo = sb < 0 ? b + (n - 1) * sb : b;
     const char *b_hi = (sb < 0 ? b : b + (n - 1) * sb) + ib;
-    return a_lo < b_hi && b_lo < a_hi;
+    if (!(a_lo < b_hi && b_lo < a_hi)) {
+        return false;
+    }
+    const npy_intp step = sa < 0 ? -sa : sa;
+    if (sa != sb || step < ia || step < ib) {
+        return true;
+    }
+    /* b's elements start `gap` bytes past the start of one of a's, each step: they miss a's
+     * elements when they start past its end and end before the next one starts. */
+    const npy_intp gap = (npy_intp)(((intptr_t)b - (intptr_t)a) % step + step) % step;
+    return gap < ia || gap + ib > step;
 }
 
 /*

@@ -254,21 +254,35 @@ ufg_rows_overlap(npy_intp outer, npy_intp span)
     return ufg_step_size(outer) < span;
 }
 
-/* Whether the n rows of two outputs, at a and b (outer steps apart, each reaching span bytes
- * from its first element's start, in either direction), may share memory: NumPy writes the
- * rows in order, so where one output's row meets the other's a part on another thread could
- * write first.  Judged by the whole extents, which is enough to keep such a call on one
- * thread; outputs of one call rarely come from one buffer. */
-static inline bool
-ufg_outputs_meet(const char *a, npy_intp outer_a, npy_intp span_a, const char *b,
-                 npy_intp outer_b, npy_intp span_b, npy_intp n)
+/* How far a row reaches below (at most 0) and past (at least 0) its first element's start
+ * along a core dimension of n elements `step` bytes apart. */
+static inline npy_intp
+ufg_core_reach_below(npy_intp n, npy_intp step)
 {
-    const uintptr_t a_first = (uintptr_t)a, a_last = a_first + (uintptr_t)((n - 1) * outer_a);
-    const uintptr_t b_first = (uintptr_t)b, b_last = b_first + (uintptr_t)((n - 1) * outer_b);
-    const uintptr_t a_lo = (outer_a < 0 ? a_last : a_first) - (uintptr_t)span_a;
-    const uintptr_t a_hi = (outer_a < 0 ? a_first : a_last) + (uintptr_t)span_a;
-    const uintptr_t b_lo = (outer_b < 0 ? b_last : b_first) - (uintptr_t)span_b;
-    const uintptr_t b_hi = (outer_b < 0 ? b_first : b_last) + (uintptr_t)span_b;
+    return n > 1 && step < 0 ? (n - 1) * step : 0;
+}
+
+static inline npy_intp
+ufg_core_reach_above(npy_intp n, npy_intp step)
+{
+    return n > 1 && step > 0 ? (n - 1) * step : 0;
+}
+
+/* Whether the n rows of two outputs, at a and b (outer steps apart, each row's bytes from
+ * `below` to `above` bytes around its first element's start), may share memory: NumPy writes
+ * the rows in order, so where one output's row meets the other's a part on another thread
+ * could write first.  Judged by the whole extents, which is enough to keep such a call on one
+ * thread: outputs side by side in one buffer do not meet. */
+static inline bool
+ufg_outputs_meet(const char *a, npy_intp outer_a, npy_intp below_a, npy_intp above_a,
+                 const char *b, npy_intp outer_b, npy_intp below_b, npy_intp above_b, npy_intp n)
+{
+    const intptr_t a_first = (intptr_t)a, a_last = a_first + (intptr_t)((n - 1) * outer_a);
+    const intptr_t b_first = (intptr_t)b, b_last = b_first + (intptr_t)((n - 1) * outer_b);
+    const intptr_t a_lo = (outer_a < 0 ? a_last : a_first) + below_a;
+    const intptr_t a_hi = (outer_a < 0 ? a_first : a_last) + above_a;
+    const intptr_t b_lo = (outer_b < 0 ? b_last : b_first) + below_b;
+    const intptr_t b_hi = (outer_b < 0 ? b_first : b_last) + above_b;
     return a_lo < b_hi && b_lo < a_hi;
 }
 
