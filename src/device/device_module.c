@@ -393,8 +393,11 @@ ufg_from_pointer(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
     if (strides_obj == Py_None) {
         ufg_c_strides(ndim, shape, descr->elsize, strides);
     }
+    /* nbytes too, as for device_array: a view of stride 0 spans little, but its size * its
+     * itemsize is what nbytes and every copy of it reckon with. */
     if (ufg_strides_span_fits(ndim, shape, strides, PyExc_ValueError,
                               strides_obj != Py_None ? "strides" : "shape") < 0 ||
+        ufg_shape_bytes_fit(ndim, shape, (int64_t)descr->elsize, PyExc_ValueError, "shape") < 0 ||
         ufg_view_in_allocation(backend, (const char *)ptr, ndim, shape, strides, descr->elsize,
                                PyExc_ValueError, strides_obj != Py_None ? "strides" : "shape") < 0) {
         Py_DECREF(descr);

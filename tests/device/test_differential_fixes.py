@@ -354,6 +354,10 @@ class MyFloat(float):
     (ex.lucas, (2.5,), dict(signature="l->l"), "i8"),
     (ex.lucas, (7,), {}, "i8"),
     (ex.lucas, (2**70,), {}, "i8"),
+    # a lone int in [2**63, 2**64) is np.asarray's uint64, then cast (it stayed a Python int,
+    # which overflowed the int64 loop's conversion)
+    (ex.lucas, (2**63,), dict(signature="l->l", casting="unsafe"), "i8"),
+    (ex.lucas, (2**64 - 1,), dict(dtype="l", casting="unsafe"), "i8"),
     (ex.gelu, (2j,), dict(signature="d->d"), "f8"),
     (ex.gelu, (1,), dict(casting="no"), "f8"),
     (ex.sincos, (2.5,), dict(dtype="f4", casting="safe"), "f4"),
@@ -386,3 +390,28 @@ def test_dtype_and_signature_together_are_refused_whatever_their_values(dtype, s
     _agree(ex.add, lambda m: [m(F8), m(F8)], dtype=dtype, signature=signature)
     _agree(ex.add.outer, lambda m: [m(F8), m(F8)], dtype=dtype, signature=signature)
     _agree(ex.matmul, lambda m: [m(A), m(A.T)], dtype=dtype, signature=signature)
+
+
+EITHER = """\
+ufunc either(a, b) -> y
+    types: bool(bool, bool)
+{
+    y = a || b;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def either(tmp_path_factory, module_importer):
+    return module_importer(tmp_path_factory.mktemp("either"), "ufg_either", EITHER,
+                           "--cuda-arch", "none").either
+
+
+@pytest.mark.parametrize("value", [2**63, -2**63 - 1, 2**64, 10**30, 5, -1, 0])
+@pytest.mark.parametrize("casting", ["same_kind", "unsafe"])
+def test_a_python_int_into_a_bool_loop_is_taken_as_an_int64_as_numpy_takes_it(
+        either, value, casting):
+    """NumPy converts the int to int64, then casts it: past int64 that is its OverflowError,
+    whatever the casting; the device packed the int's truth into the bool."""
+    _agree(either, lambda make: (make(np.array([True, False])), value), dtype=bool,
+           casting=casting)

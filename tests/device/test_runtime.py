@@ -330,7 +330,11 @@ def test_from_pointer_checks_strides_against_the_shape():
                      r"4611686018427387904 bytes in dimension 0, of extent 3\)"),
     ((2, 3), (-2**62, 2**62), r"strides: the elements span more than 2\*\*63 bytes"),
     ((2**62,), None, r"shape: the elements span more than 2\*\*63 bytes \(stride 4 bytes"),
-], ids=["one huge stride", "two that add up past it", "C strides of a huge shape"])
+    # stride 0 spans 4 bytes, but nbytes (size * itemsize) wrapped to a negative number
+    ((2**63 - 1,), (0,), r"shape: the array would have more than 2\*\*63 bytes"),
+    ((2**61, 2), (0, 0), r"shape: the array would have more than 2\*\*63 bytes"),
+], ids=["one huge stride", "two that add up past it", "C strides of a huge shape",
+        "a broadcast view of 2**63 - 1 items", "a broadcast view of 2**62 items"])
 def test_from_pointer_refuses_a_view_whose_byte_offsets_would_not_fit_in_64_bits(shape, strides,
                                                                                  named):
     base = dev.empty(8, np.int32)

@@ -676,6 +676,16 @@ ufg_type_lone_python_scalar(ufg_operand *op)
     }
     if (op->weak == 'i') {
         (void)PyLong_AsLongLongAndOverflow(op->obj, &overflow);
+        if (overflow > 0) {         /* np.asarray(2**63) is a uint64, 2**64 no integer */
+            (void)PyLong_AsUnsignedLongLong(op->obj);
+            if (PyErr_Occurred()) {
+                PyErr_Clear();
+                return;
+            }
+            op->code = UFG_DT_UINT64;
+            op->weak = 0;
+            return;
+        }
         if (overflow != 0) {
             return;
         }

@@ -265,7 +265,11 @@ ufg_pack_ints(ufg_call *c, const unsigned char *codes)
             continue;
         }
         memset(&c->int_values[k], 0, sizeof c->int_values[k]);
-        if (PyArray_Pack(ufg_call_descr((ufg_dtype_code)codes[k]), c->int_values[k].bytes,
+        /* Into a bool loop NumPy takes a Python int as an int64 (then cast), so one past int64
+         * is its OverflowError; packing it into a bool would take its truth. */
+        if ((codes[k] == UFG_DT_BOOL && PyLong_AsLongLong(c->ops[k].obj) == -1 &&
+             PyErr_Occurred()) ||
+            PyArray_Pack(ufg_call_descr((ufg_dtype_code)codes[k]), c->int_values[k].bytes,
                          c->ops[k].obj) < 0) {
             if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
                 ufg_prefix_error(ufg_call_what(c, k, what, sizeof what));
