@@ -24,7 +24,9 @@
 
 /* Elements an F16C iteration converts; a shorter call (one element of a reduction) is
  * cheaper through the inline conversions, so the loops and the dispatch below leave it to
- * them. */
+ * them.  That short loop is kept scalar (UFG_NO_VECTORIZE_BARRIER): GCC 12 would run it on
+ * two-float vectors in four-lane registers whose upper lanes hold the conversion's leftover
+ * bits, and multiplying those raised underflow (or overflow) for elements no one stores. */
 #define UFG_HALF_GROUP 16
 
 static inline void
