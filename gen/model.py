@@ -726,6 +726,16 @@ class Module:
                          if f.name in raising and not f.reads_core_outputs_first)
 
     @property
+    def guarded_functions(self) -> frozenset[str]:
+        """Flag-exact functions whose body, or a helper it calls, has a conditional: their
+        vectorized loops may compute a guarded operation on lanes the guard turned off
+        (`x < -700 ? 0 : exp(x)`), so a block raising underflow re-runs too (fp_errors.h).
+        Elsewhere an underflow is an element's own, and a re-run would cost scalar libm's speed
+        on every block of data that underflows."""
+        guarded = self._functions_whose_code(_CONDITIONAL.search)
+        return frozenset(name for name in self.flag_exact_functions if name in guarded)
+
+    @property
     def scalar_body_functions(self) -> frozenset[str]:
         """Elementwise functions whose body itself calls a prelude function with a variant for
         scalar code (hypot): their host loops' scalar code (the in-order chains of
@@ -1541,7 +1551,8 @@ C_NAME_LOOP_ROLES = tuple("""
     accumulate_kernel at_kernel body broadcast_kernels contiguous_steps element exact_range
     host_at kernel loop range range_body range_contiguous range_contiguous_cores range_cores
     range_lanes range_prefetched range_widened reduce reduce_few reduce_kernel reduce_read
-    reduce_host_call reduce_step reduce_write reduceat_kernel scalar_kernel step_op widened_steps
+    reduce_host_call reduce_step reduce_write reduceat_kernel rerun scalar_kernel step_op
+    widened_steps
 """.split()) + tuple(f"launch_{where}_{kind}" for where in ("sim", "cuda") for kind in _LAUNCHES)
 # The tails some roles' names take after the loop's suffix (UFG_REDUCE_NAME's parts in
 # host_reduce_impl.h for `reduce`; the kernel's per-argument copies take `_broadcast_<input>`).

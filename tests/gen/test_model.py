@@ -880,6 +880,12 @@ def test_functions_with_a_conditional_or_vector_math_are_flag_exact_gufuncs_incl
                                                       "rows_softmax"}
 
 
+def test_of_those_a_function_with_a_conditional_re_runs_a_block_that_raised_underflow_too():
+    """A guard may turn off an underflow the vector run computed (`x < -700 ? 0 : exp(x)`);
+    without one an underflow is the element's own (fp_errors.h)."""
+    assert model(FLAG_EXACT).guarded_functions == {"guarded", "rows_guarded"}
+
+
 @pytest.mark.parametrize("body, reads", [
     ("y(i) = x(i);", False),
     ("y(i) = 0; y(i) += x(i);", False),

@@ -57,6 +57,26 @@ ufunc ratio_if_positive(x, s) -> y
     y = x > 0 ? x / s : (T)0;
 }
 
+ufunc exp_unless_tiny(a) -> y
+    types: float64(float64), float32(float32)
+{
+    y = a < -80 ? 0 : exp(a);
+}
+
+ufunc exp_if_negative(a) -> y
+    types: float64(float64), float32(float32)
+{
+    y = a < 0 ? exp(a) : 1;
+}
+
+gufunc exp_rows_unless_tiny(x) -> y
+    layout: (n)->(n)
+    types: float64(float64)
+{
+    for (int64_t i = 0; i < n; i++)
+        y(i) = x(i) < -80 ? (T)0 : exp(x(i));
+}
+
 gufunc exp_rows(x) -> y
     layout: (n)->(n)
     types: float32(float32), float64(float64)
@@ -157,6 +177,15 @@ def layouts(x):
 
 
 # ---------------------------------------------------------------- guarded elementwise bodies
+
+def underflows(fn, *args):
+    """Whether `fn(*args)` raises underflow under np.errstate(under='raise')."""
+    with np.errstate(all="ignore", under="raise"):
+        try:
+            fn(*args)
+        except FloatingPointError:
+            return True
+    return False
 
 SIZES = (1, 3, 7, 8, 17, 300, 5000)
 
@@ -281,6 +310,36 @@ def test_guarded_log_and_sqrt_in_a_gufunc_raise_nothing_for_the_guarded_values(m
         raised, y = errors(m.sqrt_if_positive_rows, a)
         assert raised == set(), name
         np.testing.assert_array_equal(y, np.where(x > 0, np.sqrt(np.abs(x)), 0))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", SIZES)
+def test_an_exp_guarded_against_underflow_raises_no_underflow_at_any_length(m, dtype, n,
+                                                                          threading_mode):
+    """Its vector run computes exp(-1000) on the guarded-off lanes; NumPy's exp, masked as the
+    guard masks it, raises nothing."""
+    x = np.full(n, -1000, dtype)
+    x[::3] = -2
+    want = np.zeros(n, dtype)
+    np.exp(x, out=want, where=x >= -80)
+    assert not underflows(lambda v: np.exp(v, out=np.zeros(n, dtype), where=v >= -80), x)
+    assert not underflows(m.exp_unless_tiny, x)
+    np.testing.assert_allclose(m.exp_unless_tiny(x), want, rtol=4e-7)
+    if dtype == np.float64:
+        rows = np.concatenate([x, np.full(-n % 10, -1000.0)]).reshape(-1, 10)
+        assert not underflows(m.exp_rows_unless_tiny, rows)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_an_underflow_behind_a_guard_that_lets_it_through_is_still_reported(m, dtype,
+                                                                            threading_mode):
+    x = np.linspace(-5, 5, 20_000).astype(dtype)
+    assert not underflows(m.exp_if_negative, x) and not underflows(np.exp, x)
+    x[12_345] = -1000
+    assert underflows(m.exp_if_negative, x) and underflows(np.exp, x)
+    want = np.where(x < 0, np.exp(np.minimum(x, 0)), dtype(1))
+    with np.errstate(under="ignore"):
+        np.testing.assert_allclose(m.exp_if_negative(x), want, rtol=4e-7)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

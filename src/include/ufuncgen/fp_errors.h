@@ -19,13 +19,15 @@
  * the guarded-off ones too (its RTL if-conversion of scalar code never speculates one that
  * may trap).  A loop whose body calls vector math or has a conditional (gen/model.py,
  * flag_exact_functions) therefore runs each block with the flags cleared; when the block
- * raised invalid, divide-by-zero or overflow, the flags are cleared again and the block
+ * raised invalid, divide-by-zero or overflow (or underflow, for a body with a conditional:
+ * gen/model.py, guarded_functions), the flags are cleared again and the block
  * re-runs through the loop's scalar copy (the same body, not vectorized: UFG_SCALAR_COPY,
  * calling scalar libm), whose flags are those NumPy would give.  The flags set before the
  * block are put back afterwards.  A flag-free block costs two reads and two writes of the
  * SSE control/status register.
  */
 #define UFG_FP_ERRORS_MXCSR 0x0du   /* invalid | divide-by-zero | overflow */
+#define UFG_FP_UNDERFLOW_MXCSR 0x10u
 #define UFG_FP_FLAGS_MXCSR 0x3fu
 
 static inline unsigned
@@ -43,13 +45,16 @@ ufg_fp_save_clear(void)
 #endif
 }
 
+/* Whether the block raised invalid, divide-by-zero or overflow; or, with `underflow_too`,
+ * underflow. */
 static inline bool
-ufg_fp_errors_raised(void)
+ufg_fp_errors_raised(bool underflow_too)
 {
 #if defined(__x86_64__) && defined(__SSE2__)
-    return (_mm_getcsr() & UFG_FP_ERRORS_MXCSR) != 0;
+    return (_mm_getcsr() & (UFG_FP_ERRORS_MXCSR | (underflow_too ? UFG_FP_UNDERFLOW_MXCSR : 0))) != 0;
 #else
-    return fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW) != 0;
+    return fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW |
+                        (underflow_too ? FE_UNDERFLOW : 0)) != 0;
 #endif
 }
 

@@ -79,6 +79,13 @@ typedef npy_intp ufg_stride_t;
 
 typedef void (*ufg_contiguous_kernel)(npy_intp n, char **args);
 
+/* A flag-exact loop's scalar copy (ufg_run_block), and whether a block that raised underflow
+ * re-runs there too (gen/model.py, guarded_functions). */
+typedef struct {
+    ufg_contiguous_kernel kernel;
+    bool underflow_too;
+} ufg_exact_kernel;
+
 /* Before a kernel's loop: its arguments are the same array or disjoint (ufg_run_elementwise
  * sends a partial overlap, NumPy's reductions, one element at a time), so no element depends
  * on another's store and the compiler need not test at run time whether they overlap.  GCC's
@@ -133,7 +140,7 @@ ufg_elements_to_cache_line(const char *p, int itemsize, npy_intp n)
  */
 static inline void
 ufg_run_block(npy_intp m, char **block_args, int nin, int nargs, const int *itemsizes,
-              ufg_contiguous_kernel kernel, ufg_contiguous_kernel exact,
+              ufg_contiguous_kernel kernel, const ufg_exact_kernel *exact,
               char (*spare)[UFG_BLOCK * UFG_MAX_ITEMSIZE])
 {
     if (exact == NULL) {
@@ -155,9 +162,9 @@ ufg_run_block(npy_intp m, char **block_args, int nin, int nargs, const int *item
     }
     const unsigned saved = ufg_fp_save_clear();
     kernel(m, run_args);
-    if (ufg_fp_errors_raised()) {
+    if (ufg_fp_errors_raised(exact->underflow_too)) {
         ufg_fp_clear();
-        exact(m, run_args);
+        exact->kernel(m, run_args);
     }
     ufg_fp_restore(saved);
 }
@@ -251,7 +258,7 @@ ufg_scatter(char *dst, npy_intp stride, const char *src, npy_intp n, int itemsiz
  */
 static inline npy_intp
 ufg_block_length(npy_intp n, const npy_intp *steps, int nin, int nargs, const int *itemsizes,
-                 ufg_contiguous_kernel exact)
+                 const ufg_exact_kernel *exact)
 {
     if (exact != NULL) {
         return UFG_BLOCK;
@@ -279,7 +286,7 @@ ufg_block_length(npy_intp n, const npy_intp *steps, int nin, int nargs, const in
 static void
 ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
                             const int *itemsizes, ufg_contiguous_kernel kernel,
-                            ufg_contiguous_kernel exact)
+                            const ufg_exact_kernel *exact)
 {
     _Alignas(UFG_CACHE_LINE_BYTES) char buffers[UFG_MAX_ARGS][UFG_BLOCK * UFG_MAX_ITEMSIZE];
     char *block_args[UFG_MAX_ARGS];
@@ -328,7 +335,7 @@ ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int 
 static void
 ufg_run_contiguous_checked(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
                            const int *itemsizes, ufg_contiguous_kernel kernel,
-                           ufg_contiguous_kernel exact)
+                           const ufg_exact_kernel *exact)
 {
     for (int k = 0; k < nin; k++) {
         for (int j = nin; j < nargs; j++) {
@@ -346,7 +353,7 @@ ufg_run_contiguous_checked(char **args, npy_intp n, const npy_intp *steps, int n
         }
         const unsigned saved = ufg_fp_save_clear();
         kernel(m, chunk_args);
-        if (!ufg_fp_errors_raised()) {
+        if (!ufg_fp_errors_raised(exact->underflow_too)) {
             ufg_fp_restore(saved);      /* with the chunk's inexact or underflow flags */
             continue;
         }
@@ -452,7 +459,7 @@ ufg_only_broadcast_input(const npy_intp *steps, int nin, int nargs, const int *i
 static void
 ufg_run_contiguous_part(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
                         const int *itemsizes, ufg_contiguous_kernel kernel,
-                        ufg_contiguous_kernel exact)
+                        const ufg_exact_kernel *exact)
 {
     if (exact == NULL) {
         kernel(n, args);
@@ -479,13 +486,13 @@ ufg_run_contiguous_part(char **args, npy_intp n, const npy_intp *steps, int nin,
  */
 static inline void
 ufg_run_aligned(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
-                const int *itemsizes, ufg_contiguous_kernel kernel, ufg_contiguous_kernel exact,
+                const int *itemsizes, ufg_contiguous_kernel kernel, const ufg_exact_kernel *exact,
                 bool contiguous, bool from_line)
 {
     const bool lines_up = from_line && steps[nin] == itemsizes[nin];
     const npy_intp head = lines_up ? ufg_elements_to_cache_line(args[nin], itemsizes[nin], n) : 0;
     void (*const run)(char **, npy_intp, const npy_intp *, int, int, const int *,
-                      ufg_contiguous_kernel, ufg_contiguous_kernel) =
+                      ufg_contiguous_kernel, const ufg_exact_kernel *) =
         contiguous ? ufg_run_contiguous_part : ufg_run_elementwise_blocked;
     char *rest[UFG_MAX_ARGS];
     for (int k = 0; k < nargs; k++) {
@@ -505,7 +512,8 @@ typedef struct {
     int nin, nargs;
     bool contiguous, from_line;
     const int *itemsizes;
-    ufg_contiguous_kernel kernel, exact;
+    ufg_contiguous_kernel kernel;
+    const ufg_exact_kernel *exact;
 } ufg_elementwise_job;
 
 /* Elements [start, start + m) of the job's call, as a call of their own. */
@@ -579,12 +587,12 @@ ufg_is_small_contiguous_call(char **args, npy_intp n, const npy_intp *steps, int
 static __attribute__((noinline)) void
 ufg_run_elementwise_general(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
                             const int *itemsizes, ufg_contiguous_kernel kernel,
-                            ufg_contiguous_kernel exact, ufg_contiguous_kernel one,
+                            const ufg_exact_kernel *exact, ufg_contiguous_kernel one,
                             const ufg_contiguous_kernel *broadcast,
                             const ufg_reduce_ops *reduce, bool threads_allowed, bool from_line)
 {
     if (reduce != NULL && ufg_is_reduce_call(args, n, steps, itemsizes[0])) {
-        ufg_run_reduce(args, n, steps, reduce, exact != NULL, threads_allowed);
+        ufg_run_reduce(args, n, steps, reduce, exact, threads_allowed);
         return;
     }
     if (reduce != NULL && ufg_is_accumulate_call(args, n, steps)) {
@@ -648,7 +656,7 @@ ufg_run_elementwise_general(char **args, npy_intp n, const npy_intp *steps, int 
 UFG_INLINE void
 ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
                     const int *itemsizes, ufg_contiguous_kernel kernel,
-                    ufg_contiguous_kernel exact, ufg_contiguous_kernel one,
+                    const ufg_exact_kernel *exact, ufg_contiguous_kernel one,
                     const ufg_contiguous_kernel *broadcast, const ufg_reduce_ops *reduce,
                     bool threads_allowed, bool from_line)
 {

@@ -191,21 +191,21 @@ ufg_reduce_total(const ufg_reduce_ops *ops, const char *in, npy_intp n, npy_intp
  * Over lanes from UFG_REDUCE_FEW elements on; fewer went through ops->few before this, in the
  * order of NumPy's add of so few (a short row of a 2-D reduction: ufg_is_short_reduce_call);
  * any number, for a function not declared associative, in NumPy's generic order through
- * ops->ordered.  Both are scalar.  `vector_math`: the
- * body calls vector math (the loop has a flag-exact kernel, see ufg_run_block), so a
- * reordered reduction that raised invalid, divide-by-zero or overflow runs again through
- * ops->ordered, from the saved accumulator, so that only scalar libm's flags reach NumPy.
+ * ops->ordered.  Both are scalar.  `exact`: the loop's flag-exact kernel (see ufg_run_block),
+ * or NULL; with it, a reordered reduction that raised an error the kernel's block would re-run
+ * for runs again through ops->ordered, from the saved accumulator, so that only scalar libm's
+ * flags reach NumPy.
  */
 static void
 ufg_run_reduce(char **args, npy_intp n, const npy_intp *steps, const ufg_reduce_ops *ops,
-               bool vector_math, bool threads_allowed)
+               const ufg_exact_kernel *exact, bool threads_allowed)
 {
     _Alignas(8) char total[UFG_MAX_ITEMSIZE], saved_acc[UFG_MAX_ITEMSIZE];
     if (ops->range == NULL) {
         ops->ordered(n, args[1], steps[1], args[0]);
         return;
     }
-    if (!vector_math) {
+    if (exact == NULL) {
         ufg_reduce_total(ops, args[1], n, steps[1], threads_allowed, total);
         ops->combine(args[0], total);
         return;
@@ -214,7 +214,7 @@ ufg_run_reduce(char **args, npy_intp n, const npy_intp *steps, const ufg_reduce_
     const unsigned saved = ufg_fp_save_clear();
     ufg_reduce_total(ops, args[1], n, steps[1], threads_allowed, total);
     ops->combine(args[0], total);
-    if (ufg_fp_errors_raised()) {
+    if (ufg_fp_errors_raised(exact->underflow_too)) {
         memcpy(args[0], saved_acc, (size_t)ops->itemsize);
         ufg_fp_clear();
         ops->ordered(n, args[1], steps[1], args[0]);

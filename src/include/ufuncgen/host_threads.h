@@ -154,6 +154,13 @@ ufg_take_outer_steps(npy_intp *steps, npy_intp const *call_steps, int count)
 typedef void (*ufg_gufunc_range)(char **args, npy_intp const *dimensions, npy_intp const *steps,
                                  npy_intp begin, npy_intp end);
 
+/* A flag-exact gufunc loop's scalar copy of its range, and whether iterations that raised
+ * underflow re-run there too (gen/model.py, guarded_functions). */
+typedef struct {
+    ufg_gufunc_range range;
+    bool underflow_too;
+} ufg_exact_range;
+
 /* Core work (the product of the core sizes) that a flag-exact gufunc loop runs between two
  * checks of the flags, at least: as an elementwise loop's UFG_CHECK_CHUNK elements. */
 #define UFG_GUFUNC_CHECK_WORK 4096
@@ -164,20 +171,21 @@ typedef struct {
     npy_intp const *steps;
     npy_intp offset, part;
     ufg_gufunc_range range;
-    ufg_gufunc_range exact;     /* the scalar copy of `range` (flag-exact loops), else NULL */
+    const ufg_exact_range *exact;   /* the scalar copy of `range` (flag-exact loops), or NULL */
     npy_intp chunk;             /* outer iterations between two checks of the flags */
 } ufg_gufunc_job;
 
 /* Outer iterations [begin, end) through `range`, and through `exact` again if they raised
- * invalid, divide-by-zero or overflow: only the scalar copy's flags remain (fp_errors.h). */
+ * invalid, divide-by-zero or overflow (or underflow, where `exact` says so): only the scalar
+ * copy's flags remain (fp_errors.h). */
 static void
 ufg_gufunc_run_block(const ufg_gufunc_job *job, npy_intp begin, npy_intp end)
 {
     const unsigned saved = ufg_fp_save_clear();
     job->range(job->args, job->dimensions, job->steps, begin, end);
-    if (ufg_fp_errors_raised()) {
+    if (ufg_fp_errors_raised(job->exact->underflow_too)) {
         ufg_fp_clear();
-        job->exact(job->args, job->dimensions, job->steps, begin, end);
+        job->exact->range(job->args, job->dimensions, job->steps, begin, end);
     }
     ufg_fp_restore(saved);
 }
@@ -206,7 +214,7 @@ ufg_gufunc_run(const ufg_gufunc_job *job, npy_intp begin, npy_intp end)
         const npy_intp stop = end - start < job->chunk ? end : start + job->chunk;
         const unsigned saved = ufg_fp_save_clear();
         job->range(job->args, job->dimensions, job->steps, start, stop);
-        if (!ufg_fp_errors_raised()) {
+        if (!ufg_fp_errors_raised(job->exact->underflow_too)) {
             ufg_fp_restore(saved);      /* with the chunk's inexact or underflow flags */
             continue;
         }
@@ -294,7 +302,7 @@ ufg_outputs_meet(const char *a, npy_intp outer_a, npy_intp below_a, npy_intp abo
  */
 static inline void
 ufg_run_gufunc(char **args, npy_intp const *dimensions, npy_intp const *steps, int ncore,
-               bool threads_allowed, ufg_gufunc_range range, ufg_gufunc_range exact)
+               bool threads_allowed, ufg_gufunc_range range, const ufg_exact_range *exact)
 {
     const npy_intp n = dimensions[0];
     int64_t unit = 1;
