@@ -415,3 +415,34 @@ def test_a_python_int_into_a_bool_loop_is_taken_as_an_int64_as_numpy_takes_it(
     whatever the casting; the device packed the int's truth into the bool."""
     _agree(either, lambda make: (make(np.array([True, False])), value), dtype=bool,
            casting=casting)
+
+
+IDENT = """\
+ufunc ident(x) -> y
+    types: int8(int8), int64(int64), uint64(uint64), float64(float64)
+{
+    y = x;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def ident(tmp_path_factory, module_importer):
+    return module_importer(tmp_path_factory.mktemp("ident"), "ufg_ident", IDENT,
+                           "--cuda-arch", "none").ident
+
+
+@pytest.mark.parametrize("value", [2**63, 2**64 - 1, 2**64, 10**30, -2**63 - 1, -10**30])
+@pytest.mark.parametrize("dtype", ["i1", "i8", "u8", "f8"])
+@pytest.mark.parametrize("casting", ["no", "equiv", "safe", "same_kind", "unsafe"])
+@pytest.mark.parametrize("fixed_by", ["dtype", "signature"])
+def test_a_lone_python_int_past_int64_is_the_object_array_numpy_makes_of_it(
+        ident, value, dtype, casting, fixed_by):
+    """A call's lone input is typed as np.asarray types it: an int past int64 (and past uint64,
+    or negative) is an object array, whose cast to the loop NumPy checks first (its
+    UFuncTypeError, a TypeError, under any casting but 'unsafe': ident(10**30,
+    dtype=uint64)), then converts (its OverflowError past the loop's type under 'unsafe');
+    the device converted first, an OverflowError under every casting.  One in [2**63, 2**64)
+    is a uint64 array, cast as any (-2**63 for int64 under 'unsafe')."""
+    fixed = dict(dtype=dtype) if fixed_by == "dtype" else dict(signature=(None, dtype))
+    _scalar_calls_agree(ident, (value,), dict(fixed, casting=casting), dtype)

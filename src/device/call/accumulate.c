@@ -55,7 +55,8 @@ typedef struct {
     ufg_reduce_launcher totals;     /* the function's reduce kernel, for chunks; NULL: the
                                      * function may not be split */
     ufg_reduce_launcher scan;       /* its device-wide scan of a line; NULL likewise */
-    int copy_input;                 /* cast (or copy) the array into a C-contiguous temporary */
+    int copy_input;                 /* cast (or copy) the array's data into a temporary
+                                     * (ufg_call_copy_data) */
     int direct;                     /* the kernel writes out= itself */
     ufg_accumulate_level top;       /* the lines along the axis */
 } ufg_accumulate_plan;
@@ -370,7 +371,8 @@ ufg_device_accumulate(PyObject *function, const ufg_function_descriptor *fn, PyO
                          !ufg_has_internal_overlap(array)));
     plan.direct = s.have_out && out->code == plan.acc;
     if (plan.copy_input) {
-        ufg_c_strides(array->ndim, array->shape, ufg_dtype_itemsize(plan.acc), in_strides);
+        ufg_data_copy_strides(array->ndim, array->shape, array->strides,
+                              ufg_dtype_itemsize(plan.acc), in_strides);
     }
     if (!plan.direct) {
         ufg_c_strides(array->ndim, array->shape, ufg_dtype_itemsize(plan.acc), out_strides);

@@ -220,6 +220,17 @@ int ufg_wait_for_producer(const ufg_backend *backend, const ufg_operand *op,
 /* plan.c: a new C-contiguous array owned by the call (released with it). */
 ufg_DeviceArrayObject *ufg_call_empty(ufg_call *c, int ndim, const int64_t *shape,
                                       ufg_dtype_code code);
+/* plan.c: copies of an operand's data, not of its shape.  A broadcast axis (stride 0 over
+ * more than one element) holds one element in the copy and keeps its stride 0, so that a
+ * one-element array broadcast to 2**31 elements and cast costs one element, not 2**31 (every
+ * consumer reads such a copy through its strides, as it reads the operand); the other axes are
+ * C-contiguous, as a whole copy's would be.  ufg_data_copy_strides: such a copy's strides
+ * over the shape of an operand with `strides`; ufg_call_copy_data: the copy of op cast to
+ * `code`, owned by the call, described by *copy with op's shape (-1 with an exception). */
+void ufg_data_copy_strides(int ndim, const int64_t *shape, const int64_t *strides,
+                           int64_t itemsize, int64_t *copy_strides);
+int ufg_call_copy_data(ufg_call *c, const ufg_operand *op, ufg_dtype_code code,
+                       ufg_operand *copy);
 /* Casts (or copies) src into dst, both of dst's shape; with a mask only where it is true. */
 int ufg_call_cast(ufg_call *c, const ufg_operand *src, const ufg_operand *dst,
                   const ufg_operand *mask);

@@ -1,8 +1,9 @@
 /*
  * The plan and the launch: results are allocated (stream-ordered), inputs the kernel cannot
  * read as they are (another dtype than the loop's, or memory an output overlaps other than
- * element for element) are copied, an out= of another dtype or with internal overlap gets a
- * temporary that is cast back, dimensions are collapsed, and the generated kernel runs.
+ * element for element) are copied (their data: a broadcast axis keeps one element, stride 0),
+ * an out= of another dtype or with internal overlap gets a temporary that is cast back,
+ * dimensions are collapsed, and the generated kernel runs.
  * Results are as if computed from copies of the inputs, as NumPy's are.
  */
 #include "call.h"
@@ -97,6 +98,57 @@ ufg_call_cast(ufg_call *c, const ufg_operand *src, const ufg_operand *dst,
     return ufg_launch_cast(c->backend, c->device, c->stream, ndim, shape, src->ptr,
                            strides[0], src->code, dst->ptr, strides[1], dst->code, mask->ptr,
                            strides[2]);
+}
+
+/* ------------------------------------------------------------------ copies of the data */
+
+/* The shape of the elements a copy of the data holds: `shape`, one along each broadcast axis
+ * (stride 0 over more than one element). */
+static void
+ufg_data_shape(int ndim, const int64_t *shape, const int64_t *strides, int64_t *data_shape)
+{
+    for (int d = 0; d < ndim; d++) {
+        data_shape[d] = strides[d] == 0 && shape[d] > 1 ? 1 : shape[d];
+    }
+}
+
+void
+ufg_data_copy_strides(int ndim, const int64_t *shape, const int64_t *strides, int64_t itemsize,
+                      int64_t *copy_strides)
+{
+    int64_t data_shape[UFG_CALL_MAX_NDIM] = {0};   /* zeroed: GCC cannot tell it is set */
+
+    ufg_data_shape(ndim, shape, strides, data_shape);
+    ufg_c_strides(ndim, data_shape, itemsize, copy_strides);
+    for (int d = 0; d < ndim; d++) {
+        if (data_shape[d] != shape[d]) {
+            copy_strides[d] = 0;
+        }
+    }
+}
+
+int
+ufg_call_copy_data(ufg_call *c, const ufg_operand *op, ufg_dtype_code code, ufg_operand *copy)
+{
+    ufg_operand data = *op;
+    ufg_DeviceArrayObject *made;
+
+    ufg_data_shape(op->ndim, op->shape, op->strides, data.shape);
+    made = ufg_call_empty(c, op->ndim, data.shape, code);
+    if (made == NULL) {
+        return -1;
+    }
+    ufg_operand_from_array(made, copy);
+    if (ufg_call_cast(c, &data, copy, NULL) < 0) {
+        return -1;
+    }
+    for (int d = 0; d < op->ndim; d++) {
+        if (copy->shape[d] != op->shape[d]) {   /* a broadcast axis: its one element again */
+            copy->shape[d] = op->shape[d];
+            copy->strides[d] = 0;
+        }
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------ outputs */
@@ -284,21 +336,16 @@ ufg_same_elements(const ufg_call *c, const ufg_operand *in, const ufg_operand *t
     return memcmp(a, b, sizeof(int64_t) * (size_t)c->loop_ndim) == 0;
 }
 
-/* A C-contiguous copy of `op` (cast to `code`), replacing it. */
+/* A copy of `op` (cast to `code`, ufg_call_copy_data), replacing it. */
 static int
 ufg_copy_operand(ufg_call *c, ufg_operand *op, ufg_dtype_code code)
 {
-    ufg_DeviceArrayObject *copy = ufg_call_empty(c, op->ndim, op->shape, code);
-    ufg_operand view;
+    ufg_operand copy;
 
-    if (copy == NULL) {
+    if (ufg_call_copy_data(c, op, code, &copy) < 0) {
         return -1;
     }
-    ufg_operand_from_array(copy, &view);
-    if (ufg_call_cast(c, op, &view, NULL) < 0) {
-        return -1;
-    }
-    *op = view;
+    *op = copy;
     return 0;
 }
 

@@ -318,7 +318,10 @@ typedef struct {
                                      * NumPy hands the host loop per call (1: its inner loop
                                      * runs along the outputs, an element per call) */
     int64_t copy_strides[UFG_CALL_MAX_NDIM];    /* copy_input: the copy's, contiguous along
-                                     * the nesting, so that it merges axes as NumPy does */
+                                     * the nesting, so that it merges axes as NumPy does, and
+                                     * 0 along the shared axes */
+    char shared[UFG_CALL_MAX_NDIM]; /* copy_input: the broadcast axes of the array that the
+                                     * copy holds one element of (ufg_reduce_shared_axes) */
     int direct;                     /* the kernel writes into out= itself */
     int cast_result;                /* a temporary result is cast into out= */
     int nsteps;                     /* 0 (an empty result), 1, or more: the array into
@@ -432,35 +435,43 @@ ufg_reduce_numpy_result_steps(const ufg_reduce_plan *plan, const int64_t *shape,
     }
 }
 
+/* Reverses the order of n axes: shape[i] and every operand's strides[k][i]. */
+static void
+ufg_reduce_reverse_axes(int n, int64_t *shape, int nops, int64_t (*strides)[UFG_CALL_MAX_NDIM])
+{
+    for (int i = 0, j = n - 1; i < j; i++, j--) {
+        int64_t t = shape[i];
+        shape[i] = shape[j];
+        shape[j] = t;
+        for (int k = 0; k < nops; k++) {
+            t = strides[k][i];
+            strides[k][i] = strides[k][j];
+            strides[k][j] = t;
+        }
+    }
+}
+
 /* NumPy's iterator axes, innermost first (npyiter_coalesce_axes): the nesting without axes of
  * one element, neighbours merged where every operand steps through both as through one.
- * steps[0] is the output's.  Returns their count. */
+ * That is the kernels' rule (ufg_collapse), which takes the axes outermost first: the nesting
+ * is handed to it reversed, and its answer reversed back.  steps[0] is the output's.  Returns
+ * their count. */
 static int
 ufg_reduce_numpy_merge(const ufg_reduce_plan *plan, const int64_t *shape,
                        int64_t (*steps)[UFG_CALL_MAX_NDIM], int nops, int64_t *merged_shape,
                        int64_t (*merged)[UFG_CALL_MAX_NDIM])
 {
-    int n = 0;
+    int n;
 
     for (int i = 0; i < plan->ndim; i++) {
-        const int d = plan->nesting[i];
-        int joins = n > 0;
-        if (shape[d] == 1) {
-            continue;
-        }
-        for (int k = 0; joins && k < nops; k++) {
-            joins = merged[k][n - 1] * merged_shape[n - 1] == steps[k][d];
-        }
-        if (joins) {
-            merged_shape[n - 1] *= shape[d];
-            continue;
-        }
-        merged_shape[n] = shape[d];
+        const int d = plan->nesting[plan->ndim - 1 - i];      /* outermost first */
+        merged_shape[i] = shape[d];
         for (int k = 0; k < nops; k++) {
-            merged[k][n] = steps[k][d];
+            merged[k][i] = steps[k][d];
         }
-        n++;
     }
+    n = ufg_collapse(plan->ndim, merged_shape, nops, merged);
+    ufg_reduce_reverse_axes(n, merged_shape, nops, merged);
     return n;
 }
 
@@ -587,6 +598,71 @@ ufg_reduce_nested_strides(const ufg_reduce_plan *plan, const int64_t *shape, int
     for (int i = 0; i < plan->ndim; i++) {
         strides[plan->nesting[i]] = itemsize;
         itemsize *= shape[plan->nesting[i]];
+    }
+}
+
+/*
+ * plan->shared: the broadcast axes of the array (stride 0 over more than one element) whose
+ * one element the copy holds, stride 0, so that a broadcast array costs its data, not its
+ * shape, as every other copy of the data does (ufg_call_copy_data).  All of them but those
+ * along which the copy's elements differ or must lie in a row:
+ *   - an axis the where= mask steps along: the copy holds the identity where it is False;
+ *   - a reduced axis whose first element passes through out='s dtype (first_through_out);
+ *   - the reduced axes inside one of NumPy's short host calls, which its buffer may take
+ *     across a broadcast axis and its neighbours (26 elements per call of a (2, 13) array
+ *     broadcast along its last axis): the kernel takes its last reduced dimension as the
+ *     calls (ufg_reduce_split_host_calls), and a zero stride next to a nonzero one would cut
+ *     it short.  Those calls span whole axes (ufg_reduce_numpy_call_size), fewer than
+ *     UFG_REDUCE_FEW elements: these axes hold that few.
+ */
+static void
+ufg_reduce_shared_axes(ufg_reduce_plan *plan, const ufg_operand *array)
+{
+    int64_t in_call = 1;
+
+    for (int d = 0; d < plan->ndim; d++) {
+        plan->shared[d] = array->strides[d] == 0 && array->shape[d] > 1 &&
+                          (plan->mask_strides == NULL || plan->mask_strides[d] == 0) &&
+                          !(plan->reduced[d] && plan->first_through_out);
+    }
+    if (plan->host_call <= 1 || plan->host_call >= UFG_REDUCE_FEW) {
+        return;
+    }
+    for (int i = 0; i < plan->ndim && in_call < plan->host_call; i++) {   /* innermost first */
+        const int d = plan->nesting[i];
+        if (array->shape[d] == 1) {
+            continue;
+        }
+        if (!plan->reduced[d]) {
+            break;
+        }
+        plan->shared[d] = 0;
+        in_call *= array->shape[d];
+    }
+}
+
+/* The shape of the elements the copy holds: the array's, one along the shared axes. */
+static void
+ufg_reduce_held_shape(const ufg_reduce_plan *plan, const ufg_operand *array, int64_t *shape)
+{
+    for (int d = 0; d < plan->ndim; d++) {
+        shape[d] = plan->shared[d] ? 1 : array->shape[d];
+    }
+}
+
+/* plan->shared and plan->copy_strides, for a plan that copies the array. */
+static void
+ufg_reduce_copy_layout(ufg_reduce_plan *plan, const ufg_operand *array)
+{
+    int64_t held[UFG_CALL_MAX_NDIM];
+
+    ufg_reduce_shared_axes(plan, array);
+    ufg_reduce_held_shape(plan, array, held);
+    ufg_reduce_nested_strides(plan, held, ufg_dtype_itemsize(plan->acc), plan->copy_strides);
+    for (int d = 0; d < plan->ndim; d++) {
+        if (plan->shared[d]) {
+            plan->copy_strides[d] = 0;
+        }
     }
 }
 
@@ -922,26 +998,28 @@ ufg_reduce_masked_copy(ufg_call *c, const ufg_reduce_plan *plan, const ufg_opera
     if (error) {
         return ufg_device_error_int(c->backend, error, "copying the identity to the device");
     }
-    return ufg_launch_cast(c->backend, c->device, c->stream, array->ndim, array->shape,
+    return ufg_launch_cast(c->backend, c->device, c->stream, source->ndim, source->shape,
                            identity->ptr, zeros, plan->acc, source->ptr, source->strides,
                            plan->acc, NULL, NULL) < 0 ||
-           ufg_launch_cast(c->backend, c->device, c->stream, array->ndim, array->shape,
+           ufg_launch_cast(c->backend, c->device, c->stream, source->ndim, source->shape,
                            array->ptr, array->strides, array->code, source->ptr,
                            source->strides, plan->acc, mask->ptr, plan->mask_strides) < 0
         ? -1 : 0;
 }
 
 /* The array's copy in the accumulator's dtype, contiguous along NumPy's nesting
- * (plan->copy_strides): *copy describes it over the array's axes. */
+ * (plan->copy_strides): *copy describes the elements it holds over the array's axes (one
+ * along the shared ones), which the casts into it fill once each. */
 static ufg_DeviceArrayObject *
 ufg_reduce_new_copy(ufg_call *c, const ufg_reduce_plan *plan, const ufg_operand *array,
                     ufg_operand *copy)
 {
-    int64_t nested_shape[UFG_CALL_MAX_NDIM];        /* outermost first */
+    int64_t held[UFG_CALL_MAX_NDIM], nested_shape[UFG_CALL_MAX_NDIM];  /* outermost first */
     ufg_DeviceArrayObject *made;
 
+    ufg_reduce_held_shape(plan, array, held);
     for (int i = 0; i < array->ndim; i++) {
-        nested_shape[i] = array->shape[plan->nesting[array->ndim - 1 - i]];
+        nested_shape[i] = held[plan->nesting[array->ndim - 1 - i]];
     }
     made = ufg_call_empty(c, array->ndim, nested_shape, plan->acc);
     if (made == NULL) {
@@ -949,7 +1027,7 @@ ufg_reduce_new_copy(ufg_call *c, const ufg_reduce_plan *plan, const ufg_operand 
     }
     memset(copy, 0, sizeof(*copy));
     ufg_operand_from_array(made, copy);
-    memcpy(copy->shape, array->shape, sizeof(int64_t) * (size_t)array->ndim);
+    memcpy(copy->shape, held, sizeof(int64_t) * (size_t)array->ndim);
     memcpy(copy->strides, plan->copy_strides, sizeof(int64_t) * (size_t)array->ndim);
     return made;
 }
@@ -958,7 +1036,8 @@ ufg_reduce_new_copy(ufg_call *c, const ufg_reduce_plan *plan, const ufg_operand 
  * on every reduced axis) into out=, and reduces the rest into out= through the loop's dtype:
  * the first elements are cast to out's dtype and back (float32 1.9 into an int64 out starts
  * from 1.0).  `source` holds the array cast to the accumulator; its first elements are
- * replaced by the array's, cast to out's dtype and then to the accumulator's. */
+ * replaced by the array's, cast to out's dtype and then to the accumulator's (each element
+ * `source` holds once: one along its shared axes, which are kept ones here). */
 static int
 ufg_reduce_first_through_out(ufg_call *c, const ufg_reduce_plan *plan, const ufg_operand *array,
                              const ufg_operand *source, const ufg_operand *out)
@@ -968,8 +1047,9 @@ ufg_reduce_first_through_out(ufg_call *c, const ufg_reduce_plan *plan, const ufg
 
     for (int d = 0; d < plan->ndim; d++) {
         if (plan->reduced[d]) {
-            first.shape[d] = first_in_source.shape[d] = 1;
+            first_in_source.shape[d] = 1;
         }
+        first.shape[d] = first_in_source.shape[d];
     }
     through = ufg_call_empty(c, first.ndim, first.shape, out->code);
     if (through == NULL) {
@@ -1294,8 +1374,7 @@ ufg_device_reduce(PyObject *function, const ufg_function_descriptor *fn, PyObjec
     plan.copy_input = array.code != plan.acc || have_mask || plan.first_through_out ||
                       !ufg_reduce_host_calls_fit(&plan, array.shape, array.strides);
     if (plan.copy_input) {
-        ufg_reduce_nested_strides(&plan, array.shape, ufg_dtype_itemsize(plan.acc),
-                                  plan.copy_strides);
+        ufg_reduce_copy_layout(&plan, &array);
         memcpy(in_strides, plan.copy_strides, sizeof(int64_t) * (size_t)array.ndim);
         if (ufg_reduction_check_cast(array.ndim, array.shape, array.strides, in_strides) < 0) {
             goto done;

@@ -37,7 +37,8 @@ typedef struct {
     int loop_index;
     ufg_dtype_code acc;
     ufg_reduce_launcher launcher;
-    int copy_input;                 /* cast (or copy) the array into a C-contiguous temporary */
+    int copy_input;                 /* cast (or copy) the array's data into a temporary
+                                     * (ufg_call_copy_data) */
     int direct;                     /* the kernel writes out= itself */
     ufg_reduction_lines lines;
     int64_t n, in_step, out_step;   /* the axis: its length, its input and output strides */
@@ -245,7 +246,8 @@ ufg_device_reduceat(PyObject *function, const ufg_function_descriptor *fn, PyObj
     plan.copy_input = array->code != plan.acc || (s.have_out && ufg_operands_overlap(array, out));
     plan.direct = s.have_out && out->code == plan.acc;
     if (plan.copy_input) {
-        ufg_c_strides(array->ndim, array->shape, ufg_dtype_itemsize(plan.acc), in_strides);
+        ufg_data_copy_strides(array->ndim, array->shape, array->strides,
+                              ufg_dtype_itemsize(plan.acc), in_strides);
     }
     if (!plan.direct) {
         ufg_c_strides(plan.result_ndim, plan.result_shape, ufg_dtype_itemsize(plan.acc),

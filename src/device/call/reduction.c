@@ -526,7 +526,11 @@ ufg_reduction_check_cast(int ndim, const int64_t *shape, const int64_t *src_stri
     if (ufg_reduction_product(ndim, shape) == 0) {
         return 0;                   /* nothing is cast */
     }
-    memcpy(merged_shape, shape, sizeof(int64_t) * (size_t)ndim);
+    for (int d = 0; d < ndim; d++) {
+        /* An axis both step 0 along is one element to the cast: a broadcast axis of a copy
+         * of the data (ufg_call_copy_data), which casts it once. */
+        merged_shape[d] = src_strides[d] == 0 && dst_strides[d] == 0 ? 1 : shape[d];
+    }
     memcpy(strides[0], src_strides, sizeof(int64_t) * (size_t)ndim);
     memcpy(strides[1], dst_strides, sizeof(int64_t) * (size_t)ndim);
     return ufg_reduction_collapse(ndim, merged_shape, 2, strides) < 0 ? -1 : 0;
@@ -657,8 +661,6 @@ ufg_reduction_buffers_new(ufg_call *c, const ufg_operand *array, const ufg_opera
                           ufg_dtype_code acc, int copy_input, int direct, int result_ndim,
                           const int64_t *result_shape, ufg_reduction_buffers *b)
 {
-    ufg_DeviceArrayObject *copy;
-
     memset(b, 0, sizeof(*b));
     b->in = array;
     b->target = out;
@@ -668,11 +670,7 @@ ufg_reduction_buffers_new(ufg_call *c, const ufg_operand *array, const ufg_opera
         return -1;
     }
     if (copy_input) {
-        if ((copy = ufg_call_empty(c, array->ndim, array->shape, acc)) == NULL) {
-            return -1;
-        }
-        ufg_operand_from_array(copy, &b->copy);
-        if (ufg_call_cast(c, array, &b->copy, NULL) < 0) {
+        if (ufg_call_copy_data(c, array, acc, &b->copy) < 0) {
             return -1;
         }
         b->in = &b->copy;

@@ -127,8 +127,9 @@ ufg_call *ufg_reduction_call_new(const ufg_function_descriptor *fn, PyObject *uf
 void ufg_reduction_call_free(ufg_call *c);
 
 /* The buffers of a checked .accumulate or .reduceat around its kernel: what the kernel reads
- * (the array, or its C-contiguous copy in the accumulator's dtype) and writes (out=, or a
- * new C-contiguous result in the accumulator's dtype, cast into out= after). */
+ * (the array, or a copy of its data in the accumulator's dtype: ufg_call_copy_data, C order
+ * with the broadcast axes kept at stride 0) and writes (out=, or a new C-contiguous result
+ * in the accumulator's dtype, cast into out= after). */
 typedef struct {
     const ufg_operand *in;
     const ufg_operand *target;

@@ -326,11 +326,15 @@ ufg_check_weak_scalars(ufg_call *c, const unsigned char *codes)
     return 0;
 }
 
+/* Whether an input is a Python scalar NumPy takes weakly.  A lone input past int64 is not one:
+ * NumPy makes an object array of it, whose cast to the loop is refused under any casting but
+ * 'unsafe' (its UFuncTypeError, as the resolution raises it) before the int is converted
+ * (10**30 with dtype=uint64), and converted under 'unsafe' (its OverflowError then). */
 static int
 ufg_has_weak_scalar(const ufg_call *c)
 {
     for (int k = 0; k < c->nin; k++) {
-        if (c->ops[k].weak) {
+        if (c->ops[k].weak && !ufg_is_big_int_among_scalars(c, k)) {
             return 1;
         }
     }
