@@ -435,22 +435,6 @@ ufg_reduce_numpy_result_steps(const ufg_reduce_plan *plan, const int64_t *shape,
     }
 }
 
-/* Reverses the order of n axes: shape[i] and every operand's strides[k][i]. */
-static void
-ufg_reduce_reverse_axes(int n, int64_t *shape, int nops, int64_t (*strides)[UFG_CALL_MAX_NDIM])
-{
-    for (int i = 0, j = n - 1; i < j; i++, j--) {
-        int64_t t = shape[i];
-        shape[i] = shape[j];
-        shape[j] = t;
-        for (int k = 0; k < nops; k++) {
-            t = strides[k][i];
-            strides[k][i] = strides[k][j];
-            strides[k][j] = t;
-        }
-    }
-}
-
 /* NumPy's iterator axes, innermost first (npyiter_coalesce_axes): the nesting without axes of
  * one element, neighbours merged where every operand steps through both as through one.
  * That is the kernels' rule (ufg_collapse), which takes the axes outermost first: the nesting
@@ -471,7 +455,9 @@ ufg_reduce_numpy_merge(const ufg_reduce_plan *plan, const int64_t *shape,
         }
     }
     n = ufg_collapse(plan->ndim, merged_shape, nops, merged);
-    ufg_reduce_reverse_axes(n, merged_shape, nops, merged);
+    for (int i = 0, j = n - 1; i < j; i++, j--) {                   /* innermost first */
+        ufg_swap_dimensions(merged_shape, nops, merged, i, j);
+    }
     return n;
 }
 

@@ -170,7 +170,7 @@ ufg_dimension_is_outer(int nops, int64_t (*strides)[UFG_DEVICE_ARRAY_MAX_DIMS], 
     return votes > 0;
 }
 
-static void
+void
 ufg_swap_dimensions(int64_t *shape, int nops, int64_t (*strides)[UFG_DEVICE_ARRAY_MAX_DIMS],
                     int a, int b)
 {

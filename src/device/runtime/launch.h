@@ -66,6 +66,10 @@ const ufg_launch_record *ufg_launch_last(void);
 int ufg_collapse(int ndim, int64_t *shape, int nops,
                  int64_t (*strides)[UFG_DEVICE_ARRAY_MAX_DIMS]);
 
+/* Exchanges dimensions a and b of shape and of the nops stride rows. */
+void ufg_swap_dimensions(int64_t *shape, int nops, int64_t (*strides)[UFG_DEVICE_ARRAY_MAX_DIMS],
+                         int a, int b);
+
 /*
  * ufg_collapse for work whose elements are independent (elementwise kernels, casts), after
  * putting the dimensions in the operands' memory order: a dimension moves outward past one
