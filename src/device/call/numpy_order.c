@@ -30,17 +30,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* numpy.getbufsize, looked up once: it reads NumPy's context (np.setbufsize), so it is called
+ * each time. */
+static PyObject *ufg_numpy_getbufsize;
+
 int
 ufg_numpy_buffersize(int64_t *size)
 {
-    PyObject *numpy = PyImport_ImportModule("numpy"), *value;
+    PyObject *value;
     long long n;
 
-    if (numpy == NULL) {
-        return -1;
+    if (ufg_numpy_getbufsize == NULL) {
+        PyObject *numpy = PyImport_ImportModule("numpy");
+        if (numpy == NULL) {
+            return -1;
+        }
+        ufg_numpy_getbufsize = PyObject_GetAttrString(numpy, "getbufsize");
+        Py_DECREF(numpy);
+        if (ufg_numpy_getbufsize == NULL) {
+            return -1;
+        }
     }
-    value = PyObject_CallMethod(numpy, "getbufsize", NULL);
-    Py_DECREF(numpy);
+    value = PyObject_CallNoArgs(ufg_numpy_getbufsize);
     if (value == NULL) {
         return -1;
     }
