@@ -157,6 +157,13 @@ static void
 ufg_reduce_total(const ufg_reduce_ops *ops, const char *in, npy_intp n, npy_intp stride,
                  bool threads_allowed, char *total)
 {
+    /* Reordered anyway, the elements are taken in memory order: a reversed view (x[::-1]) is
+     * read forward, contiguous, as NumPy's iterator reads it, where each leaf was gathered an
+     * element at a time (0.2x np.add.reduce). */
+    if (stride < 0) {
+        in += (n - 1) * stride;
+        stride = -stride;
+    }
     const npy_intp count = n / UFG_REDUCE_PART;
     const int threads = ufg_parallel_threads(threads_allowed, n, &ufg_threads->min_elements);
     char *values = threads > 1 && count >= 2 ? malloc((size_t)count * (size_t)ops->partial_size)

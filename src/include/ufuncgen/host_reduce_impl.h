@@ -167,6 +167,10 @@ UFG_REDUCE_NAME(_leaf_values)(const char *leaf, npy_intp m, npy_intp stride, T_ 
     if (stride == (npy_intp)sizeof(S_)) {
         return (const T_ *)leaf;
     }
+    /* Gathered as a strided call's blocks are (host_loops.h): every other element with
+     * shuffles, others unrolled. */
+    ufg_gather((char *)widened, leaf, stride, m, (int)sizeof(S_));
+    return widened;
 #endif
     for (npy_intp i = 0; i < m; i++) {
         S_ value;
