@@ -416,6 +416,20 @@ def test_add_reduce_gives_the_same_bits_on_one_two_and_three_threads(dtype, thre
         assert_pairwise_close(np.frombuffer(got, dtype)[0], x, dtype)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("step", [2, 3])
+def test_add_reduce_of_a_reversed_or_strided_view_is_its_memory_orders_sum(dtype, step, rng):
+    """Reordered anyway (associative), a reversed view is summed forward in memory, as NumPy's
+    iterator reads it, and a strided view as its gathered copy: the same bits as those."""
+    values = random_values(dtype, (100_003 * step,), rng)
+    reversed_view = values[::-1]
+    assert ex.add.reduce(reversed_view).tobytes() == ex.add.reduce(values).tobytes()
+    strided = values[::step]
+    assert ex.add.reduce(strided).tobytes() == ex.add.reduce(strided.copy()).tobytes()
+    assert ex.add.reduce(strided[::-1]).tobytes() == ex.add.reduce(strided.copy()).tobytes()
+    assert_pairwise_close(ex.add.reduce(reversed_view), values, dtype)
+
+
 @pytest.mark.parametrize("dtype", [np.float64])
 @pytest.mark.parametrize("name", ["custom_op", "hypot"])
 def test_reduce_of_a_function_without_associative_keeps_numpys_order_bit_for_bit(name, dtype, rng):
