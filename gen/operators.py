@@ -31,6 +31,7 @@ so that the caller can warn.
 from __future__ import annotations
 
 import ast
+import bisect
 import math
 import re
 from dataclasses import dataclass
@@ -360,7 +361,53 @@ def rewrite_operators(code: str, offsets: set[int], names: BodyNames = BodyNames
     constants and macros (body_names).  Lines starting with `#` other than `#define` are never touched; in a
     `#define`, only an operation whose operands the macro itself delimits (not at either end
     of its replacement list, and its parameters parenthesized: `((a) / (b))`), since the
-    operands of `#define HALF(v) v / 2` are decided where it is used."""
+    operands of `#define HALF(v) v / 2` are decided where it is used.
+
+    Each statement is rewritten on its own text (_statement_starts), since an operator's
+    rewrite scans the text again, the calls of those before it included: over the whole
+    body, that would take time in its length times its operators."""
+    starts = _statement_starts(code)
+    offsets_in = [set() for _ in starts]        # each statement's, in its own text
+    for offset in offsets:          # one outside the code: in the first or last, left alone
+        k = max(bisect.bisect_right(starts, offset) - 1, 0)
+        offsets_in[k].add(offset - starts[k])
+    texts, left_alone = [], []
+    for start, end, statement_offsets in zip(starts, starts[1:] + [len(code)], offsets_in):
+        rewrite = _rewrite_statement(code[start:end], statement_offsets, names)
+        texts.append(rewrite.code)
+        left_alone += [(start + offset, why) for offset, why in rewrite.left_alone]
+    return Rewrite("".join(texts), tuple(sorted(left_alone)))
+
+
+def _statement_starts(code: str) -> list[int]:
+    """Where a body's statements start: 0, and after each `;`, `{` and `}` that no
+    parentheses or brackets enclose.  An operand ends before each of them, or is not followed
+    past a `{` or `}`, and no bracket's match passes one, so an operator's rewrite reads
+    nothing of another statement.  Not where a `#` follows on the line (at the start of a
+    statement's own text, it would start a directive), nor anywhere in a body whose brackets
+    do not pair (a bracket's match, or its lack of one, may lie in another statement)."""
+    scan = _scan_text(code)
+    starts, opened, enclosing = [0], [], 0      # enclosing: the ( and [ among those opened
+    for tok in _tokens(_code_only(scan)):
+        if tok.text in _OPENING:
+            opened.append(tok.text)
+            enclosing += tok.text != "{"
+        elif tok.text in _CLOSING:
+            if not opened or opened.pop() != _CLOSING[tok.text]:
+                return [0]
+            enclosing -= tok.text != "}"
+        if tok.text in (";", "{", "}") and not enclosing and \
+                not _DIRECTIVE_AHEAD.match(scan, tok.end):
+            starts.append(tok.end)
+    return [0] if opened else starts
+
+
+_DIRECTIVE_AHEAD = re.compile(r"[ \t]*#")
+
+
+def _rewrite_statement(code: str, offsets: set[int], names: BodyNames) -> Rewrite:
+    """rewrite_operators of one statement's text (or the whole body's): each operator in
+    turn, on the text the rewrites before it left."""
     left_alone: list[tuple[int, str]] = []
     pending = sorted(offsets)           # in the current text's offsets
     original = dict(zip(pending, pending))
@@ -810,7 +857,12 @@ def _view(clean: str, position: int) -> tuple[str, frozenset[str] | None] | None
             parameters = frozenset(re.findall(r"[A-Za-z_]\w*", head.group("parameters") or ""))
             return (_blank(clean[:head.end()]) + clean[head.end():m.end()] +
                     _blank(clean[m.end():]), parameters)
-    return _DIRECTIVE.sub(lambda m: _blank(m.group(0)), clean), None
+    return _code_only(clean), None
+
+
+def _code_only(clean: str) -> str:
+    """The body's code, every preprocessor directive blanked."""
+    return _DIRECTIVE.sub(lambda m: _blank(m.group(0)), clean)
 
 
 def _blank(text: str) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ufuncgen.gen import load_module
+from ufuncgen.gen import load_module, operators
 from ufuncgen.gen.model import _CAST, _cast_before, _name_before, _operand_before
 from ufuncgen.gen.operators import arithmetic_operators, body_names, rewrite_operators
 from ufuncgen.gen.parse import blank_c_noise
@@ -394,6 +394,27 @@ def test_the_operand_before_an_operator_is_found_reading_back_over_it_not_the_wh
     body = _CountingText(line * 10_000)
     assert _operand_before(body, body.rindex("+"), names) == short == "f"
     assert body.read < 10 * len(line)
+
+
+def test_a_long_body_is_rewritten_scanning_each_statement_not_the_whole_body_per_operator(
+        monkeypatch):
+    """Each operator's rewrite reads its statement again, not the whole body: over the body,
+    that would take time in its length times its operators (minutes for `ufuncgen check` of
+    a few thousand integer divisions)."""
+    tokenized = []                  # the length of each text tokenized
+    tokens = operators._tokens
+
+    def counting(code: str):
+        tokenized.append(len(code))
+        return tokens(code)
+
+    monkeypatch.setattr(operators, "_tokens", counting)
+    line = "    y = y / d + (y % d) * 3; if (d) { y /= d; }\n"
+    body = line * 100
+    assert _rewritten(body) == (_rewritten(line)[0] * 100, ())
+    # The body once, and each statement once per operator in it: about 2.5 times the body
+    # (the whole body per operator: 380 times it).
+    assert sum(tokenized) < 10 * len(body)
 
 
 @pytest.mark.parametrize("text", [
