@@ -271,6 +271,11 @@ void ufg_numpy_best_axis_order(int ndim, int64_t (*strides)[UFG_CALL_MAX_NDIM], 
  * np.setbufsize); -1 with an exception. */
 int ufg_numpy_buffersize(int64_t *size);
 
+/* operands.c: module.name, imported (a new reference), or NULL with an exception.
+ * core_dims.c: numpy.exceptions.AxisError (borrowed, imported once), or NULL with one. */
+PyObject *ufg_module_attribute(const char *module, const char *name);
+PyObject *ufg_axis_error(void);
+
 /* operands.c: how messages name an object's type ("numpy.ndarray", "float").  shapes.c: a
  * shape as Python writes it ("(3,)"); NumPy's broadcasting of `shape` into `result`
  * (right-aligned; 0 when they are incompatible). */

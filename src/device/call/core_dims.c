@@ -33,19 +33,13 @@ typedef struct {
 
 /* ------------------------------------------------------------------ messages */
 
-/* numpy.exceptions.AxisError (borrowed, imported once), or NULL with an exception. */
-static PyObject *
+PyObject *
 ufg_axis_error(void)
 {
     static PyObject *type = NULL;
 
     if (type == NULL) {
-        PyObject *module = PyImport_ImportModule("numpy.exceptions");
-        if (module == NULL) {
-            return NULL;
-        }
-        type = PyObject_GetAttrString(module, "AxisError");
-        Py_DECREF(module);
+        type = ufg_module_attribute("numpy.exceptions", "AxisError");
     }
     return type;
 }

@@ -40,16 +40,9 @@ ufg_numpy_buffersize(int64_t *size)
     PyObject *value;
     long long n;
 
-    if (ufg_numpy_getbufsize == NULL) {
-        PyObject *numpy = PyImport_ImportModule("numpy");
-        if (numpy == NULL) {
-            return -1;
-        }
-        ufg_numpy_getbufsize = PyObject_GetAttrString(numpy, "getbufsize");
-        Py_DECREF(numpy);
-        if (ufg_numpy_getbufsize == NULL) {
-            return -1;
-        }
+    if (ufg_numpy_getbufsize == NULL &&
+        (ufg_numpy_getbufsize = ufg_module_attribute("numpy", "getbufsize")) == NULL) {
+        return -1;
     }
     value = PyObject_CallNoArgs(ufg_numpy_getbufsize);
     if (value == NULL) {

@@ -78,6 +78,19 @@ ufg_describe(PyObject *obj, const char *what, char *buffer, size_t size)
 }
 
 PyObject *
+ufg_module_attribute(const char *module, const char *name)
+{
+    PyObject *imported = PyImport_ImportModule(module), *attribute;
+
+    if (imported == NULL) {
+        return NULL;
+    }
+    attribute = PyObject_GetAttrString(imported, name);
+    Py_DECREF(imported);
+    return attribute;
+}
+
+PyObject *
 ufg_type_name(PyObject *obj)
 {
     char name[256];

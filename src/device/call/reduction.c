@@ -13,9 +13,7 @@
 #include "runtime.h"
 #include "stream_device.h"
 
-/* Python objects looked up once: numpy.exceptions.AxisError, numpy._NoValue, and the strings
- * of the resolution call. */
-PyObject *ufg_reduction_axis_error = NULL;
+/* Python objects looked up once: numpy._NoValue, and the strings of the resolution call. */
 PyObject *ufg_reduction_no_value = NULL;
 static PyObject *ufg_reduction_resolve_name = NULL;
 static PyObject *ufg_reduction_resolve_kwnames = NULL;        /* reduction, casting */
@@ -25,32 +23,15 @@ static PyObject *ufg_reduction_unsafe = NULL;
 int
 ufg_reduction_init(void)
 {
-    PyObject *module;
-
     if (ufg_reduction_resolve_kwnames != NULL) {
         return 0;
     }
-    if (ufg_reduction_axis_error == NULL) {
-        module = PyImport_ImportModule("numpy.exceptions");
-        if (module == NULL) {
-            return -1;
-        }
-        ufg_reduction_axis_error = PyObject_GetAttrString(module, "AxisError");
-        Py_DECREF(module);
-        if (ufg_reduction_axis_error == NULL) {
-            return -1;
-        }
+    if (ufg_axis_error() == NULL) {     /* imported now: the bounds checks raise it */
+        return -1;
     }
-    if (ufg_reduction_no_value == NULL) {
-        module = PyImport_ImportModule("numpy");
-        if (module == NULL) {
-            return -1;
-        }
-        ufg_reduction_no_value = PyObject_GetAttrString(module, "_NoValue");
-        Py_DECREF(module);
-        if (ufg_reduction_no_value == NULL) {
-            return -1;
-        }
+    if (ufg_reduction_no_value == NULL &&
+        (ufg_reduction_no_value = ufg_module_attribute("numpy", "_NoValue")) == NULL) {
+        return -1;
     }
     if (ufg_reduction_resolve_name == NULL) {
         ufg_reduction_resolve_name = PyUnicode_InternFromString("resolve_dtypes");
@@ -254,7 +235,7 @@ static int
 ufg_reduction_axis_in_bounds(const char *prefix, int value, int ndim, int *axis)
 {
     if (value < -ndim || value >= ndim) {
-        PyErr_Format(ufg_reduction_axis_error,
+        PyErr_Format(ufg_axis_error(),
                      "%s: axis %d is out of bounds for array of dimension %d", prefix, value,
                      ndim);
         return -1;

@@ -27,8 +27,7 @@
  * one of `threads` threads a chunk, none shorter than `least`; 1 for no split. */
 int64_t ufg_reduction_chunk_count(int64_t n, int64_t n_out, int64_t threads, int64_t least);
 
-/* numpy.exceptions.AxisError and numpy._NoValue, once ufg_reduction_init has run. */
-extern PyObject *ufg_reduction_axis_error;
+/* numpy._NoValue, once ufg_reduction_init has run (which imports AxisError too). */
 extern PyObject *ufg_reduction_no_value;
 
 /* Looks up NumPy's objects and the resolution call's strings, once. */
