@@ -693,6 +693,8 @@ class Module:
                     todo.append(helper.body)
         return reached
 
+    # The sets of functions below are derived once per module (cached_property: the module
+    # is frozen), for the templates ask them of every loop.
     def _functions_whose_code(self, matches) -> frozenset[str]:
         """Functions whose body, or a helper it calls (directly or through other helpers),
         has a line of code (comments left out) for which `matches(line)` holds."""
@@ -703,7 +705,7 @@ class Module:
         return frozenset(f.name for f in self.functions
                          if has(f.body) or self._helpers_reached([f.body]) & with_code)
 
-    @property
+    @functools.cached_property
     def vector_math_functions(self) -> frozenset[str]:
         """Functions whose body, or a helper it calls, calls a function the host loops may
         vectorize through libmvec or vecmath.h (exp, sin, hypot, erfc, ...): their loops keep
@@ -711,7 +713,7 @@ class Module:
         (render.target_clones)."""
         return self._functions_whose_code(_VECTOR_MATH_CALL.search)
 
-    @property
+    @functools.cached_property
     def flag_exact_functions(self) -> frozenset[str]:
         """Functions (elementwise and gufuncs) whose vectorized loops may raise a floating-point
         flag that NumPy's scalar math would not: their body, or a helper it calls, calls a
@@ -725,7 +727,7 @@ class Module:
         return frozenset(f.name for f in self.functions
                          if f.name in raising and not f.reads_core_outputs_first)
 
-    @property
+    @functools.cached_property
     def guarded_functions(self) -> frozenset[str]:
         """Flag-exact functions whose body, or a helper it calls, has a conditional: their
         vectorized loops may compute a guarded operation on lanes the guard turned off
@@ -735,7 +737,7 @@ class Module:
         guarded = self._functions_whose_code(_CONDITIONAL.search)
         return frozenset(name for name in self.flag_exact_functions if name in guarded)
 
-    @property
+    @functools.cached_property
     def scalar_body_functions(self) -> frozenset[str]:
         """Elementwise functions whose body itself calls a prelude function with a variant for
         scalar code (hypot): their host loops' scalar code (the in-order chains of
@@ -744,7 +746,7 @@ class Module:
         return frozenset(f.name for f in self.functions if not f.is_gufunc and any(
             _SCALAR_VARIANT_CALL.search(line) for line in _code_lines(f.body)))
 
-    @property
+    @functools.cached_property
     def complex_product_functions(self) -> frozenset[str]:
         """Functions with a complex element type whose body, or a helper it calls, multiplies
         or divides (a `*` or `/` outside comments, a pointer's star included): GCC 12 may fuse
