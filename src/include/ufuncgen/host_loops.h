@@ -635,8 +635,9 @@ ufg_run_elementwise_general(char **args, npy_intp n, const npy_intp *steps, int 
  * a reduce-pattern call then runs there, and an accumulate call as one scalar chain.  Any other
  * overlap of an output with an input or another output runs serially, in order, one element
  * per call (of `one`, else of the kernel, its scalar tail: flag-exact).
- * `exact` is the loop's scalar kernel when its body calls vector math (see ufg_run_block),
- * else NULL: a contiguous call is then checked in chunks (ufg_run_contiguous_checked).
+ * `exact` is the loop's scalar kernel, with the flags that send a block to it, when its body
+ * calls vector math or has a conditional (see ufg_run_block), else NULL: a contiguous call is
+ * then checked in chunks (ufg_run_contiguous_checked).
  * `one`: the loop's scalar copy where it gives the vector loop's bits, else NULL: a call of one
  * element (NumPy's .at calls the loop once per index) runs there, without the vector loop's
  * set-up (an AVX-512 hypot took some 25 ns to compute one element).
