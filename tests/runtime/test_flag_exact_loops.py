@@ -63,6 +63,18 @@ ufunc exp_unless_tiny(a) -> y
     y = a < -80 ? 0 : exp(a);
 }
 
+ufunc log_of(x) -> y
+    types: float64(float64), float32(float32)
+{
+    y = log(x);
+}
+
+ufunc exp_of(a) -> y
+    types: float64(float64), float32(float32)
+{
+    y = exp(a);
+}
+
 ufunc exp_if_negative(a) -> y
     types: float64(float64), float32(float32)
 {
@@ -340,6 +352,83 @@ def test_an_underflow_behind_a_guard_that_lets_it_through_is_still_reported(m, d
     want = np.where(x < 0, np.exp(np.minimum(x, 0)), dtype(1))
     with np.errstate(under="ignore"):
         np.testing.assert_allclose(m.exp_if_negative(x), want, rtol=4e-7)
+
+
+# ---------------------------------------------------------------- blocks whose flags a group confirmed
+
+# A flag-exact loop re-runs a block only while its vector run raised a flag that no re-run of
+# an earlier block of its group (4,096 elements from the call's start, 16 blocks of 256) has
+# raised: the later blocks keep their vector results (host_loops.h, ufg_run_block).
+
+def group_layouts(x):
+    """`x` (1-D) contiguous, as a strided view, and as its own out= (a copy)."""
+    wide = np.zeros(2 * x.size, x.dtype)
+    wide[::2] = x
+    return {"contiguous": (x, None), "strided": (wide[::2], None), "out=x": (x.copy(), "self")}
+
+
+def call(fn, x, out):
+    return fn(x, out=x) if out == "self" else fn(x)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("later", [1, 5, 255, 256, 3000, 4095, 4096, 9000])
+def test_an_error_a_later_block_of_the_group_raises_is_reported_after_another_was_confirmed(
+        m, dtype, later, threading_mode):
+    x = np.random.default_rng(later).uniform(0.5, 2, 12_000).astype(dtype)
+    zeros = np.setdiff1d(np.arange(0, x.size, 7), [later])
+    x[zeros] = 0                    # divide-by-zero, in every block
+    x[later] = -1                   # invalid, in one block only
+    want_raised, want = errors(np.log, x)
+    assert want_raised == {"divide", "invalid"}
+    for name, (a, out) in group_layouts(x).items():
+        raised, y = errors(lambda v: call(m.log_of, v.copy() if out else v, out), a)
+        assert raised == want_raised, name
+        assert np.isnan(y[later]) and np.all(y[zeros] == -np.inf), name
+        finite = np.isfinite(want)
+        np.testing.assert_allclose(y[finite], want[finite], rtol=4 * np.finfo(dtype).eps,
+                                   err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("tiny", [None, 3, 300, 4000, 5000])
+def test_an_underflow_after_a_confirmed_overflow_is_reported_exactly_where_np_exp_reports_one(
+        m, dtype, tiny, threading_mode):
+    """exp has no conditional, so underflow sends no block to its scalar copy: a group whose
+    overflow the first block's re-run confirmed keeps the rest's vector results and must
+    still raise underflow for the rest's values, and none where no value underflows."""
+    x = np.random.default_rng(7).uniform(-5, 5, 9_000).astype(dtype)
+    x[0] = 1000                     # overflow, in the group's first block
+    if tiny is not None:
+        x[tiny] = -1000
+    for name, (a, out) in group_layouts(x).items():
+        assert underflows(lambda v: call(m.exp_of, v.copy() if out else v, out), a) \
+            == underflows(np.exp, x) == (tiny is not None), name
+        raised, y = errors(lambda v: call(m.exp_of, v.copy() if out else v, out), a)
+        want_raised, want = errors(np.exp, x)
+        assert raised == want_raised == {"over"}, name
+        np.testing.assert_allclose(y, want, rtol=4 * np.finfo(dtype).eps, err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_blocks_kept_from_the_vector_run_are_the_same_bits_for_any_thread_count(
+        m, dtype, threads_restored):
+    """libmvec's log differs from scalar libm's in the last bit of some values, so which blocks
+    keep their vector results must not depend on where the thread parts start: parts of a
+    flag-exact loop start on the groups' boundaries."""
+    rng = np.random.default_rng(13)
+    x = rng.uniform(0.1, 100, 300_000).astype(dtype)
+    x[rng.integers(0, x.size, 60)] = 0
+    x[rng.integers(0, x.size, 60)] = -1
+    results = []
+    for threads in (1, 2, 3, 5):
+        ufuncgen.set_num_threads(threads)
+        elements, work, _ = _core._parallel_threshold()
+        _core._set_parallel_threshold(elements, work, 0)
+        with np.errstate(all="ignore"):
+            results.append(m.log_of(x))
+    for r in results[1:]:
+        np.testing.assert_array_equal(r.view(np.uint8), results[0].view(np.uint8))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -22,7 +22,8 @@
  * raised invalid, divide-by-zero or overflow (or underflow, for a body with a conditional:
  * gen/model.py, guarded_functions), the flags are cleared again and the block
  * re-runs through the loop's scalar copy (the same body, not vectorized: UFG_SCALAR_COPY,
- * calling scalar libm), whose flags are those NumPy would give.  The flags set before the
+ * calling scalar libm), whose flags are those NumPy would give (unless re-runs of earlier
+ * blocks of its group raised every one of them already: host_loops.h, ufg_run_block).  The flags set before the
  * block are put back afterwards.  A flag-free block costs two reads and two writes of the
  * SSE control/status register.
  */
@@ -45,16 +46,33 @@ ufg_fp_save_clear(void)
 #endif
 }
 
-/* Whether the block raised invalid, divide-by-zero or overflow; or, with `underflow_too`,
- * underflow. */
+/* The flags among invalid, divide-by-zero and overflow (and, with `underflow_too`, underflow)
+ * that the block raised, as a set ufg_fp_restore can raise again. */
+static inline unsigned
+ufg_fp_errors(bool underflow_too)
+{
+#if defined(__x86_64__) && defined(__SSE2__)
+    return _mm_getcsr() & (UFG_FP_ERRORS_MXCSR | (underflow_too ? UFG_FP_UNDERFLOW_MXCSR : 0));
+#else
+    return (unsigned)fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW |
+                                  (underflow_too ? FE_UNDERFLOW : 0));
+#endif
+}
+
 static inline bool
 ufg_fp_errors_raised(bool underflow_too)
 {
+    return ufg_fp_errors(underflow_too) != 0;
+}
+
+/* Whether the block raised underflow. */
+static inline bool
+ufg_fp_underflow_raised(void)
+{
 #if defined(__x86_64__) && defined(__SSE2__)
-    return (_mm_getcsr() & (UFG_FP_ERRORS_MXCSR | (underflow_too ? UFG_FP_UNDERFLOW_MXCSR : 0))) != 0;
+    return (_mm_getcsr() & UFG_FP_UNDERFLOW_MXCSR) != 0;
 #else
-    return fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW |
-                        (underflow_too ? FE_UNDERFLOW : 0)) != 0;
+    return fetestexcept(FE_UNDERFLOW) != 0;
 #endif
 }
 

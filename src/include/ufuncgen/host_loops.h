@@ -37,6 +37,11 @@
 #include "ufuncgen/limits.h"
 /* Elements per block: small enough that every argument's block stays in L1. */
 #define UFG_BLOCK 256
+/* Elements of a flag-exact loop's groups of blocks, from the start of a call: a contiguous
+ * call checks its flags a group at a time, and a block whose flags a re-run of an earlier block
+ * of its group confirmed is not re-run (ufg_run_block). */
+#define UFG_CHECK_CHUNK 4096
+_Static_assert(UFG_CHECK_CHUNK % UFG_BLOCK == 0, "groups of whole blocks");
 /* Elements of one float16 or bfloat16 core input that a gufunc's contiguous loop converts to
  * float at a time (ufg_range_widened_* in the generated module): 8 KiB of stack per input. */
 #define UFG_WIDEN_ELEMENTS 2048
@@ -137,11 +142,19 @@ ufg_elements_to_cache_line(const char *p, int itemsize, npy_intp n)
  * is not NULL.  `spare[k]` (UFG_BLOCK elements) is free for input k: an input the block's
  * output overwrites (out=x) is copied there first, so that a re-run reads the values the first
  * run read.  `spare` is NULL where no output can be an input.
+ * `*confirmed` holds the flags that re-runs of earlier blocks of the same group of
+ * UFG_CHECK_CHUNK elements raised through the scalar copy.  A block whose vector run raised no
+ * other flag keeps its vector results: a re-run could only raise flags the call raises anyway
+ * (the scalar copy raises no flag its vector loop does not), and `log` of data with a zero in
+ * every block re-ran each one through scalar libm at 0.2x np.log.  The groups lie where they
+ * lie whatever the thread count (elementwise parts are multiples of UFG_CHECK_CHUNK for a
+ * flag-exact loop), so which blocks keep their vector results, whose last bits may differ from
+ * scalar libm's, does not depend on it.
  */
 static inline void
 ufg_run_block(npy_intp m, char **block_args, int nin, int nargs, const int *itemsizes,
               ufg_contiguous_kernel kernel, const ufg_exact_kernel *exact,
-              char (*spare)[UFG_BLOCK * UFG_MAX_ITEMSIZE])
+              char (*spare)[UFG_BLOCK * UFG_MAX_ITEMSIZE], unsigned *confirmed)
 {
     if (exact == NULL) {
         kernel(m, block_args);
@@ -162,9 +175,10 @@ ufg_run_block(npy_intp m, char **block_args, int nin, int nargs, const int *item
     }
     const unsigned saved = ufg_fp_save_clear();
     kernel(m, run_args);
-    if (ufg_fp_errors_raised(exact->underflow_too)) {
+    if ((ufg_fp_errors(exact->underflow_too) & ~*confirmed) != 0) {
         ufg_fp_clear();
         exact->kernel(m, run_args);
+        *confirmed |= ufg_fp_errors(exact->underflow_too);
     }
     ufg_fp_restore(saved);
 }
@@ -291,6 +305,7 @@ ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int 
     _Alignas(UFG_CACHE_LINE_BYTES) char buffers[UFG_MAX_ARGS][UFG_BLOCK * UFG_MAX_ITEMSIZE];
     char *block_args[UFG_MAX_ARGS];
     const npy_intp block = ufg_block_length(n, steps, nin, nargs, itemsizes, exact);
+    unsigned confirmed = 0;                 /* by the re-runs of this group's blocks */
 
     for (int k = 0; k < nin; k++) {
         if (steps[k] == 0) {
@@ -311,9 +326,12 @@ ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int 
                 }
             }
         }
+        if (start % UFG_CHECK_CHUNK == 0) {
+            confirmed = 0;
+        }
         /* An input gathered into buffers[k] is never an output's block; one read in place
          * leaves buffers[k] free. */
-        ufg_run_block(m, block_args, nin, nargs, itemsizes, kernel, exact, buffers);
+        ufg_run_block(m, block_args, nin, nargs, itemsizes, kernel, exact, buffers, &confirmed);
         for (int k = nin; k < nargs; k++) {
             if (steps[k] != itemsizes[k]) {
                 ufg_scatter(args[k] + start * steps[k], steps[k], buffers[k], m, itemsizes[k]);
@@ -325,13 +343,14 @@ ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int 
 /*
  * A contiguous call of a loop with a scalar kernel.  Checking the flags every 256 elements
  * costs ~10% on cheap bodies, so a call whose outputs are not its inputs (out=x) is checked
- * in chunks of UFG_CHECK_CHUNK elements; a chunk that raised an error runs again block by
- * block (re-running the vector kernel is harmless: no output is an input), so exactly the
- * blocks ufg_run_block would re-run, run scalar, whatever the chunk or thread boundaries.
+ * a group of UFG_CHECK_CHUNK elements at a time; a group that raised an error runs again
+ * block by block (re-running the vector kernel is harmless: no output is an input), so
+ * exactly the blocks ufg_run_block would re-run run scalar, until re-runs have confirmed every
+ * flag the group's vector run raised: the rest of the group keeps that run's results (its
+ * flags are raised already; its underflow, when a re-run's would not tell, raised by running
+ * the rest again).
  * Otherwise (out=x) every block keeps a copy of its inputs: ufg_run_elementwise_blocked.
  */
-#define UFG_CHECK_CHUNK 4096
-
 static void
 ufg_run_contiguous_checked(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
                            const int *itemsizes, ufg_contiguous_kernel kernel,
@@ -353,18 +372,28 @@ ufg_run_contiguous_checked(char **args, npy_intp n, const npy_intp *steps, int n
         }
         const unsigned saved = ufg_fp_save_clear();
         kernel(m, chunk_args);
-        if (!ufg_fp_errors_raised(exact->underflow_too)) {
+        const unsigned errors = ufg_fp_errors(exact->underflow_too);
+        if (errors == 0) {
             ufg_fp_restore(saved);      /* with the chunk's inexact or underflow flags */
             continue;
         }
+        const bool underflow = ufg_fp_underflow_raised();
         ufg_fp_clear();                 /* the chunk's flags are dropped: its blocks raise theirs */
         ufg_fp_restore(saved);
-        for (npy_intp b = 0; b < m; b += UFG_BLOCK) {
+        unsigned confirmed = 0;
+        npy_intp b = 0;
+        for (; b < m && (errors & ~confirmed) != 0; b += UFG_BLOCK) {
             for (int k = 0; k < nargs; k++) {
                 block_args[k] = chunk_args[k] + b * itemsizes[k];
             }
             ufg_run_block(m - b < UFG_BLOCK ? m - b : UFG_BLOCK, block_args, nin, nargs,
-                          itemsizes, kernel, exact, NULL);
+                          itemsizes, kernel, exact, NULL, &confirmed);
+        }
+        if (b < m && underflow && !exact->underflow_too) {
+            for (int k = 0; k < nargs; k++) {
+                block_args[k] = chunk_args[k] + b * itemsizes[k];
+            }
+            kernel(m - b, block_args);  /* the same results, and the rest's own flags */
         }
     }
 }
@@ -538,8 +567,10 @@ ufg_elementwise_task(void *context, int64_t index)
 
 /*
  * A large call: time a first sample on this thread, then run the rest on the pool if the
- * sample says it is worth it.  Every boundary is a multiple of UFG_PARALLEL_ALIGN.
+ * sample says it is worth it.  Every boundary is a multiple of UFG_PARALLEL_ALIGN, and of a
+ * flag-exact loop's groups (UFG_CHECK_CHUNK).
  */
+_Static_assert(UFG_PARALLEL_SAMPLE % UFG_CHECK_CHUNK == 0, "the sample ends on a group's end");
 static Py_NO_INLINE void
 ufg_run_elementwise_parallel(ufg_elementwise_job *job, int threads)
 {
@@ -549,7 +580,8 @@ ufg_run_elementwise_parallel(ufg_elementwise_job *job, int threads)
     const int64_t elapsed = ufg_now_ns() - start;
     const npy_intp rest = job->n - sample;
     job->offset = sample;
-    job->part = ufg_parallel_part(rest, 1, threads, UFG_PARALLEL_ALIGN);
+    job->part = ufg_parallel_part(rest, 1, threads,
+                                  job->exact != NULL ? UFG_CHECK_CHUNK : UFG_PARALLEL_ALIGN);
     if (job->part >= rest || !ufg_parallel_worth(elapsed, sample, rest)) {
         ufg_elementwise_range(job, sample, rest);
         return;
