@@ -52,12 +52,22 @@ class ElementType:
     largest: float | None = None
     round_format: str | None = None
     kept_bits: int | None = None
+    # The narrower types whose arrays a host `.at` of a loop of this type updates in place,
+    # each element converted to this type and back inline (ufuncgen/host_at_convert.h), where
+    # NumPy resolves that loop for them (a float32 array with a Python float: float64).  Only
+    # pairs whose conversions NumPy makes exactly so, flags included; () for the others.
+    at_widened_from: tuple[str, ...] = ()
 
     @property
     def is_numpy_builtin(self) -> bool:
         """One of NumPy's own types: registered with the ufunc itself, and held by device
         arrays.  The others' loops are added when their dtype_module can be imported."""
         return self.npy_enum is not None
+
+    @property
+    def at_widened_from_types(self) -> tuple["ElementType", ...]:
+        """at_widened_from, as element types."""
+        return tuple(ELEMENT_TYPES[name] for name in self.at_widened_from)
 
     @property
     def is_integer(self) -> bool:
@@ -136,9 +146,10 @@ class ElementType:
         return {"ufg_complex64": "float", "ufg_complex128": "double"}.get(self.c_type)
 
 
-def _int(name: str, c_type: str, bits: int, signed: bool) -> ElementType:
+def _int(name: str, c_type: str, bits: int, signed: bool, **fields) -> ElementType:
     lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
-    return ElementType(name, c_type, "NPY_" + name.upper(), bits // 8, "i" if signed else "u", lo, hi)
+    return ElementType(name, c_type, "NPY_" + name.upper(), bits // 8, "i" if signed else "u", lo, hi,
+                       **fields)
 
 
 ELEMENT_TYPES: dict[str, ElementType] = {
@@ -148,7 +159,8 @@ ELEMENT_TYPES: dict[str, ElementType] = {
         _int("int8", "int8_t", 8, True),
         _int("int16", "int16_t", 16, True),
         _int("int32", "int32_t", 32, True),
-        _int("int64", "int64_t", 64, True),
+        _int("int64", "int64_t", 64, True,
+             at_widened_from=("int8", "uint8", "int16", "uint16", "int32", "uint32")),
         _int("uint8", "uint8_t", 8, False),
         _int("uint16", "uint16_t", 16, False),
         _int("uint32", "uint32_t", 32, False),
@@ -166,9 +178,11 @@ ELEMENT_TYPES: dict[str, ElementType] = {
                     dtype_module="ml_dtypes",
                     largest=3.3895313892515355e38, round_format="f", kept_bits=16),
         ElementType("float32", "float", "NPY_FLOAT32", 4, "f",
-                    largest=3.4028234663852886e38, round_format="f"),
+                    largest=3.4028234663852886e38, round_format="f",
+                    at_widened_from=("float16",)),
         ElementType("float64", "double", "NPY_FLOAT64", 8, "f",
-                    largest=1.7976931348623157e308, round_format="d"),
+                    largest=1.7976931348623157e308, round_format="d",
+                    at_widened_from=("float32", "float16")),
         # Two floats, real then imaginary, as NumPy stores them: C99's float _Complex in C,
         # the prelude's ufg_complex<float> in CUDA C++ (ufuncgen/complex.h).
         ElementType("complex64", "ufg_complex64", "NPY_COMPLEX64", 8, "c",

@@ -623,7 +623,8 @@ class Function:
     def host_at_signatures(self) -> tuple[TypeSignature, ...]:
         """The loops whose `.at` runs without NumPy on the host (src/core/host_at.c): those of
         at_signatures of NumPy's own types whose first input is the output's type, so that the
-        array's elements are read and written as they are stored, without a conversion."""
+        array's elements are read and written as they are stored, or, for an array of a type
+        in that type's at_widened_from, converted to it and back inline."""
         return tuple(s for s in self.at_signatures
                      if s.is_numpy_builtin and s.inputs[0] == s.outputs[0])
 

@@ -20,8 +20,9 @@
  *   - no keyword, and no memory shared by a with indices or b (NumPy copies an overlapping b);
  *   - the loop NumPy resolves for (a's dtype, b's dtype) -- asked of ufunc.resolve_dtypes once
  *     per pair of types and kept -- has one type as first input and output: a's, or a wider
- *     one of the same kind that each element is converted to and back (ufg_at_converts: a
- *     float32 a with a Python float or int runs the float64 loop in NumPy too); and it reads
+ *     one of the same kind that its indexed loop converts each element to and back, inline,
+ *     as NumPy's casts do (ufg_at_loop_reads, ufuncgen/host_at_convert.h: a float32 a with a
+ *     Python float or int runs the float64 loop in NumPy too); and it reads
  *     b as it is or safely cast (once, before the updates, as NumPy's .at casts b: a Python
  *     int into a float64 a is one float64).
  * Anything else goes to NumPy's ufunc.at, which then answers, refuses or raises as it does.
@@ -36,12 +37,10 @@
 #include "host_at.h"
 
 #include <fenv.h>
-#include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 
 #include "ufuncgen/descriptor.h"
-#include "ufuncgen/half.h"
 
 /* The type-pair cache: one entry per (a's type, b's type), both NumPy builtin type numbers. */
 #define UFG_AT_TYPES NPY_NTYPES_LEGACY
@@ -176,108 +175,14 @@ ufg_at_may_overlap(PyArrayObject *x, PyArrayObject *y)
     return x_lo < y_hi && y_lo < x_hi;
 }
 
-/*
- * Whether a loop of `loop_type` may update an a of `a_type` by converting each element to the
- * loop's type and the result back, as NumPy's .at then does one index at a time: float16 or
- * float32 elements in a float64 loop, float16 in a float32 one, and integers of up to 32 bits
- * in an int64 loop.  Each element converts exactly, and back as NumPy's casts convert it
- * (rounded to nearest, npy_double_to_half's single rounding, or wrapped to the narrower
- * integer).  Other pairs -- a float loop's result stored into integers, which NumPy leaves to
- * its C compiler's conversion -- go to NumPy.  Not ufg_cast_element (cast_element.h), which
- * the device's .at converts with: made for a GPU, which has no flags, it converts a NaN in
- * integer code, where NumPy's cast on the CPU raises invalid for a signalling one.
- */
-#define UFG_AT_NARROW_INTEGERS(X)                                                          \
-    X(NPY_BYTE, npy_byte) X(NPY_UBYTE, npy_ubyte) X(NPY_SHORT, npy_short)                  \
-    X(NPY_USHORT, npy_ushort) X(NPY_INT, npy_int) X(NPY_UINT, npy_uint)
-
+/* Whether `loop` updates an a of `a_type`: its own type, or a narrower one whose elements it
+ * converts to its type and back as NumPy's .at does (ufuncgen/host_at_convert.h; which ones:
+ * gen/element_types.py, at_widened_from).  Asked of the loop itself, with no update, so that
+ * the generated code alone says which pairs it converts. */
 static int
-ufg_at_converts(int a_type, int loop_type)
+ufg_at_loop_reads(ufg_host_at_loop loop, int a_type)
 {
-    switch (loop_type) {
-    case NPY_DOUBLE:
-        return a_type == NPY_FLOAT || a_type == NPY_HALF;
-    case NPY_FLOAT:
-        return a_type == NPY_HALF;
-    case NPY_INT64:
-        switch (a_type) {
-#define UFG_AT_CASE(type_num, c_type) case type_num:
-        UFG_AT_NARROW_INTEGERS(UFG_AT_CASE)
-#undef UFG_AT_CASE
-            return 1;
-        default:
-            return 0;
-        }
-    default:
-        return 0;
-    }
-}
-
-/* The element at `from`, of a's type, as one of the loop's, at `to` (a pair ufg_at_converts
- * takes). */
-static inline void
-ufg_at_widen(int a_type, int loop_type, const char *from, char *to)
-{
-    if (loop_type == NPY_DOUBLE) {
-        const npy_double value = a_type == NPY_FLOAT
-            ? (npy_double)*(const npy_float *)from : ufg_half_to_double(*(const ufg_half *)from);
-        memcpy(to, &value, sizeof(value));
-        return;
-    }
-    if (loop_type == NPY_FLOAT) {
-        const npy_float value = ufg_half_to_float_portable(*(const ufg_half *)from);
-        memcpy(to, &value, sizeof(value));
-        return;
-    }
-    npy_int64 value = 0;
-    switch (a_type) {
-#define UFG_AT_CASE(type_num, c_type) case type_num: value = *(const c_type *)from; break;
-    UFG_AT_NARROW_INTEGERS(UFG_AT_CASE)
-#undef UFG_AT_CASE
-    }
-    memcpy(to, &value, sizeof(value));
-}
-
-/* NumPy's float16 conversions raise underflow where a value below float16's smallest normal
- * number (2**-14) does not convert exactly; the portable ones raise overflow only (half.h). */
-static inline ufg_half
-ufg_at_half_flagged(ufg_half stored, double value)
-{
-    if (isless(fabs(value), 0x1p-14) && ufg_half_to_double(stored) != value) {   /* quiet on NaN */
-        feraiseexcept(FE_UNDERFLOW);
-    }
-    return stored;
-}
-
-/* The loop's result at `from` stored as an element of a's type at `to` (ufg_at_widen's
- * inverse, rounding or wrapping as NumPy's casts do, with their flags). */
-static inline void
-ufg_at_narrow(int a_type, int loop_type, const char *from, char *to)
-{
-    if (loop_type == NPY_DOUBLE) {
-        npy_double value;
-        memcpy(&value, from, sizeof(value));
-        if (a_type == NPY_FLOAT) {
-            *(npy_float *)to = (npy_float)value;
-        }
-        else {
-            *(ufg_half *)to = ufg_at_half_flagged(ufg_double_to_half(value), value);
-        }
-        return;
-    }
-    if (loop_type == NPY_FLOAT) {
-        npy_float value;
-        memcpy(&value, from, sizeof(value));
-        *(ufg_half *)to = ufg_at_half_flagged(ufg_float_to_half_portable(value), value);
-        return;
-    }
-    npy_int64 value;
-    memcpy(&value, from, sizeof(value));
-    switch (a_type) {
-#define UFG_AT_CASE(type_num, c_type) case type_num: *(c_type *)to = (c_type)value; break;
-    UFG_AT_NARROW_INTEGERS(UFG_AT_CASE)
-#undef UFG_AT_CASE
-    }
+    return loop != NULL && loop(a_type, NULL, 0, 0, NULL, 0, NULL, 0, 0) == 0;
 }
 
 /* The loop NumPy resolves for (a_type, b_type) when it is one of ours that reads both as they
@@ -310,7 +215,6 @@ ufg_at_resolve(PyUFuncObject *ufunc, const ufg_function_descriptor *fn, int a_ty
     }
     Py_DECREF(result);
     if (resolved[nargs - 1] != resolved[0] ||
-        (resolved[0] != a_type && !ufg_at_converts(a_type, resolved[0])) ||
         (fn->nin == 2 && resolved[1] != b_type &&
          (resolved[1] < 0 || !PyArray_CanCastSafely(b_type, resolved[1])))) {
         return UFG_AT_DECLINED;
@@ -322,7 +226,7 @@ ufg_at_resolve(PyUFuncObject *ufunc, const ufg_function_descriptor *fn, int a_ty
             same &= types[k] == resolved[k];
         }
         if (same) {
-            return fn->host_at_loops[i] != NULL ? i : UFG_AT_DECLINED;
+            return ufg_at_loop_reads(fn->host_at_loops[i], a_type) ? i : UFG_AT_DECLINED;
         }
     }
     return UFG_AT_DECLINED;
@@ -573,46 +477,6 @@ ufg_at_indexed(const ufg_at_target *target, const char *index, npy_intp index_st
     return (npy_uintp)k < (npy_uintp)target->length ? target->base + k * target->step : NULL;
 }
 
-/*
- * The updates of an a whose elements the loop converts (ufg_at_converts), in order: each
- * element widened into a one-element array of the loop's type, updated there by the loop's
- * indexed loop, and narrowed back before the next index is read, so that a repeated index
- * sees the element as stored, as in NumPy's .at.
- */
-static void
-ufg_at_run_converting(ufg_host_at_loop loop, int a_type, int loop_type,
-                      const ufg_at_target *target, const char *index, npy_intp index_step,
-                      const char *b, npy_intp b_step, npy_intp n)
-{
-    static const npy_intp first = 0;
-    _Alignas(8) char element[sizeof(npy_double)];
-
-    for (npy_intp i = 0; i < n; i++) {
-        char *at = ufg_at_indexed(target, index, index_step, i);
-        if (at == NULL) {
-            continue;
-        }
-        ufg_at_widen(a_type, loop_type, at, element);
-        loop(element, 0, 1, (const char *)&first, 0, b != NULL ? b + i * b_step : NULL, 0,
-             1);                                                        /* unary: no b */
-        ufg_at_narrow(a_type, loop_type, element, at);
-    }
-}
-
-/* n updates of target in order, through the loop as it is where a is of its type, else each
- * element converted (ufg_at_run_converting). */
-static void
-ufg_at_update(ufg_host_at_loop loop, int a_type, int loop_type, const ufg_at_target *target,
-              const char *index, npy_intp index_step, const char *b, npy_intp b_step, npy_intp n)
-{
-    if (a_type == loop_type) {
-        loop(target->base, target->step, target->length, index, index_step, b, b_step, n);
-    }
-    else {
-        ufg_at_run_converting(loop, a_type, loop_type, target, index, index_step, b, b_step, n);
-    }
-}
-
 /* The updates, every index checked first, the GIL released. */
 static int
 ufg_at_run(const ufg_function_descriptor *fn, PyUFuncObject *ufunc, int loop, PyArrayObject *a,
@@ -620,7 +484,6 @@ ufg_at_run(const ufg_function_descriptor *fn, PyUFuncObject *ufunc, int loop, Py
 {
     ufg_at_target target = {PyArray_BYTES(a), 0, 0};
     const int a_type = PyArray_DESCR(a)->type_num;
-    const int loop_type = fn->types[(size_t)loop * (size_t)(fn->nin + fn->nout)];
     PyArrayObject *indices;
 
     if (PyArray_NDIM(a) == 1) {
@@ -636,8 +499,9 @@ ufg_at_run(const ufg_function_descriptor *fn, PyUFuncObject *ufunc, int loop, Py
     }
     feclearexcept(FE_ALL_EXCEPT);
     Py_BEGIN_ALLOW_THREADS
-    ufg_at_update(fn->host_at_loops[loop], a_type, loop_type, &target, PyArray_BYTES(indices),
-                  PyArray_STRIDE(indices, 0), b->data, b->step, n);
+    fn->host_at_loops[loop](a_type, target.base, target.step, target.length,
+                            PyArray_BYTES(indices), PyArray_STRIDE(indices, 0), b->data, b->step,
+                            n);
     Py_END_ALLOW_THREADS
     Py_DECREF(indices);
     atomic_fetch_add(&ufg_host_at_calls, 1);
@@ -695,8 +559,8 @@ ufg_at_cast_second(int type_num, ufg_at_second *b, ufg_at_conversions *made)
  * scatter-add of gradient rows into an embedding (`add.at(weights, ids, rows)`).  NumPy's .at
  * then calls the loop once per element of each row in turn; ufg_at_run_rows runs the indexed
  * loop over each row's elements in turn (the scalar body, so NumPy's bits and flags, a NaN's
- * payload included, which a vector kernel's operand order may change), converting a's
- * elements where the loop computes in a wider type, as for one-dimensional updates.  Taken
+ * payload included, which a vector kernel's operand order may change), the loop converting
+ * a's elements where it computes in a wider type, as for one-dimensional updates.  Taken
  * where a's row and b's row (b broadcast to (n,) + a.shape[1:]) are each walked with one step.
  */
 
@@ -766,7 +630,7 @@ ufg_at_rows_second(PyObject *obj, ufg_at_conversions *made)
 /* The row updates, in order: for each index, the row it names updated element by element
  * (`within`: 0, 1, ... min(m, UFG_AT_ROW_PART) - 1), with b's i-th row. */
 static void
-ufg_at_run_rows(ufg_host_at_loop loop, int a_type, int loop_type, const ufg_at_target *rows,
+ufg_at_run_rows(ufg_host_at_loop loop, int a_type, const ufg_at_target *rows,
                 npy_intp a_step, const npy_intp *within, const char *index, npy_intp index_step,
                 const char *b, npy_intp b_row_step, npy_intp b_step, npy_intp n, npy_intp m)
 {
@@ -777,10 +641,9 @@ ufg_at_run_rows(ufg_host_at_loop loop, int a_type, int loop_type, const ufg_at_t
         }
         for (npy_intp j = 0; j < m; j += UFG_AT_ROW_PART) {
             const npy_intp count = m - j < UFG_AT_ROW_PART ? m - j : UFG_AT_ROW_PART;
-            const ufg_at_target part = {row + j * a_step, a_step, count};
             const char *b_part = b != NULL ? b + i * b_row_step + j * b_step : NULL;
-            ufg_at_update(loop, a_type, loop_type, &part, (const char *)within,
-                          sizeof(npy_intp), b_part, b_step, count);
+            loop(a_type, row + j * a_step, a_step, count, (const char *)within,
+                 sizeof(npy_intp), b_part, b_step, count);
         }
     }
 }
@@ -866,7 +729,7 @@ ufg_at_rows_call(PyUFuncObject *ufunc, const ufg_function_descriptor *fn,
     const ufg_at_target rows = {PyArray_BYTES(a), PyArray_STRIDE(a, 0), PyArray_DIM(a, 0)};
     feclearexcept(FE_ALL_EXCEPT);
     Py_BEGIN_ALLOW_THREADS
-    ufg_at_run_rows(fn->host_at_loops[loop], PyArray_DESCR(a)->type_num, types[0], &rows, a_step,
+    ufg_at_run_rows(fn->host_at_loops[loop], PyArray_DESCR(a)->type_num, &rows, a_step,
                     within, PyArray_BYTES(indices), PyArray_STRIDE(indices, 0),
                     b != NULL ? PyArray_BYTES(b) : NULL, b_strides[0], b_step, n, m);
     Py_END_ALLOW_THREADS

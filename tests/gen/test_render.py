@@ -52,6 +52,28 @@ def test_each_body_is_written_once_and_included_by_the_host_loops_and_the_kernel
     assert examples["ex_bodies.h"].count("UFG_BODY_FN void\nufg_body_add_float64(") == 1
 
 
+
+def _host_at_loop(examples, cname):
+    module = examples["ex_module.c"]
+    start = module.index(f"ufg_host_at_{cname}(int a_type")
+    return module[start:module.index("\n}\n", start)]
+
+
+def test_the_indexed_loop_of_a_wider_type_converts_a_narrower_array_inline(examples):
+    # host_at.c's .at of a float32 array with a Python float runs add's float64 loop, which
+    # converts each element in its own loop; a type it does not list it answers -1 for.
+    wide = _host_at_loop(examples, "add_float64")
+    for narrow in ("float32", "float16"):
+        assert f"case NPY_{narrow.upper()}:" in wide
+        assert f"ufg_body_add_float64(ufg_at_float64_from_{narrow}(*element)" in wide
+        assert f"*element = ufg_at_{narrow}_from_float64(result);" in wide
+    assert "default:\n        return -1;" in wide
+    integers = _host_at_loop(examples, "add_int64")
+    for narrow in ("int8", "uint8", "int16", "uint16", "int32", "uint32"):
+        assert f"ufg_at_int64_from_{narrow}(*element)" in integers
+    assert "ufg_at_" not in _host_at_loop(examples, "add_float16")    # nothing narrower
+
+
 def test_cub_is_included_only_where_an_associative_function_reduces_whole_lines(examples):
     # add (associative, with reductions) is in the exact file; the fast-math file has none
     kernels, fast = examples["ex_kernels.cu"], examples["ex_kernels_fastmath.cu"]

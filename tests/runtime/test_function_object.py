@@ -642,12 +642,12 @@ def _capsule(name):
                                   "ufuncgen.descriptor.2", "ufuncgen.descriptor.3",
                                   "ufuncgen.descriptor.4", "ufuncgen.descriptor.5",
                                   "ufuncgen.descriptor.6", "ufuncgen.descriptor.7",
-                                  "ufuncgen.descriptor.8"])
+                                  "ufuncgen.descriptor.8", "ufuncgen.descriptor.9"])
 def test_a_descriptor_of_another_ufuncgens_layout_is_refused_at_import(name):
     with pytest.raises(ImportError, match=rf"module 'old_module' was built by a ufuncgen "
                                           rf"whose generated code has another layout "
                                           rf"\(descriptor '{name}', this ufuncgen reads "
-                                          rf"'ufuncgen\.descriptor\.9'\); rebuild it"):
+                                          rf"'ufuncgen\.descriptor\.10'\); rebuild it"):
         Function(np.add, "add", "old_module", "doc", _capsule(name))
 
 

@@ -415,6 +415,139 @@ def test_unary_functions_and_two_dimensional_arrays_convert_too():
                                                                     np.array([1, 0, 0])), 200)
 
 
+
+# Each (a's type, the loop's type) whose elements the indexed loop converts inline
+# (ufuncgen/host_at_convert.h), and NumPy's own ufunc of the same operation as the reference:
+# np.add.at and np.multiply.at resolve the same loop for (a, b of the loop's type), convert a's
+# elements to it and back index by index, and are no part of ufuncgen.
+CONVERTING_PAIRS = [
+    pytest.param(np.dtype(a), np.dtype(loop), id=f"{a}-in-{loop}")
+    for a, loop in [("float32", "float64"), ("float16", "float64"), ("float16", "float32"),
+                    ("int8", "int64"), ("uint8", "int64"), ("int16", "int64"),
+                    ("uint16", "int64"), ("int32", "int64"), ("uint32", "int64")]
+]
+
+# Floats whose sums round differently kept in float32 (or float16) than in float64, that
+# overflow the narrow type, that are subnormal or below it, signed zeros, NaN and infinities.
+EDGE_UPDATES = [0.0, -0.0, 1.0, TIE, -TIE, 2.0 ** -11 + 2.0 ** -40, 1e300, -1e300, 3.5e38,
+                65519.0, 6e-8, 2.0 ** -25, 1e-45, np.nan, np.inf, -np.inf, 0.1, -7.25]
+
+
+def narrow_values(dtype, n, rng):
+    """n values of the narrow `dtype`, its edges among them."""
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        values = rng.integers(info.min, info.max, n, endpoint=True).astype(dtype)
+        values[:4] = [info.min, info.max, 0, 1]
+        return values
+    return values_of(dtype, n, rng)
+
+
+def wide_values(dtype, n, rng):
+    """n values of the loop's `dtype` that reach past the narrow types' ranges."""
+    if dtype.kind in "iu":
+        values = rng.integers(-2 ** 40, 2 ** 40, n)
+        values[:6] = [2 ** 63 - 1, -2 ** 63, 255, -129, 65536, 2 ** 32 + 1]
+        return rng.permutation(values).astype(dtype)
+    values = rng.uniform(-4, 4, n)
+    values[:len(EDGE_UPDATES)] = EDGE_UPDATES
+    with np.errstate(over="ignore"):
+        return rng.permutation(values).astype(dtype)
+
+
+def at_as_numpy(fn, reference, a, indices, b):
+    """fn.at and NumPy's own `reference`.at (np.add, np.multiply) on copies of a: asserts the
+    same bits afterwards, the same exception and the same warnings, and that fn.at ran the
+    indexed loop."""
+    mine, theirs = a.copy(), a.copy()
+    before = _core._host_at_calls()
+    got = outcome(lambda: fn.at(mine, indices, b))
+    assert _core._host_at_calls() == before + 1, "not the indexed loop"
+    want = outcome(lambda: reference.at(theirs, indices, b), fn.ufunc.__name__)
+    assert got == want
+    assert mine.tobytes() == theirs.tobytes(), (mine, theirs)
+
+
+@pytest.fixture(scope="module")
+def multiply():
+    import ufuncgen
+    return ufuncgen.load("""\
+ufunc multiply(x, y) -> z
+    types: int64(int64, int64), float32(float32, float32), float64(float64, float64)
+{
+    z = x * y;
+}
+""", name="ufg_test_host_at_multiply", cuda_arch="none").multiply
+
+
+@pytest.mark.parametrize("a_type, loop_type", CONVERTING_PAIRS)
+def test_a_converted_array_is_updated_bit_for_bit_as_numpys_own_add_at_updates_it(
+        a_type, loop_type, rng):
+    a = narrow_values(a_type, 24, rng)
+    indices = rng.integers(-24, 24, 400)            # repeated and negative
+    with np.errstate(all="ignore"):
+        at_as_numpy(ex.add, np.add, a, indices, wide_values(loop_type, 400, rng))
+        at_as_numpy(ex.add, np.add, a, indices, wide_values(loop_type, 400, rng)[7])  # a scalar
+        if loop_type.kind == "f" and a_type == np.float32:
+            at_as_numpy(ex.add, np.add, a, indices, TIE)             # a Python float
+        if loop_type.kind == "i":
+            at_as_numpy(ex.add, np.add, a, indices, -(2 ** 33) - 3)  # a Python int
+
+
+@pytest.mark.parametrize("a_type, loop_type", CONVERTING_PAIRS)
+def test_a_converted_array_is_updated_bit_for_bit_as_numpys_own_multiply_at_updates_it(
+        a_type, loop_type, multiply, rng):
+    a = narrow_values(a_type, 24, rng)
+    indices = rng.integers(-24, 24, 300)
+    b = wide_values(loop_type, 300, rng)
+    if loop_type.kind == "f":
+        b[::3] = rng.choice([0.5, -2.0, 1.0 + TIE, 3.0, 1e20, 1e-20], b[::3].size)
+    with np.errstate(all="ignore"):
+        at_as_numpy(multiply, np.multiply, a, indices, b)
+
+
+@pytest.mark.parametrize("a_type, loop_type", CONVERTING_PAIRS)
+def test_the_updates_of_a_converted_array_round_or_wrap_after_each_one_in_order(
+        a_type, loop_type):
+    # 1 + TIE + TIE ... kept in the wide type would round (or wrap) once, at the end.
+    step = TIE if a_type == np.float32 else 2.0 ** -11 + 2.0 ** -40 if a_type.kind == "f" else 2 ** 31
+    a = np.ones(3, a_type)
+    b = np.full(7, step, loop_type)
+    expected = a.copy()
+    for value in b:
+        with np.errstate(all="ignore"):
+            expected[0] = (expected[0].astype(loop_type) + value).astype(a_type)
+    before = _core._host_at_calls()
+    ex.add.at(a, np.zeros(7, np.intp), b)
+    assert _core._host_at_calls() == before + 1
+    assert a.tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("a_type, loop_type", CONVERTING_PAIRS)
+def test_an_empty_index_leaves_a_converted_array_as_it_was(a_type, loop_type, rng):
+    at_as_numpy(ex.add, np.add, narrow_values(a_type, 5, rng), np.zeros(0, np.intp),
+                np.zeros(0, loop_type))
+
+
+FLAGS_OF_CONVERSIONS = [   # (a, b of the loop's type): the flag NumPy raises for them
+    pytest.param(np.float32, 1e300, id="float32-overflows-to-inf"),
+    pytest.param(np.float32, np.inf, id="float32-plus-inf-is-quiet"),
+    pytest.param(np.float16, 65520.0, id="float16-overflows-from-float64"),
+    pytest.param(np.float16, 2.0 ** -25 + 2.0 ** -40, id="float16-underflows-from-float64"),
+    pytest.param(np.float16, np.float32(7e4), id="float16-overflows-from-float32"),
+    pytest.param(np.float16, np.float32(3e-8), id="float16-underflows-from-float32"),
+    pytest.param(np.float32, np.nan, id="float32-nan-is-quiet"),
+]
+
+
+@pytest.mark.parametrize("mode", ["raise", "warn", "ignore"])
+@pytest.mark.parametrize("a_type, b", FLAGS_OF_CONVERSIONS)
+def test_the_flags_of_a_converted_update_follow_errstate_as_numpys_add_at_does(a_type, b, mode):
+    b = np.full(3, b, np.float32 if isinstance(b, np.float32) else np.float64)
+    with np.errstate(all=mode):
+        at_as_numpy(ex.add, np.add, np.zeros(4, a_type), np.array([0, 2, -1]), b)
+
+
 def _rows(shape, dtype=np.float64, order="C"):
     return lambda: np.asarray(np.arange(np.prod(shape)).reshape(shape), dtype=dtype, order=order)
 

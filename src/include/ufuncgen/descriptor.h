@@ -23,12 +23,15 @@
  * output-only dimension, from process_core_dims). */
 #define UFG_CORE_DIM_VARIABLE (-1)
 
-/* A loop's `.at` on the host, for an array of the loop's first input type (which is also its
- * output's): for i < n in order, a[index[i]] = f(a[index[i]], b[i]), each index an npy_intp in
- * -a_length..a_length-1 (src/core/host_at.c checks them first), b of the loop's second input
- * type (unused by a unary function).  Steps in bytes. */
-typedef void (*ufg_host_at_loop)(char *a, npy_intp a_step, npy_intp a_length, const char *index,
-                                 npy_intp index_step, const char *b, npy_intp b_step, npy_intp n);
+/* A loop's `.at` on the host, for an array of type a_type: the loop's first input type (which is
+ * also its output's), or a narrower one whose elements it converts to that type and back
+ * (ufuncgen/host_at_convert.h): for i < n in order, a[index[i]] = f(a[index[i]], b[i]), each
+ * index an npy_intp in -a_length..a_length-1 (src/core/host_at.c checks them first), b of the
+ * loop's second input type (unused by a unary function).  Steps in bytes.  0, or -1, with
+ * nothing done, for an a_type it does not update (n 0 asks which it does). */
+typedef int (*ufg_host_at_loop)(int a_type, char *a, npy_intp a_step, npy_intp a_length,
+                                const char *index, npy_intp index_step, const char *b,
+                                npy_intp b_step, npy_intp n);
 
 typedef struct ufg_function_descriptor {
     const char *name;
@@ -85,8 +88,9 @@ typedef struct ufg_function_descriptor {
  * ufg_device_loop, at_* in ufg_reduce_params.  5: the provided loops.  6: device_codes, and
  * device loops for the provided loops.  7: total and scan launchers in ufg_device_loop, carry and
  * carry_keep_strides in ufg_reduce_params.  8: steps_in_float in ufg_device_loop,
- * partials_in and partials_out in ufg_reduce_params.  9: host_at_loops. */
+ * partials_in and partials_out in ufg_reduce_params.  9: host_at_loops.  10: a host_at_loop
+ * takes a's type (and converts a narrower one). */
 #define UFG_DESCRIPTOR_CAPSULE_PREFIX "ufuncgen.descriptor"
-#define UFG_DESCRIPTOR_CAPSULE UFG_DESCRIPTOR_CAPSULE_PREFIX ".9"
+#define UFG_DESCRIPTOR_CAPSULE UFG_DESCRIPTOR_CAPSULE_PREFIX ".10"
 
 #endif /* UFUNCGEN_DESCRIPTOR_H */
