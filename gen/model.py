@@ -432,6 +432,11 @@ _SCALAR_VARIANT_CALL = re.compile(r"\bhypot\s*\(")
 # ones too, raising their flags (sqrt(-1) invalid, log(0) divide-by-zero, x * x overflow).
 _CONDITIONAL = re.compile(r"\?|&&|\|\||\b(?:if|while|switch|goto|break|continue|return)\b")
 
+# A loop whose trip count the data decides (`while (e > 0)`, `do ... while (v != 1)`): GCC 12
+# vectorizes no loop over elements around one.  `while (0)` (a macro's do { } while (0)) loops
+# once.
+_DATA_LOOP = re.compile(r"\bwhile\s*\((?!\s*(?:0|false)\s*\))")
+
 
 _DEFINE_LINE = re.compile(r"\s*#\s*define\b")
 
@@ -727,6 +732,14 @@ class Module:
             lambda line: _VECTOR_MATH_CALL.search(line) or _CONDITIONAL.search(line))
         return frozenset(f.name for f in self.functions
                          if f.name in raising and not f.reads_core_outputs_first)
+
+    @functools.cached_property
+    def data_loop_functions(self) -> frozenset[str]:
+        """Elementwise functions whose body, or a helper it calls, has a loop whose trip count
+        the data decides (`while (e > 0)`): their loop over elements stays scalar, and
+        runs a few elements an iteration (render.kernel_unroll)."""
+        looping = self._functions_whose_code(_DATA_LOOP.search)
+        return frozenset(f.name for f in self.functions if f.name in looping and not f.is_gufunc)
 
     @functools.cached_property
     def guarded_functions(self) -> frozenset[str]:

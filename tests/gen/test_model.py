@@ -886,6 +886,64 @@ def test_of_those_a_function_with_a_conditional_re_runs_a_block_that_raised_unde
     assert model(FLAG_EXACT).guarded_functions == {"guarded", "rows_guarded"}
 
 
+DATA_LOOPS = """
+helper int64_t steps_to_one(int64_t v)
+{
+    int64_t count = 0;
+    while (v > 1) {
+        v = (v & 1) ? 3 * v + 1 : v / 2;
+        count++;
+    }
+    return count;
+}
+
+ufunc power(x, n) -> y
+    types: int64(int64, int64)
+{
+    int64_t result = 1, e = n;
+    while (e > 0) { result *= x; e--; }
+    y = result;
+}
+
+ufunc collatz(x) -> y
+    types: int64(int64)
+{
+    y = steps_to_one(x);
+}
+
+ufunc once(x) -> y
+    types: float64(float64)
+{
+    do { y = x + 1; } while (0);
+}
+
+ufunc counted(x) -> y
+    types: float64(float64)
+{
+    T acc = 0;
+    for (int k = 0; k < 4; k++)
+        acc += x;
+    y = acc;
+}
+
+gufunc rows_until(x) -> y
+    layout: (n)->()
+    types: float64(float64)
+{
+    int64_t i = 0;
+    while (i < n && x(i) > 0)
+        i++;
+    y = i;
+}
+"""
+
+
+def test_elementwise_functions_whose_body_or_helper_loops_until_the_data_says_are_data_loops():
+    """Their loops over elements stay scalar, a few elements an iteration
+    (render.kernel_unroll); a macro's do { } while (0) and a counted for loop do not count."""
+    assert model(DATA_LOOPS).data_loop_functions == {"power", "collatz"}
+
+
 @pytest.mark.parametrize("body, reads", [
     ("y(i) = x(i);", False),
     ("y(i) = 0; y(i) += x(i);", False),
