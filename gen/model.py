@@ -432,6 +432,10 @@ _SCALAR_VARIANT_CALL = re.compile(r"\bhypot\s*\(")
 # ones too, raising their flags (sqrt(-1) invalid, log(0) divide-by-zero, x * x overflow).
 _CONDITIONAL = re.compile(r"\?|&&|\|\||\b(?:if|while|switch|goto|break|continue|return)\b")
 
+# exp of a real argument: the host loops give its function a kernel for the blocks after one
+# whose exp underflowed (Module.underflowing_exp_functions).
+_EXP_CALL = re.compile(r"\bexp\s*\(")
+
 # A loop whose trip count the data decides (`while (e > 0)`, `do ... while (v != 1)`): GCC 12
 # vectorizes no loop over elements around one.  `while (0)` (a macro's do { } while (0)) loops
 # once.
@@ -732,6 +736,18 @@ class Module:
             lambda line: _VECTOR_MATH_CALL.search(line) or _CONDITIONAL.search(line))
         return frozenset(f.name for f in self.functions
                          if f.name in raising and not f.reads_core_outputs_first)
+
+    @functools.cached_property
+    def underflowing_exp_functions(self) -> frozenset[str]:
+        """Elementwise functions, not fast math, whose body itself calls exp: their loops of
+        real types (render.underflowing_kernel) get a kernel for the blocks after one whose exp
+        underflowed, compiled from an `_underflowing` copy of the body (bodies.h.j2), whose exp
+        gives +0 inline where exp rounds to +0 instead of libmvec's lane-by-lane scalar calls
+        (prelude.h, ufg_exp_f_underflowing; host_loops.h, ufg_kernel_after).  Flag-exact, as
+        every body calling vector math.  A helper keeps the one variant."""
+        return frozenset(f.name for f in self.functions
+                         if not f.is_gufunc and not f.fastmath and f.name in self.flag_exact_functions
+                         and any(_EXP_CALL.search(line) for line in _code_lines(f.body)))
 
     @functools.cached_property
     def data_loop_functions(self) -> frozenset[str]:

@@ -323,6 +323,14 @@ def kernel_unroll(fn: Function, sig, module: Module) -> int:
     return SCALAR_UNROLL if fn.name in module.data_loop_functions else 1
 
 
+def underflowing_kernel(fn: Function, sig, module: Module) -> bool:
+    """Whether an elementwise loop gets a kernel for the blocks after one whose exp underflowed
+    (Module.underflowing_exp_functions): a loop of real types stored as they compute (a complex
+    exp is the prelude's own; float16 blocks convert apart)."""
+    return (fn.name in module.underflowing_exp_functions
+            and all(t.storage is None and not t.is_complex for t in sig.all_types))
+
+
 def scalar_gives_vector_bits(fn: Function, sig, module: Module) -> bool:
     """Whether every element of an elementwise loop gets the same bits from its scalar copy and
     its vector loop, wherever a call is split between them: no vector math (libmvec differs
@@ -420,7 +428,7 @@ def environment() -> jinja2.Environment:
         device_read=device_read, element_arguments=element_arguments, uses_cub=uses_cub,
         wrapper_doc=wrapper_doc, ufunc_doc=ufunc_doc, identity_spec=identity_spec,
         descriptor_flags=descriptor_flags, target_clones=target_clones, reduce_clones=reduce_clones,
-        kernel_unroll=kernel_unroll,
+        kernel_unroll=kernel_unroll, underflowing_kernel=underflowing_kernel,
         scalar_gives_vector_bits=scalar_gives_vector_bits,
         broadcast_kernel_inputs=broadcast_kernel_inputs,
         call_signature=call_signature, py_doc=py_doc, contiguous_steps=contiguous_steps,

@@ -944,6 +944,53 @@ def test_elementwise_functions_whose_body_or_helper_loops_until_the_data_says_ar
     assert model(DATA_LOOPS).data_loop_functions == {"power", "collatz"}
 
 
+EXP_CALLS = """
+helper T exp_of(T v)
+{
+    return exp(v);
+}
+
+ufunc gauss(x) -> y
+    types: float32(float32), float64(float64)
+{
+    y = exp(-x * x);   /* exp (a comment's exp(x) would not count) */
+}
+
+ufunc through_helper(x) -> y
+    types: float64(float64)
+{
+    y = exp_of(x);
+}
+
+ufunc fast_gauss(x) -> y
+    types: float64(float64)
+    fastmath: true
+{
+    y = exp(-x * x);
+}
+
+ufunc other_exps(x) -> y
+    types: float32(float32)
+{
+    y = expf(x) + exp2(x) + expm1(x);
+}
+
+gufunc rows_exp(x) -> y
+    layout: (n)->(n)
+    types: float64(float64)
+{
+    for (int64_t i = 0; i < n; i++)
+        y(i) = exp(x(i));
+}
+"""
+
+
+def test_elementwise_functions_whose_own_body_calls_exp_get_a_kernel_for_underflowing_blocks():
+    """Not through a helper (it keeps one variant), not fast math, not a gufunc, not expf,
+    exp2 or expm1."""
+    assert model(EXP_CALLS).underflowing_exp_functions == {"gauss"}
+
+
 @pytest.mark.parametrize("body, reads", [
     ("y(i) = x(i);", False),
     ("y(i) = 0; y(i) += x(i);", False),

@@ -179,3 +179,58 @@ def test_a_long_call_spanning_underflow_is_numpys_in_values_and_errors(fns, t):
     _assert_numpys_values(got, x, t, "a narrow Gaussian's exponents")
     keep = ~_subnormal_results(x)
     assert _errors(fns.exp_of, x[keep]) == _errors(np.exp, x[keep]) == {"underflow"}
+
+
+# ---------------------------------------------------------------- after an underflowing block
+
+# The blocks of a group of 4,096 elements (from the call's start) that follow a first block whose
+# exp underflowed run through a second kernel, whose exp gives +0 inline where exp rounds to +0
+# (prelude.h, ufg_exp_f_underflowing; host_loops.h, ufg_kernel_after).
+PAST_UNDERFLOW = {"float32": -200.0, "float64": -1000.0}
+
+
+def _after_an_underflowing_block(x, t):
+    return np.concatenate([np.full(256, PAST_UNDERFLOW[t], dtype=t), x])
+
+
+@pytest.mark.parametrize("t", TYPES)
+@pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "strided"])
+def test_the_blocks_after_an_underflowing_one_are_numpys_in_values_and_errors(
+        fns, t, strided, threads_restored):
+    import ufuncgen
+    ufuncgen.set_num_threads(1)
+    pool = _pool(t, np.random.default_rng(23))
+    for n in [1, 7, 8, 9, 17, 40, 255, 256, 300, 3840]:
+        for start in range(0, pool.size - n, max(n, 1999)):
+            a = _after_an_underflowing_block(pool[start:start + n], t)
+            if strided:
+                spread = np.zeros(2 * a.size, dtype=t)
+                spread[::2] = a
+                a = spread[::2]
+            with np.errstate(all="ignore"):
+                got = fns.exp_of(a)
+            _assert_numpys_values(got, a, t, f"{n} elements from {start}")
+            kept = a[~_subnormal_results(a)]
+            assert _errors(fns.exp_of, kept) == _errors(np.exp, kept), (n, start)
+
+
+@pytest.mark.parametrize("t", TYPES)
+def test_which_kernel_runs_a_block_does_not_depend_on_the_thread_count(fns, t, threads_restored):
+    """Where libmvec raises a flag for an argument it hands to scalar exp (exp(-1e10):
+    invalid), the plain kernel's block re-runs through scalar libm and the other kernel's
+    keeps libmvec's bits: the blocks each kernel runs are the same for any thread count."""
+    import ufuncgen
+    from ufuncgen import _core
+    pool = _pool(t, np.random.default_rng(24))
+    x = np.concatenate([pool] * 20)
+    x[::997] = -1e10
+    results = []
+    for threads in (1, 2, 3):
+        ufuncgen.set_num_threads(threads)
+        elements, work, _ = _core._parallel_threshold()
+        _core._set_parallel_threshold(elements, work, 0)
+        with np.errstate(all="ignore"):
+            results.append(fns.exp_of(x))
+    for r in results[1:]:
+        np.testing.assert_array_equal(r.view(f"u{np.dtype(t).itemsize}"),
+                                      results[0].view(f"u{np.dtype(t).itemsize}"))

@@ -84,12 +84,32 @@ typedef npy_intp ufg_stride_t;
 
 typedef void (*ufg_contiguous_kernel)(npy_intp n, char **args);
 
-/* A flag-exact loop's scalar copy (ufg_run_block), and whether a block that raised underflow
- * re-runs there too (gen/model.py, guarded_functions). */
+/* A flag-exact loop's scalar copy (ufg_run_block), whether a block that raised underflow
+ * re-runs there too (gen/model.py, guarded_functions), and its kernel for the blocks after one
+ * whose exp underflowed, or NULL (ufg_kernel_after). */
 typedef struct {
     ufg_contiguous_kernel kernel;
     bool underflow_too;
+    ufg_contiguous_kernel underflowing;
 } ufg_exact_kernel;
+
+/*
+ * The kernel for the block after one of the same group (UFG_CHECK_CHUNK) whose vector run
+ * raised underflow or not: after one that did, the loop's kernel whose exp gives +0 inline
+ * where exp rounds to +0 (prelude.h, ufg_exp_f_underflowing), where it has one.  libmvec
+ * computes a vector holding such an argument lane by lane through scalar exp (exp of float32
+ * data that mostly underflows ran at 0.07x np.exp), and that kernel is slower on other data
+ * (1.6x for float32).  The two give each element the same flags, and the same bits but where
+ * libmvec raised a flag for an argument it hands to scalar exp (exp(-1e10): invalid) and the
+ * plain kernel's block re-runs through the scalar copy: the first block of each group runs
+ * through the plain kernel, so which kernel runs a block does not depend on the thread count.
+ */
+static inline ufg_contiguous_kernel
+ufg_kernel_after(ufg_contiguous_kernel kernel, const ufg_exact_kernel *exact, bool underflowed)
+{
+    return underflowed && exact != NULL && exact->underflowing != NULL ? exact->underflowing
+                                                                        : kernel;
+}
 
 /* Before a kernel's loop: its arguments are the same array or disjoint (ufg_run_elementwise
  * sends a partial overlap, NumPy's reductions, one element at a time), so no element depends
@@ -142,6 +162,7 @@ ufg_elements_to_cache_line(const char *p, int itemsize, npy_intp n)
  * is not NULL.  `spare[k]` (UFG_BLOCK elements) is free for input k: an input the block's
  * output overwrites (out=x) is copied there first, so that a re-run reads the values the first
  * run read.  `spare` is NULL where no output can be an input.
+ * Whether the block's vector run raised underflow (ufg_kernel_after), false without `exact`.
  * `*confirmed` holds the flags that re-runs of earlier blocks of the same group of
  * UFG_CHECK_CHUNK elements raised through the scalar copy.  A block whose vector run raised no
  * other flag keeps its vector results: a re-run could only raise flags the call raises anyway
@@ -151,14 +172,14 @@ ufg_elements_to_cache_line(const char *p, int itemsize, npy_intp n)
  * flag-exact loop), so which blocks keep their vector results, whose last bits may differ from
  * scalar libm's, does not depend on it.
  */
-static inline void
+static inline bool
 ufg_run_block(npy_intp m, char **block_args, int nin, int nargs, const int *itemsizes,
               ufg_contiguous_kernel kernel, const ufg_exact_kernel *exact,
               char (*spare)[UFG_BLOCK * UFG_MAX_ITEMSIZE], unsigned *confirmed)
 {
     if (exact == NULL) {
         kernel(m, block_args);
-        return;
+        return false;
     }
     char *run_args[UFG_MAX_ARGS];
     for (int k = 0; k < nargs; k++) {
@@ -175,12 +196,14 @@ ufg_run_block(npy_intp m, char **block_args, int nin, int nargs, const int *item
     }
     const unsigned saved = ufg_fp_save_clear();
     kernel(m, run_args);
+    const bool underflowed = ufg_fp_underflow_raised();
     if ((ufg_fp_errors(exact->underflow_too) & ~*confirmed) != 0) {
         ufg_fp_clear();
         exact->kernel(m, run_args);
         *confirmed |= ufg_fp_errors(exact->underflow_too);
     }
     ufg_fp_restore(saved);
+    return underflowed;
 }
 
 /* n elements of `size` bytes from src (every `from_step` bytes) to dst (every `to_step`).
@@ -306,6 +329,7 @@ ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int 
     char *block_args[UFG_MAX_ARGS];
     const npy_intp block = ufg_block_length(n, steps, nin, nargs, itemsizes, exact);
     unsigned confirmed = 0;                 /* by the re-runs of this group's blocks */
+    ufg_contiguous_kernel run = kernel;
 
     for (int k = 0; k < nin; k++) {
         if (steps[k] == 0) {
@@ -328,10 +352,12 @@ ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int 
         }
         if (start % UFG_CHECK_CHUNK == 0) {
             confirmed = 0;
+            run = kernel;
         }
         /* An input gathered into buffers[k] is never an output's block; one read in place
          * leaves buffers[k] free. */
-        ufg_run_block(m, block_args, nin, nargs, itemsizes, kernel, exact, buffers, &confirmed);
+        run = ufg_kernel_after(kernel, exact, ufg_run_block(m, block_args, nin, nargs, itemsizes,
+                                                            run, exact, buffers, &confirmed));
         for (int k = nin; k < nargs; k++) {
             if (steps[k] != itemsizes[k]) {
                 ufg_scatter(args[k] + start * steps[k], steps[k], buffers[k], m, itemsizes[k]);
@@ -348,7 +374,9 @@ ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int 
  * exactly the blocks ufg_run_block would re-run run scalar, until re-runs have confirmed every
  * flag the group's vector run raised: the rest of the group keeps that run's results (its
  * flags are raised already; its underflow, when a re-run's would not tell, raised by running
- * the rest again).
+ * the rest again).  A loop with a kernel for the blocks after one whose exp underflowed runs a
+ * group's first block apart, and the rest through the kernel that block chooses
+ * (ufg_kernel_after).
  * Otherwise (out=x) every block keeps a copy of its inputs: ufg_run_elementwise_blocked.
  */
 static void
@@ -371,7 +399,21 @@ ufg_run_contiguous_checked(char **args, npy_intp n, const npy_intp *steps, int n
             chunk_args[k] = args[k] + start * itemsizes[k];
         }
         const unsigned saved = ufg_fp_save_clear();
-        kernel(m, chunk_args);
+        /* The group's first `head` elements through the kernel, the rest through `rest`. */
+        npy_intp head = m;
+        ufg_contiguous_kernel rest = kernel;
+        if (exact->underflowing != NULL && m > UFG_BLOCK) {
+            head = UFG_BLOCK;
+            kernel(head, chunk_args);
+            rest = ufg_kernel_after(kernel, exact, ufg_fp_underflow_raised());
+            for (int k = 0; k < nargs; k++) {
+                block_args[k] = chunk_args[k] + head * itemsizes[k];
+            }
+            rest(m - head, block_args);
+        }
+        else {
+            kernel(m, chunk_args);
+        }
         const unsigned errors = ufg_fp_errors(exact->underflow_too);
         if (errors == 0) {
             ufg_fp_restore(saved);      /* with the chunk's inexact or underflow flags */
@@ -387,13 +429,13 @@ ufg_run_contiguous_checked(char **args, npy_intp n, const npy_intp *steps, int n
                 block_args[k] = chunk_args[k] + b * itemsizes[k];
             }
             ufg_run_block(m - b < UFG_BLOCK ? m - b : UFG_BLOCK, block_args, nin, nargs,
-                          itemsizes, kernel, exact, NULL, &confirmed);
+                          itemsizes, b < head ? kernel : rest, exact, NULL, &confirmed);
         }
         if (b < m && underflow && !exact->underflow_too) {
             for (int k = 0; k < nargs; k++) {
                 block_args[k] = chunk_args[k] + b * itemsizes[k];
             }
-            kernel(m - b, block_args);  /* the same results, and the rest's own flags */
+            rest(m - b, block_args);    /* the same results, and the rest's own flags */
         }
     }
 }

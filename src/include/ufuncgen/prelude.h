@@ -504,7 +504,11 @@ UFG_PRELUDE_FN float ufg_hypot_f_scalar(float x, float y)
 }
 
 /* The variant of a prelude function a body calls: empty, or _scalar where the generated bodies
- * header compiles a body's copy for the host loops' scalar code (bodies.h.j2). */
+ * header compiles a body's copy for the host loops' scalar code, or _underflowing for their
+ * kernel of the blocks after one whose exp underflowed (bodies.h.j2; that kernel's hypot is the
+ * plain one). */
+#define ufg_hypot_f_underflowing ufg_hypot_f
+#define ufg_hypot_d_underflowing ufg_hypot_d
 #define UFG_BODY_FLAVOUR
 #define UFG_FLAVOURED(name) UFG_FLAVOURED_(name, UFG_BODY_FLAVOUR)
 #define UFG_FLAVOURED_(name, flavour) UFG_FLAVOURED_PASTE_(name, flavour)
@@ -694,11 +698,50 @@ UFG_PRELUDE_FN double _Complex ufg_div_cd(double _Complex a, double _Complex b) 
 
 #undef pow
 #undef fma
-/* exp of a complex is the prelude's (ufg_cexp_*: vectorizes), of a real <tgmath.h>'s. */
+/*
+ * exp for the host loops' kernel that runs the blocks after one whose exp underflowed (a
+ * body's `_underflowing` copy: UFG_BODY_FLAVOUR, bodies.h.j2; host_loops.h, ufg_run_block).
+ * libmvec computes a vector holding an argument whose exp underflows through scalar exp, lane
+ * by lane: exp of float32 data that mostly underflows ran at 0.07x np.exp.  Here an argument
+ * whose exp rounds to +0 (finite, below -104 for float, -746 for double: exp(x) < 2^-150,
+ * 2^-1075) reaches the vector exp as +0, and its result is exp(+0) = 1 scaled twice by 2^-100
+ * (2^-600), which rounds to +0 with the underflow and inexact flags exp raises; every other
+ * result is exp's scaled by 1, exactly.  So each element gets the bits and flags the plain
+ * kernel gives it.  The masks are integer arithmetic, where the compiler cannot see that the
+ * lanes replaced by +0 are the lanes whose result is replaced (GCC 12 then passed exp the
+ * original arguments), nor fold the scale's product of constants, which would drop the flags.
+ * Slower than exp on ordinary data (1.6x for float32): the kernel is not the first choice.
+ */
+UFG_PRELUDE_FN float ufg_exp_f_underflowing(float x)
+{
+    const uint32_t bits = ufg_bits_of_f(x), magnitude = bits & 0x7fffffffu;
+    const uint32_t zero = -(uint32_t)((bits >> 31) & (magnitude > 0x42d00000u)   /* 104.0f */
+                                      & (magnitude < 0x7f800000u));
+    const float scale = ufg_f_of_bits((ufg_bits_of_f(0x1p-100f) & zero)
+                                      | (ufg_bits_of_f(1.0f) & ~zero));
+    return (expf)(ufg_f_of_bits(bits & ~zero)) * scale * scale;
+}
+
+UFG_PRELUDE_FN double ufg_exp_d_underflowing(double x)
+{
+    const uint64_t bits = ufg_bits_of_d(x), magnitude = bits & 0x7fffffffffffffffull;
+    const uint64_t zero = -(uint64_t)((bits >> 63) & (magnitude > 0x4087500000000000ull)  /* 746.0 */
+                                      & (magnitude < 0x7ff0000000000000ull));
+    const double scale = ufg_d_of_bits((ufg_bits_of_d(0x1p-600) & zero)
+                                       | (ufg_bits_of_d(1.0) & ~zero));
+    return (exp)(ufg_d_of_bits(bits & ~zero)) * scale * scale;
+}
+
+/* exp of a complex is the prelude's (ufg_cexp_*: vectorizes), of a real <tgmath.h>'s, or in a
+ * body's `_underflowing` copy the one above. */
+UFG_PRELUDE_FN float ufg_exp_f(float x) { return (expf)(x); }
+UFG_PRELUDE_FN float ufg_exp_f_scalar(float x) { return (expf)(x); }
+UFG_PRELUDE_FN double ufg_exp_d(double x) { return (exp)(x); }
+UFG_PRELUDE_FN double ufg_exp_d_scalar(double x) { return (exp)(x); }
 #undef exp
 #define exp(x) _Generic(+(x), float _Complex: ufg_cexp_f, double _Complex: ufg_cexp_d, \
-                        long double _Complex: cexpl, float: expf, long double: expl, \
-                        default: (exp))(x)
+                        long double _Complex: cexpl, float: UFG_FLAVOURED(ufg_exp_f), \
+                        long double: expl, default: UFG_FLAVOURED(ufg_exp_d))(x)
 #define abs(x) _Generic(+(x), UFG_ARMS(abs), float _Complex: ufg_cabs_f, double _Complex: ufg_cabs_d)(x)
 #define sign(x) _Generic(+(x), UFG_ARMS(sign))(x)
 #define min(a, b) _Generic((a) + (b), UFG_ARMS(min))(UFG_SUM_ARGS_2(a, b))
