@@ -432,9 +432,11 @@ _SCALAR_VARIANT_CALL = re.compile(r"\bhypot\s*\(")
 # ones too, raising their flags (sqrt(-1) invalid, log(0) divide-by-zero, x * x overflow).
 _CONDITIONAL = re.compile(r"\?|&&|\|\||\b(?:if|while|switch|goto|break|continue|return)\b")
 
-# exp of a real argument: the host loops give its function a kernel for the blocks after one
-# whose exp underflowed (Module.underflowing_exp_functions).
-_EXP_CALL = re.compile(r"\bexp\s*\(")
+# exp and log of a real argument: the host loops give a function whose body calls them a kernel
+# for the blocks after one whose exp underflowed or whose log divided by zero
+# (Module.special_kernel_flags), each name with the flag that calls for that kernel.
+_SPECIAL_ARGUMENT_CALLS = {"exp": "UFG_FP_UNDERFLOW", "log": "UFG_FP_DIVIDE"}
+_SPECIAL_ARGUMENT_CALL = re.compile(r"\b(exp|log)\s*\(")
 
 # A loop whose trip count the data decides (`while (e > 0)`, `do ... while (v != 1)`): GCC 12
 # vectorizes no loop over elements around one.  `while (0)` (a macro's do { } while (0)) loops
@@ -738,16 +740,24 @@ class Module:
                          if f.name in raising and not f.reads_core_outputs_first)
 
     @functools.cached_property
-    def underflowing_exp_functions(self) -> frozenset[str]:
-        """Elementwise functions, not fast math, whose body itself calls exp: their loops of
-        real types (render.underflowing_kernel) get a kernel for the blocks after one whose exp
-        underflowed, compiled from an `_underflowing` copy of the body (bodies.h.j2), whose exp
-        gives +0 inline where exp rounds to +0 instead of libmvec's lane-by-lane scalar calls
-        (prelude.h, ufg_exp_f_underflowing; host_loops.h, ufg_kernel_after).  Flag-exact, as
-        every body calling vector math.  A helper keeps the one variant."""
-        return frozenset(f.name for f in self.functions
-                         if not f.is_gufunc and not f.fastmath and f.name in self.flag_exact_functions
-                         and any(_EXP_CALL.search(line) for line in _code_lines(f.body)))
+    def special_kernel_flags(self) -> dict[str, tuple[str, ...]]:
+        """Elementwise functions, not fast math, whose body itself calls exp or log, each with
+        the floating-point flags (fp_errors.h) after which their loops of real types
+        (render.special_kernel) run a second kernel: exp's underflow, log's divide-by-zero.
+        That kernel is compiled from a `_special` copy of the body (bodies.h.j2) whose exp and
+        log compute inline the arguments libmvec computes lane by lane through scalar libm (an
+        exp that rounds to +0, a log of +-0: prelude.h, ufg_exp_f_special; host_loops.h,
+        ufg_kernel_after).  Flag-exact, as every body calling vector math.  A helper keeps the
+        one variant."""
+        flags = {}
+        for f in self.functions:
+            if f.is_gufunc or f.fastmath or f.name not in self.flag_exact_functions:
+                continue
+            called = {m[1] for line in _code_lines(f.body)
+                      for m in _SPECIAL_ARGUMENT_CALL.finditer(line)}
+            if called:
+                flags[f.name] = tuple(_SPECIAL_ARGUMENT_CALLS[name] for name in sorted(called))
+        return flags
 
     @functools.cached_property
     def data_loop_functions(self) -> frozenset[str]:

@@ -323,12 +323,17 @@ def kernel_unroll(fn: Function, sig, module: Module) -> int:
     return SCALAR_UNROLL if fn.name in module.data_loop_functions else 1
 
 
-def underflowing_kernel(fn: Function, sig, module: Module) -> bool:
+def special_kernel(fn: Function, sig, module: Module) -> bool:
     """Whether an elementwise loop gets a kernel for the blocks after one whose exp underflowed
-    (Module.underflowing_exp_functions): a loop of real types stored as they compute (a complex
-    exp is the prelude's own; float16 blocks convert apart)."""
-    return (fn.name in module.underflowing_exp_functions
+    or whose log divided by zero (Module.special_kernel_flags): a loop of real types stored as
+    they compute (a complex exp is the prelude's own; float16 blocks convert apart)."""
+    return (fn.name in module.special_kernel_flags
             and all(t.storage is None and not t.is_complex for t in sig.all_types))
+
+
+def special_kernel_flags(fn: Function, module: Module) -> str:
+    """The C expression of the flags after which a block runs that kernel (fp_errors.h)."""
+    return " | ".join(module.special_kernel_flags[fn.name])
 
 
 def scalar_gives_vector_bits(fn: Function, sig, module: Module) -> bool:
@@ -428,7 +433,8 @@ def environment() -> jinja2.Environment:
         device_read=device_read, element_arguments=element_arguments, uses_cub=uses_cub,
         wrapper_doc=wrapper_doc, ufunc_doc=ufunc_doc, identity_spec=identity_spec,
         descriptor_flags=descriptor_flags, target_clones=target_clones, reduce_clones=reduce_clones,
-        kernel_unroll=kernel_unroll, underflowing_kernel=underflowing_kernel,
+        kernel_unroll=kernel_unroll, special_kernel=special_kernel,
+        special_kernel_flags=special_kernel_flags,
         scalar_gives_vector_bits=scalar_gives_vector_bits,
         broadcast_kernel_inputs=broadcast_kernel_inputs,
         call_signature=call_signature, py_doc=py_doc, contiguous_steps=contiguous_steps,

@@ -972,7 +972,19 @@ ufunc fast_gauss(x) -> y
 ufunc other_exps(x) -> y
     types: float32(float32)
 {
-    y = expf(x) + exp2(x) + expm1(x);
+    y = expf(x) + exp2(x) + expm1(x) + log2(x) + log1p(x) + log10(x);
+}
+
+ufunc log_of(x) -> y
+    types: float32(float32)
+{
+    y = log(x);
+}
+
+ufunc both(x) -> y
+    types: float64(float64)
+{
+    y = log(exp(x));
 }
 
 gufunc rows_exp(x) -> y
@@ -985,10 +997,12 @@ gufunc rows_exp(x) -> y
 """
 
 
-def test_elementwise_functions_whose_own_body_calls_exp_get_a_kernel_for_underflowing_blocks():
-    """Not through a helper (it keeps one variant), not fast math, not a gufunc, not expf,
-    exp2 or expm1."""
-    assert model(EXP_CALLS).underflowing_exp_functions == {"gauss"}
+def test_elementwise_functions_whose_own_body_calls_exp_or_log_get_a_kernel_for_special_arguments():
+    """After a block that raised exp's underflow or log's divide-by-zero.  Not through a helper
+    (it keeps one variant), not fast math, not a gufunc, not expf, exp2, expm1 or log's kin."""
+    assert model(EXP_CALLS).special_kernel_flags == {
+        "gauss": ("UFG_FP_UNDERFLOW",), "log_of": ("UFG_FP_DIVIDE",),
+        "both": ("UFG_FP_UNDERFLOW", "UFG_FP_DIVIDE")}
 
 
 @pytest.mark.parametrize("body, reads", [

@@ -12,7 +12,7 @@ import pytest
 
 from ufuncgen.gen import generate, load_module
 from ufuncgen.gen.render import render_module, write_outputs
-from ufuncgen.gen.render import c_string, underflowing_kernel
+from ufuncgen.gen.render import c_string, special_kernel
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "signatures" / "examples.ufunc"
 COMMAND = "python -m ufuncgen.gen --module pkg.ex -o OUTDIR examples.ufunc"
@@ -74,26 +74,34 @@ def test_the_indexed_loop_of_a_wider_type_converts_a_narrower_array_inline(examp
     assert "ufg_at_" not in _host_at_loop(examples, "add_float16")    # nothing narrower
 
 
-def test_a_real_loop_calling_exp_gets_a_kernel_for_blocks_after_an_underflow_a_complex_one_not(
+def test_a_real_loop_calling_exp_or_log_gets_a_kernel_for_special_arguments_a_complex_one_not(
         tmp_path):
-    source = tmp_path / "uf.ufunc"
+    source = tmp_path / "sp.ufunc"
     source.write_text(textwrap.dedent("""\
         ufunc exp_of(x) -> y
             types: float32(float32), complex128(complex128), float16(float16)
         {
             y = exp(x);
         }
+
+        ufunc log_exp(x) -> y
+            types: float64(float64)
+        {
+            y = log(x) + exp(x);
+        }
         """))
-    files = render_module(load_module("pkg.uf", [str(source)], source_root=str(tmp_path)),
+    files = render_module(load_module("pkg.sp", [str(source)], source_root=str(tmp_path)),
                           COMMAND)
-    module, bodies = files["uf_module.c"], files["uf_bodies.h"]
-    assert ("{ufg_scalar_kernel_exp_of_float32, false, ufg_kernel_exp_of_float32_underflowing}"
-            in module)
-    assert "ufg_body_exp_of_float32_underflowing(ufg_arg_x[i], &ufg_arg_y[i]);" in module
-    assert "#define UFG_BODY_FLAVOUR _underflowing" in bodies
+    module, bodies = files["sp_module.c"], files["sp_bodies.h"]
+    assert ("{ufg_scalar_kernel_exp_of_float32, false, ufg_kernel_exp_of_float32_special, "
+            "UFG_FP_UNDERFLOW}" in module)
+    assert "ufg_body_exp_of_float32_special(ufg_arg_x[i], &ufg_arg_y[i]);" in module
+    assert ("{ufg_scalar_kernel_log_exp_float64, false, ufg_kernel_log_exp_float64_special, "
+            "UFG_FP_UNDERFLOW | UFG_FP_DIVIDE}" in module)
+    assert bodies.count("#define UFG_BODY_FLAVOUR _special") == 2
     for other in ("complex128", "float16"):     # exp of a complex: the prelude's; float16 blocks
-        assert f"ufg_kernel_exp_of_{other}_underflowing" not in module
-        assert f"{{ufg_scalar_kernel_exp_of_{other}, false, NULL}}" in module
+        assert f"ufg_kernel_exp_of_{other}_special" not in module
+        assert f"{{ufg_scalar_kernel_exp_of_{other}, false, NULL, 0}}" in module
 
 
 def test_cub_is_included_only_where_an_associative_function_reduces_whole_lines(examples):
@@ -772,20 +780,21 @@ def test_each_body_is_preceded_by_a_line_directive_to_its_first_line_in_the_sign
         assert source[first - 2 + k] == "}", "a body ends at its closing '}'"
     # a body per type signature, its float-reading copy where a gufunc loop's core inputs are
     # float16 or bfloat16 (inner1d and l2_norm: 3), its copy for the host's scalar code where
-    # it calls hypot (hypot and polar_distance: 4), its copy for the blocks after an underflow
-    # where it calls exp (gaussian_pdf: 2), and each helper once per type whose bodies call it
+    # it calls hypot (hypot and polar_distance: 4), its copy for the blocks after a special
+    # argument where it calls exp or log (gaussian_pdf: 2), and each helper once per type whose
+    # bodies call it
     module = load_module("pkg.ex", [str(EXAMPLES)], source_root=str(EXAMPLES.parent))
     helpers = sum(len(helpers) for _, helpers in module.helper_instances)
     widened = sum(1 for f in module.functions for s in f.signatures if f.widened_args(s))
     scalar = sum(len(f.signatures) for f in module.functions if f.name in module.scalar_body_functions)
-    underflowing = sum(1 for f in module.functions for s in f.signatures
-                       if underflowing_kernel(f, s, module))
+    special = sum(1 for f in module.functions for s in f.signatures
+                  if special_kernel(f, s, module))
     assert prototypes == declarations == helpers
-    assert widened == 3 and scalar == 4 and underflowing == 2
+    assert widened == 3 and scalar == 4 and special == 2
     assert seen == (sum(len(f.signatures) for f in module.functions) + widened + scalar
-                    + underflowing + helpers) == 50
+                    + special + helpers) == 50
     assert stores == sum(len(f.signatures) * sum(a.is_scalar for a in f.outputs)
-                         for f in module.functions) + widened + scalar + underflowing
+                         for f in module.functions) + widened + scalar + special
     assert cxx_only > 0         # lucas and the integer loops of add, matmul, ...
 
 

@@ -185,7 +185,7 @@ def test_a_long_call_spanning_underflow_is_numpys_in_values_and_errors(fns, t):
 
 # The blocks of a group of 4,096 elements (from the call's start) that follow a first block whose
 # exp underflowed run through a second kernel, whose exp gives +0 inline where exp rounds to +0
-# (prelude.h, ufg_exp_f_underflowing; host_loops.h, ufg_kernel_after).
+# (prelude.h, ufg_exp_f_special; host_loops.h, ufg_kernel_after).
 PAST_UNDERFLOW = {"float32": -200.0, "float64": -1000.0}
 
 

@@ -65,14 +65,23 @@ ufg_fp_errors_raised(bool underflow_too)
     return ufg_fp_errors(underflow_too) != 0;
 }
 
-/* Whether the block raised underflow. */
+/* Flags as ufg_fp_raised takes them. */
+#if defined(__x86_64__) && defined(__SSE2__)
+#define UFG_FP_DIVIDE 0x04u
+#define UFG_FP_UNDERFLOW UFG_FP_UNDERFLOW_MXCSR
+#else
+#define UFG_FP_DIVIDE ((unsigned)FE_DIVBYZERO)
+#define UFG_FP_UNDERFLOW ((unsigned)FE_UNDERFLOW)
+#endif
+
+/* Whether the block raised any of `flags` (UFG_FP_DIVIDE, UFG_FP_UNDERFLOW). */
 static inline bool
-ufg_fp_underflow_raised(void)
+ufg_fp_raised(unsigned flags)
 {
 #if defined(__x86_64__) && defined(__SSE2__)
-    return (_mm_getcsr() & UFG_FP_UNDERFLOW_MXCSR) != 0;
+    return (_mm_getcsr() & flags) != 0;
 #else
-    return fetestexcept(FE_UNDERFLOW) != 0;
+    return fetestexcept((int)flags) != 0;
 #endif
 }
 

@@ -86,29 +86,31 @@ typedef void (*ufg_contiguous_kernel)(npy_intp n, char **args);
 
 /* A flag-exact loop's scalar copy (ufg_run_block), whether a block that raised underflow
  * re-runs there too (gen/model.py, guarded_functions), and its kernel for the blocks after one
- * whose exp underflowed, or NULL (ufg_kernel_after). */
+ * whose exp underflowed or whose log divided by zero, or NULL, with those flags
+ * (ufg_kernel_after). */
 typedef struct {
     ufg_contiguous_kernel kernel;
     bool underflow_too;
-    ufg_contiguous_kernel underflowing;
+    ufg_contiguous_kernel special;
+    unsigned special_after;
 } ufg_exact_kernel;
 
 /*
  * The kernel for the block after one of the same group (UFG_CHECK_CHUNK) whose vector run
- * raised underflow or not: after one that did, the loop's kernel whose exp gives +0 inline
- * where exp rounds to +0 (prelude.h, ufg_exp_f_underflowing), where it has one.  libmvec
- * computes a vector holding such an argument lane by lane through scalar exp (exp of float32
- * data that mostly underflows ran at 0.07x np.exp), and that kernel is slower on other data
- * (1.6x for float32).  The two give each element the same flags, and the same bits but where
- * libmvec raised a flag for an argument it hands to scalar exp (exp(-1e10): invalid) and the
- * plain kernel's block re-runs through the scalar copy: the first block of each group runs
- * through the plain kernel, so which kernel runs a block does not depend on the thread count.
+ * raised the flags that call for it or not: after one that did, the loop's kernel whose exp and
+ * log compute the arguments libmvec leaves its fast path for (an exp that rounds to +0, a log
+ * of +-0) inline (prelude.h, ufg_exp_f_special), where it has one.  libmvec computes a vector
+ * holding such an argument lane by lane through scalar libm (exp of float32 data that mostly
+ * underflows ran at 0.07x np.exp), and that kernel is slower on other data (1.6x for float32
+ * exp).  The two give each element the same flags, and the same bits but where libmvec raised a
+ * flag for an argument it hands to scalar libm (exp(-1e10): invalid) and the plain kernel's
+ * block re-runs through the scalar copy: the first block of each group runs through the plain
+ * kernel, so which kernel runs a block does not depend on the thread count.
  */
 static inline ufg_contiguous_kernel
-ufg_kernel_after(ufg_contiguous_kernel kernel, const ufg_exact_kernel *exact, bool underflowed)
+ufg_kernel_after(ufg_contiguous_kernel kernel, const ufg_exact_kernel *exact, bool raised)
 {
-    return underflowed && exact != NULL && exact->underflowing != NULL ? exact->underflowing
-                                                                        : kernel;
+    return raised && exact != NULL && exact->special != NULL ? exact->special : kernel;
 }
 
 /* Before a kernel's loop: its arguments are the same array or disjoint (ufg_run_elementwise
@@ -162,7 +164,8 @@ ufg_elements_to_cache_line(const char *p, int itemsize, npy_intp n)
  * is not NULL.  `spare[k]` (UFG_BLOCK elements) is free for input k: an input the block's
  * output overwrites (out=x) is copied there first, so that a re-run reads the values the first
  * run read.  `spare` is NULL where no output can be an input.
- * Whether the block's vector run raised underflow (ufg_kernel_after), false without `exact`.
+ * Whether the block's vector run raised a flag that calls for the loop's special kernel
+ * (ufg_kernel_after), false without `exact`.
  * `*confirmed` holds the flags that re-runs of earlier blocks of the same group of
  * UFG_CHECK_CHUNK elements raised through the scalar copy.  A block whose vector run raised no
  * other flag keeps its vector results: a re-run could only raise flags the call raises anyway
@@ -196,14 +199,14 @@ ufg_run_block(npy_intp m, char **block_args, int nin, int nargs, const int *item
     }
     const unsigned saved = ufg_fp_save_clear();
     kernel(m, run_args);
-    const bool underflowed = ufg_fp_underflow_raised();
+    const bool special = ufg_fp_raised(exact->special_after);
     if ((ufg_fp_errors(exact->underflow_too) & ~*confirmed) != 0) {
         ufg_fp_clear();
         exact->kernel(m, run_args);
         *confirmed |= ufg_fp_errors(exact->underflow_too);
     }
     ufg_fp_restore(saved);
-    return underflowed;
+    return special;
 }
 
 /* n elements of `size` bytes from src (every `from_step` bytes) to dst (every `to_step`).
@@ -374,9 +377,9 @@ ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int 
  * exactly the blocks ufg_run_block would re-run run scalar, until re-runs have confirmed every
  * flag the group's vector run raised: the rest of the group keeps that run's results (its
  * flags are raised already; its underflow, when a re-run's would not tell, raised by running
- * the rest again).  A loop with a kernel for the blocks after one whose exp underflowed runs a
- * group's first block apart, and the rest through the kernel that block chooses
- * (ufg_kernel_after).
+ * the rest again).  A loop with a kernel for the blocks after one whose exp underflowed (or log
+ * divided by zero) runs a group's first block apart, and the rest through the kernel that
+ * block chooses (ufg_kernel_after).
  * Otherwise (out=x) every block keeps a copy of its inputs: ufg_run_elementwise_blocked.
  */
 static void
@@ -402,10 +405,10 @@ ufg_run_contiguous_checked(char **args, npy_intp n, const npy_intp *steps, int n
         /* The group's first `head` elements through the kernel, the rest through `rest`. */
         npy_intp head = m;
         ufg_contiguous_kernel rest = kernel;
-        if (exact->underflowing != NULL && m > UFG_BLOCK) {
+        if (exact->special != NULL && m > UFG_BLOCK) {
             head = UFG_BLOCK;
             kernel(head, chunk_args);
-            rest = ufg_kernel_after(kernel, exact, ufg_fp_underflow_raised());
+            rest = ufg_kernel_after(kernel, exact, ufg_fp_raised(exact->special_after));
             for (int k = 0; k < nargs; k++) {
                 block_args[k] = chunk_args[k] + head * itemsizes[k];
             }
@@ -419,7 +422,7 @@ ufg_run_contiguous_checked(char **args, npy_intp n, const npy_intp *steps, int n
             ufg_fp_restore(saved);      /* with the chunk's inexact or underflow flags */
             continue;
         }
-        const bool underflow = ufg_fp_underflow_raised();
+        const bool underflow = ufg_fp_raised(UFG_FP_UNDERFLOW);
         ufg_fp_clear();                 /* the chunk's flags are dropped: its blocks raise theirs */
         ufg_fp_restore(saved);
         unsigned confirmed = 0;

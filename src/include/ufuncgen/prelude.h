@@ -504,11 +504,11 @@ UFG_PRELUDE_FN float ufg_hypot_f_scalar(float x, float y)
 }
 
 /* The variant of a prelude function a body calls: empty, or _scalar where the generated bodies
- * header compiles a body's copy for the host loops' scalar code, or _underflowing for their
- * kernel of the blocks after one whose exp underflowed (bodies.h.j2; that kernel's hypot is the
- * plain one). */
-#define ufg_hypot_f_underflowing ufg_hypot_f
-#define ufg_hypot_d_underflowing ufg_hypot_d
+ * header compiles a body's copy for the host loops' scalar code, or _special for their kernel
+ * of the blocks after one whose exp underflowed or whose log divided by zero (bodies.h.j2;
+ * that kernel's hypot is the plain one). */
+#define ufg_hypot_f_special ufg_hypot_f
+#define ufg_hypot_d_special ufg_hypot_d
 #define UFG_BODY_FLAVOUR
 #define UFG_FLAVOURED(name) UFG_FLAVOURED_(name, UFG_BODY_FLAVOUR)
 #define UFG_FLAVOURED_(name, flavour) UFG_FLAVOURED_PASTE_(name, flavour)
@@ -699,20 +699,24 @@ UFG_PRELUDE_FN double _Complex ufg_div_cd(double _Complex a, double _Complex b) 
 #undef pow
 #undef fma
 /*
- * exp for the host loops' kernel that runs the blocks after one whose exp underflowed (a
- * body's `_underflowing` copy: UFG_BODY_FLAVOUR, bodies.h.j2; host_loops.h, ufg_run_block).
- * libmvec computes a vector holding an argument whose exp underflows through scalar exp, lane
- * by lane: exp of float32 data that mostly underflows ran at 0.07x np.exp.  Here an argument
- * whose exp rounds to +0 (finite, below -104 for float, -746 for double: exp(x) < 2^-150,
- * 2^-1075) reaches the vector exp as +0, and its result is exp(+0) = 1 scaled twice by 2^-100
- * (2^-600), which rounds to +0 with the underflow and inexact flags exp raises; every other
- * result is exp's scaled by 1, exactly.  So each element gets the bits and flags the plain
- * kernel gives it.  The masks are integer arithmetic, where the compiler cannot see that the
- * lanes replaced by +0 are the lanes whose result is replaced (GCC 12 then passed exp the
- * original arguments), nor fold the scale's product of constants, which would drop the flags.
- * Slower than exp on ordinary data (1.6x for float32): the kernel is not the first choice.
+ * exp and log for the host loops' kernel of the blocks after one whose exp underflowed or
+ * whose log divided by zero (a body's `_special` copy: UFG_BODY_FLAVOUR, bodies.h.j2;
+ * host_loops.h, ufg_kernel_after).  libmvec computes a vector holding an argument outside its
+ * fast range through scalar exp or log, lane by lane: exp of float32 data that mostly
+ * underflows ran at 0.07x np.exp, log of data with a zero in every vector at 0.2x np.log.
+ * Here such an argument reaches the vector function as one it computes fast, and the result
+ * is made from that one's by operations that give it the bits and flags of the function's:
+ *   - exp of an argument whose exp rounds to +0 (finite, below -104 for float, -746 for
+ *     double: exp(x) < 2^-150, 2^-1075): exp(+0) = 1, scaled twice by 2^-100 (2^-600), which
+ *     rounds to +0 with underflow and inexact; every other result is scaled by 1, exactly;
+ *   - log of +-0: log(1) = +0, less 1 / +0 - 1 = +inf (divide-by-zero): -inf; every other
+ *     result less 1 / 1 - 1 = +0, exactly.
+ * The masks are integer arithmetic, where the compiler cannot see that the lanes replaced are
+ * the lanes whose result is replaced (GCC 12 then passed exp the original arguments), nor fold
+ * the constants' products, which would drop the flags.  Slower than the plain functions on
+ * ordinary data (exp 1.6x for float32): the kernel is not the first choice.
  */
-UFG_PRELUDE_FN float ufg_exp_f_underflowing(float x)
+UFG_PRELUDE_FN float ufg_exp_f_special(float x)
 {
     const uint32_t bits = ufg_bits_of_f(x), magnitude = bits & 0x7fffffffu;
     const uint32_t zero = -(uint32_t)((bits >> 31) & (magnitude > 0x42d00000u)   /* 104.0f */
@@ -722,7 +726,7 @@ UFG_PRELUDE_FN float ufg_exp_f_underflowing(float x)
     return (expf)(ufg_f_of_bits(bits & ~zero)) * scale * scale;
 }
 
-UFG_PRELUDE_FN double ufg_exp_d_underflowing(double x)
+UFG_PRELUDE_FN double ufg_exp_d_special(double x)
 {
     const uint64_t bits = ufg_bits_of_d(x), magnitude = bits & 0x7fffffffffffffffull;
     const uint64_t zero = -(uint64_t)((bits >> 63) & (magnitude > 0x4087500000000000ull)  /* 746.0 */
@@ -732,16 +736,42 @@ UFG_PRELUDE_FN double ufg_exp_d_underflowing(double x)
     return (exp)(ufg_d_of_bits(bits & ~zero)) * scale * scale;
 }
 
-/* exp of a complex is the prelude's (ufg_cexp_*: vectorizes), of a real <tgmath.h>'s, or in a
- * body's `_underflowing` copy the one above. */
+UFG_PRELUDE_FN float ufg_log_f_special(float x)
+{
+    const uint32_t bits = ufg_bits_of_f(x);
+    const uint32_t zero = -(uint32_t)((bits & 0x7fffffffu) == 0);
+    const float divisor = ufg_f_of_bits(ufg_bits_of_f(1.0f) & ~zero);     /* +0 for +-0 */
+    return (logf)(ufg_f_of_bits((bits & ~zero) | (ufg_bits_of_f(1.0f) & zero)))
+           - (1.0f / divisor - 1.0f);
+}
+
+UFG_PRELUDE_FN double ufg_log_d_special(double x)
+{
+    const uint64_t bits = ufg_bits_of_d(x);
+    const uint64_t zero = -(uint64_t)((bits & 0x7fffffffffffffffull) == 0);
+    const double divisor = ufg_d_of_bits(ufg_bits_of_d(1.0) & ~zero);
+    return (log)(ufg_d_of_bits((bits & ~zero) | (ufg_bits_of_d(1.0) & zero)))
+           - (1.0 / divisor - 1.0);
+}
+
+/* exp and log of a complex are the prelude's (ufg_cexp_*: vectorizes) or <complex.h>'s, of a
+ * real <math.h>'s, or in a body's `_special` copy the ones above. */
 UFG_PRELUDE_FN float ufg_exp_f(float x) { return (expf)(x); }
 UFG_PRELUDE_FN float ufg_exp_f_scalar(float x) { return (expf)(x); }
 UFG_PRELUDE_FN double ufg_exp_d(double x) { return (exp)(x); }
 UFG_PRELUDE_FN double ufg_exp_d_scalar(double x) { return (exp)(x); }
+UFG_PRELUDE_FN float ufg_log_f(float x) { return (logf)(x); }
+UFG_PRELUDE_FN float ufg_log_f_scalar(float x) { return (logf)(x); }
+UFG_PRELUDE_FN double ufg_log_d(double x) { return (log)(x); }
+UFG_PRELUDE_FN double ufg_log_d_scalar(double x) { return (log)(x); }
 #undef exp
 #define exp(x) _Generic(+(x), float _Complex: ufg_cexp_f, double _Complex: ufg_cexp_d, \
                         long double _Complex: cexpl, float: UFG_FLAVOURED(ufg_exp_f), \
                         long double: expl, default: UFG_FLAVOURED(ufg_exp_d))(x)
+#undef log
+#define log(x) _Generic(+(x), float _Complex: clogf, double _Complex: (clog), \
+                        long double _Complex: clogl, float: UFG_FLAVOURED(ufg_log_f), \
+                        long double: logl, default: UFG_FLAVOURED(ufg_log_d))(x)
 #define abs(x) _Generic(+(x), UFG_ARMS(abs), float _Complex: ufg_cabs_f, double _Complex: ufg_cabs_d)(x)
 #define sign(x) _Generic(+(x), UFG_ARMS(sign))(x)
 #define min(a, b) _Generic((a) + (b), UFG_ARMS(min))(UFG_SUM_ARGS_2(a, b))
