@@ -83,19 +83,39 @@ def threads_restored():
     ufuncgen.set_num_threads(threads)
 
 
+def split_every_call(threads: int) -> None:
+    """`threads` threads with no parallel threshold, so that every call large enough to split
+    does (test fixtures put the thread count and threshold back: threads_restored)."""
+    import ufuncgen
+    from ufuncgen import _core
+    ufuncgen.set_num_threads(threads)
+    elements, work, _ = _core._parallel_threshold()
+    _core._set_parallel_threshold(elements, work, 0)
+
+
 @pytest.fixture(params=["serial", "threads"])
 def threading_mode(request, threads_restored):
     """The test twice: on the calling thread alone, and on two threads with no parallel
     threshold, so that every call large enough to split does."""
     import ufuncgen
-    from ufuncgen import _core
     if request.param == "threads":
-        ufuncgen.set_num_threads(2)
-        elements, work, _ = _core._parallel_threshold()
-        _core._set_parallel_threshold(elements, work, 0)
+        split_every_call(2)
     else:
         ufuncgen.set_num_threads(1)
     return request.param
+
+
+@pytest.fixture
+def on_thread_counts(threads_restored):
+    """A function running call() on each of `counts` threads, every call large enough to
+    split split between them: the results, in order."""
+    def run(call, counts=(1, 2, 3)):
+        results = []
+        for threads in counts:
+            split_every_call(threads)
+            results.append(call())
+        return results
+    return run
 
 
 @pytest.fixture(scope="session")

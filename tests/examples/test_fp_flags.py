@@ -6,9 +6,7 @@ threads).  A block whose vector run raised an error re-runs through the loop's s
 import numpy as np
 import pytest
 
-import ufuncgen
 import ufuncgen.examples as ex
-from ufuncgen import _core
 
 
 def raises(kind, fn, *args, **kwargs):
@@ -103,25 +101,15 @@ def test_flags_set_before_the_call_are_left_alone():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_re_run_blocks_give_the_same_bits_for_any_thread_count(dtype):
+def test_re_run_blocks_give_the_same_bits_for_any_thread_count(dtype, on_thread_counts):
     # Re-run blocks compute with scalar libm (values within the libraries' ULP of the vector
     # ones): which blocks re-run must not depend on how the call is cut between threads.
     rng = np.random.default_rng(7)
     x = rng.uniform(-10, 10, 300_000).astype(dtype)
     x[rng.integers(0, x.size, 40)] = 1e30
     x[rng.integers(0, x.size, 40)] = -np.inf
-    threads, threshold = ufuncgen.get_num_threads(), _core._parallel_threshold()
-    try:
-        results = []
-        for n in (1, 2, 3):
-            ufuncgen.set_num_threads(n)
-            elements, work, _ = _core._parallel_threshold()
-            _core._set_parallel_threshold(elements, work, 0)
-            with np.errstate(all="ignore"):
-                results.append((ex.sincos(x), ex.gaussian_pdf(x, dtype(0.5), dtype(2))))
-    finally:
-        _core._set_parallel_threshold(*threshold)
-        ufuncgen.set_num_threads(threads)
+    with np.errstate(all="ignore"):
+        results = on_thread_counts(lambda: (ex.sincos(x), ex.gaussian_pdf(x, dtype(0.5), dtype(2))))
     for (s, c), pdf in results[1:]:
         np.testing.assert_array_equal(s.view(np.uint8), results[0][0][0].view(np.uint8))
         np.testing.assert_array_equal(c.view(np.uint8), results[0][0][1].view(np.uint8))

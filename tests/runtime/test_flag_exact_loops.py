@@ -12,8 +12,6 @@ raised exactly where NumPy raises one.
 import numpy as np
 import pytest
 
-import ufuncgen
-from ufuncgen import _core
 
 SIGNATURES = """\
 ufunc sqrt_or_minus_one(x) -> y
@@ -410,9 +408,27 @@ def test_an_underflow_after_a_confirmed_overflow_is_reported_exactly_where_np_ex
         np.testing.assert_allclose(y, want, rtol=4 * np.finfo(dtype).eps, err_msg=name)
 
 
+@pytest.mark.parametrize("later", [300, 4000, 4100])
+def test_a_block_kept_after_a_confirmed_overflow_raises_no_underflow_libmvec_made_up(
+        m, later, threading_mode):
+    """libmvec's expf raises underflow for an argument it overflows on (89.8 to 90.1), which
+    scalar expf does not: a block is kept only where re-runs confirmed its underflow too."""
+    x = np.ones(8200, np.float32)
+    x[5] = 1000                     # overflow, confirmed by the first block's re-run
+    x[later] = 90                   # overflow, and libmvec's underflow
+    for name, (a, out) in group_layouts(x).items():
+        assert not underflows(lambda v: call(m.exp_of, v.copy() if out else v, out), a), name
+        assert not underflows(np.exp, x)
+        raised, y = errors(lambda v: call(m.exp_of, v.copy() if out else v, out), a)
+        assert raised == {"over"}, name
+        with np.errstate(over="ignore"):
+            want = np.exp(x)
+        np.testing.assert_allclose(y, want, rtol=4 * np.finfo(np.float32).eps, err_msg=name)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_blocks_kept_from_the_vector_run_are_the_same_bits_for_any_thread_count(
-        m, dtype, threads_restored):
+        m, dtype, on_thread_counts):
     """libmvec's log differs from scalar libm's in the last bit of some values, so which blocks
     keep their vector results must not depend on where the thread parts start: parts of a
     flag-exact loop start on the groups' boundaries."""
@@ -420,29 +436,19 @@ def test_blocks_kept_from_the_vector_run_are_the_same_bits_for_any_thread_count(
     x = rng.uniform(0.1, 100, 300_000).astype(dtype)
     x[rng.integers(0, x.size, 60)] = 0
     x[rng.integers(0, x.size, 60)] = -1
-    results = []
-    for threads in (1, 2, 3, 5):
-        ufuncgen.set_num_threads(threads)
-        elements, work, _ = _core._parallel_threshold()
-        _core._set_parallel_threshold(elements, work, 0)
-        with np.errstate(all="ignore"):
-            results.append(m.log_of(x))
+    with np.errstate(all="ignore"):
+        results = on_thread_counts(lambda: m.log_of(x), (1, 2, 3, 5))
     for r in results[1:]:
         np.testing.assert_array_equal(r.view(np.uint8), results[0].view(np.uint8))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_re_run_gufunc_blocks_give_the_same_bits_for_any_thread_count(m, dtype, threads_restored):
+def test_re_run_gufunc_blocks_give_the_same_bits_for_any_thread_count(m, dtype, on_thread_counts):
     rng = np.random.default_rng(11)
     x = rng.uniform(-10, 10, (40_000, 5)).astype(dtype)
     x[rng.integers(0, x.shape[0], 40), 2] = -np.inf
-    results = []
-    for threads in (1, 2, 3):
-        ufuncgen.set_num_threads(threads)
-        elements, work, _ = _core._parallel_threshold()
-        _core._set_parallel_threshold(elements, work, 0)
-        with np.errstate(all="ignore"):
-            results.append(m.exp_rows(x))
+    with np.errstate(all="ignore"):
+        results = on_thread_counts(lambda: m.exp_rows(x))
     for r in results[1:]:
         np.testing.assert_array_equal(r.view(np.uint8), results[0].view(np.uint8))
 

@@ -11,6 +11,7 @@
 
 #include <Python.h>   /* first, as Python requires */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #include <numpy/ndarraytypes.h>
 
 #include "ufuncgen/fp_errors.h"
+
 #include "ufuncgen/host_threads.h"
 #include "ufuncgen/half_blocks.h"   /* float16 converted a block at a time */
 #include "ufuncgen/prefetch.h"      /* a gufunc's contiguous inputs, ahead of its loop */
@@ -95,22 +97,57 @@ typedef struct {
     unsigned special_after;
 } ufg_exact_kernel;
 
+/* Blocks in a row of a group that must call for a loop's special kernel before the next one
+ * runs there (ufg_kernel_after): one exp argument past underflow in a group's first block
+ * sent the rest of it to the special kernel, 1.5x slower than the plain one with that one
+ * argument. */
+#define UFG_SPECIAL_STREAK 2
+
 /*
- * The kernel for the block after one of the same group (UFG_CHECK_CHUNK) whose vector run
- * raised the flags that call for it or not: after one that did, the loop's kernel whose exp and
- * log compute the arguments libmvec leaves its fast path for (an exp that rounds to +0, a log
- * of +-0) inline (prelude.h, ufg_exp_f_special), where it has one.  libmvec computes a vector
+ * The kernel for the block after `streak` blocks in a row of the same group (UFG_CHECK_CHUNK)
+ * that called for the loop's special kernel (ufg_special_called_for): after UFG_SPECIAL_STREAK
+ * of them, that kernel, whose exp and log compute
+ * the arguments libmvec leaves its fast path for (an exp that rounds to +0, a log of +-0)
+ * inline (prelude.h, ufg_exp_f_special), where the loop has one.  libmvec computes a vector
  * holding such an argument lane by lane through scalar libm (exp of float32 data that mostly
  * underflows ran at 0.07x np.exp), and that kernel is slower on other data (1.6x for float32
- * exp).  The two give each element the same flags, and the same bits but where libmvec raised a
- * flag for an argument it hands to scalar libm (exp(-1e10): invalid) and the plain kernel's
- * block re-runs through the scalar copy: the first block of each group runs through the plain
+ * exp).  The two give each element the same flags, and the same bits but where libmvec raised
+ * a flag for an argument it hands to scalar libm (exp(-1e10): invalid) and the plain kernel's
+ * block re-runs through the scalar copy: the first blocks of each group run through the plain
  * kernel, so which kernel runs a block does not depend on the thread count.
  */
 static inline ufg_contiguous_kernel
-ufg_kernel_after(ufg_contiguous_kernel kernel, const ufg_exact_kernel *exact, bool raised)
+ufg_kernel_after(ufg_contiguous_kernel kernel, const ufg_exact_kernel *exact, int streak)
 {
-    return raised && exact != NULL && exact->special != NULL ? exact->special : kernel;
+    return streak >= UFG_SPECIAL_STREAK ? exact->special : kernel;
+}
+
+/* Before a block of a loop with a special kernel: errno cleared, for ufg_special_called_for. */
+static inline void
+ufg_special_watch(const ufg_exact_kernel *exact)
+{
+    if (exact != NULL && exact->special != NULL) {
+        errno = 0;
+    }
+}
+
+/*
+ * Whether the block just run through `ran` (after ufg_special_watch) calls for the loop's
+ * special kernel next.  After the plain kernel: where libm's scalar exp or log, which libmvec
+ * calls for each lane outside its fast range, reported a range or pole error (errno ERANGE:
+ * an exp that rounds to +0, a log of +-0, the arguments the special kernel computes inline;
+ * not an exp whose result is subnormal, which glibc leaves errno alone for and both kernels
+ * compute lane by lane, nor an underflow of the body's other operations, `exp(x) * 1e-30`,
+ * after which the special kernel would only be slower: 1.5x).  After the special kernel:
+ * where it raised those arguments' flags again (underflow for exp, divide-by-zero for log).
+ */
+static inline bool
+ufg_special_called_for(ufg_contiguous_kernel ran, const ufg_exact_kernel *exact)
+{
+    if (exact == NULL || exact->special == NULL) {
+        return false;
+    }
+    return ran == exact->special ? ufg_fp_raised(exact->special_after) : errno == ERANGE;
 }
 
 /* Before a kernel's loop: its arguments are the same array or disjoint (ufg_run_elementwise
@@ -164,11 +201,10 @@ ufg_elements_to_cache_line(const char *p, int itemsize, npy_intp n)
  * is not NULL.  `spare[k]` (UFG_BLOCK elements) is free for input k: an input the block's
  * output overwrites (out=x) is copied there first, so that a re-run reads the values the first
  * run read.  `spare` is NULL where no output can be an input.
- * Whether the block's vector run raised a flag that calls for the loop's special kernel
- * (ufg_kernel_after), false without `exact`.
+ * Whether the block calls for the loop's special kernel next (ufg_special_called_for).
  * `*confirmed` holds the flags that re-runs of earlier blocks of the same group of
- * UFG_CHECK_CHUNK elements raised through the scalar copy.  A block whose vector run raised no
- * other flag keeps its vector results: a re-run could only raise flags the call raises anyway
+ * UFG_CHECK_CHUNK elements raised through the scalar copy.  A block whose vector run raised an
+ * error but no flag beyond those keeps its vector results: a re-run could only raise flags the call raises anyway
  * (the scalar copy raises no flag its vector loop does not), and `log` of data with a zero in
  * every block re-ran each one through scalar libm at 0.2x np.log.  The groups lie where they
  * lie whatever the thread count (elementwise parts are multiples of UFG_CHECK_CHUNK for a
@@ -198,12 +234,15 @@ ufg_run_block(npy_intp m, char **block_args, int nin, int nargs, const int *item
         }
     }
     const unsigned saved = ufg_fp_save_clear();
+    ufg_special_watch(exact);
     kernel(m, run_args);
-    const bool special = ufg_fp_raised(exact->special_after);
-    if ((ufg_fp_errors(exact->underflow_too) & ~*confirmed) != 0) {
+    const bool special = ufg_special_called_for(kernel, exact);
+    /* Compared with every flag NumPy reports, underflow too: libmvec's expf raises underflow
+     * for arguments it overflows on (89.8 to 90.1), which scalar expf does not. */
+    if (ufg_fp_errors(exact->underflow_too) != 0 && (ufg_fp_errors(true) & ~*confirmed) != 0) {
         ufg_fp_clear();
         exact->kernel(m, run_args);
-        *confirmed |= ufg_fp_errors(exact->underflow_too);
+        *confirmed |= ufg_fp_errors(true);
     }
     ufg_fp_restore(saved);
     return special;
@@ -333,6 +372,7 @@ ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int 
     const npy_intp block = ufg_block_length(n, steps, nin, nargs, itemsizes, exact);
     unsigned confirmed = 0;                 /* by the re-runs of this group's blocks */
     ufg_contiguous_kernel run = kernel;
+    int streak = 0;                         /* of blocks calling for exact->special */
 
     for (int k = 0; k < nin; k++) {
         if (steps[k] == 0) {
@@ -355,12 +395,15 @@ ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int 
         }
         if (start % UFG_CHECK_CHUNK == 0) {
             confirmed = 0;
+            streak = 0;
             run = kernel;
         }
         /* An input gathered into buffers[k] is never an output's block; one read in place
          * leaves buffers[k] free. */
-        run = ufg_kernel_after(kernel, exact, ufg_run_block(m, block_args, nin, nargs, itemsizes,
-                                                            run, exact, buffers, &confirmed));
+        const bool called_for = ufg_run_block(m, block_args, nin, nargs, itemsizes, run, exact,
+                                              buffers, &confirmed);
+        streak = called_for ? streak + 1 : 0;
+        run = ufg_kernel_after(kernel, exact, streak);
         for (int k = nin; k < nargs; k++) {
             if (steps[k] != itemsizes[k]) {
                 ufg_scatter(args[k] + start * steps[k], steps[k], buffers[k], m, itemsizes[k]);
@@ -375,11 +418,10 @@ ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int 
  * a group of UFG_CHECK_CHUNK elements at a time; a group that raised an error runs again
  * block by block (re-running the vector kernel is harmless: no output is an input), so
  * exactly the blocks ufg_run_block would re-run run scalar, until re-runs have confirmed every
- * flag the group's vector run raised: the rest of the group keeps that run's results (its
- * flags are raised already; its underflow, when a re-run's would not tell, raised by running
- * the rest again).  A loop with a kernel for the blocks after one whose exp underflowed (or log
- * divided by zero) runs a group's first block apart, and the rest through the kernel that
- * block chooses (ufg_kernel_after).
+ * flag the group's vector run raised, underflow too: the rest of the group keeps that run's
+ * results, whose flags are raised already.  A loop with a special kernel (ufg_kernel_after)
+ * runs a group's first UFG_SPECIAL_STREAK blocks apart, and the rest through the kernel they
+ * call for.
  * Otherwise (out=x) every block keeps a copy of its inputs: ufg_run_elementwise_blocked.
  */
 static void
@@ -405,10 +447,18 @@ ufg_run_contiguous_checked(char **args, npy_intp n, const npy_intp *steps, int n
         /* The group's first `head` elements through the kernel, the rest through `rest`. */
         npy_intp head = m;
         ufg_contiguous_kernel rest = kernel;
-        if (exact->special != NULL && m > UFG_BLOCK) {
-            head = UFG_BLOCK;
-            kernel(head, chunk_args);
-            rest = ufg_kernel_after(kernel, exact, ufg_fp_raised(exact->special_after));
+        if (exact->special != NULL && m > UFG_SPECIAL_STREAK * UFG_BLOCK) {
+            head = UFG_SPECIAL_STREAK * UFG_BLOCK;
+            int streak = 0;
+            for (npy_intp b = 0; b < head; b += UFG_BLOCK) {
+                for (int k = 0; k < nargs; k++) {
+                    block_args[k] = chunk_args[k] + b * itemsizes[k];
+                }
+                ufg_special_watch(exact);
+                kernel(UFG_BLOCK, block_args);
+                streak = ufg_special_called_for(kernel, exact) ? streak + 1 : 0;
+            }
+            rest = ufg_kernel_after(kernel, exact, streak);
             for (int k = 0; k < nargs; k++) {
                 block_args[k] = chunk_args[k] + head * itemsizes[k];
             }
@@ -422,23 +472,16 @@ ufg_run_contiguous_checked(char **args, npy_intp n, const npy_intp *steps, int n
             ufg_fp_restore(saved);      /* with the chunk's inexact or underflow flags */
             continue;
         }
-        const bool underflow = ufg_fp_raised(UFG_FP_UNDERFLOW);
+        const unsigned raised = ufg_fp_errors(true);
         ufg_fp_clear();                 /* the chunk's flags are dropped: its blocks raise theirs */
         ufg_fp_restore(saved);
         unsigned confirmed = 0;
-        npy_intp b = 0;
-        for (; b < m && (errors & ~confirmed) != 0; b += UFG_BLOCK) {
+        for (npy_intp b = 0; b < m && (raised & ~confirmed) != 0; b += UFG_BLOCK) {
             for (int k = 0; k < nargs; k++) {
                 block_args[k] = chunk_args[k] + b * itemsizes[k];
             }
             ufg_run_block(m - b < UFG_BLOCK ? m - b : UFG_BLOCK, block_args, nin, nargs,
                           itemsizes, b < head ? kernel : rest, exact, NULL, &confirmed);
-        }
-        if (b < m && underflow && !exact->underflow_too) {
-            for (int k = 0; k < nargs; k++) {
-                block_args[k] = chunk_args[k] + b * itemsizes[k];
-            }
-            rest(m - b, block_args);    /* the same results, and the rest's own flags */
         }
     }
 }
