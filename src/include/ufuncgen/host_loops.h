@@ -132,22 +132,23 @@ ufg_special_watch(const ufg_exact_kernel *exact)
 }
 
 /*
- * Whether the block just run through `ran` (after ufg_special_watch) calls for the loop's
- * special kernel next.  After the plain kernel: where libm's scalar exp or log, which libmvec
- * calls for each lane outside its fast range, reported a range or pole error (errno ERANGE:
- * an exp that rounds to +0, a log of +-0, the arguments the special kernel computes inline;
- * not an exp whose result is subnormal, which glibc leaves errno alone for and both kernels
- * compute lane by lane, nor an underflow of the body's other operations, `exp(x) * 1e-30`,
- * after which the special kernel would only be slower: 1.5x).  After the special kernel:
- * where it raised those arguments' flags again (underflow for exp, divide-by-zero for log).
+ * Whether the block just run through `ran` (after ufg_special_watch, its flags alone raised)
+ * calls for the loop's special kernel next: where it raised the flags of the arguments that
+ * kernel computes inline (underflow for an exp past underflow, divide-by-zero for a log of
+ * +-0: exact->special_after) and, after the plain kernel, libm's scalar exp or log, which
+ * libmvec calls for each lane outside its fast range, reported a range or pole error (errno
+ * ERANGE).  Not an underflow of the body's other operations (`exp(x) * 1e-30`), nor an exp that
+ * overflows (ERANGE without underflow), nor an exp whose result is subnormal (glibc leaves
+ * errno alone, and both kernels compute it lane by lane), after which the special kernel would
+ * only be slower: 1.5x.
  */
 static inline bool
 ufg_special_called_for(ufg_contiguous_kernel ran, const ufg_exact_kernel *exact)
 {
-    if (exact == NULL || exact->special == NULL) {
+    if (exact == NULL || exact->special == NULL || !ufg_fp_raised(exact->special_after)) {
         return false;
     }
-    return ran == exact->special ? ufg_fp_raised(exact->special_after) : errno == ERANGE;
+    return ran == exact->special || errno == ERANGE;
 }
 
 /* Before a kernel's loop: its arguments are the same array or disjoint (ufg_run_elementwise
@@ -450,6 +451,7 @@ ufg_run_contiguous_checked(char **args, npy_intp n, const npy_intp *steps, int n
         if (exact->special != NULL && m > UFG_SPECIAL_STREAK * UFG_BLOCK) {
             head = UFG_SPECIAL_STREAK * UFG_BLOCK;
             int streak = 0;
+            unsigned head_flags = 0;
             for (npy_intp b = 0; b < head; b += UFG_BLOCK) {
                 for (int k = 0; k < nargs; k++) {
                     block_args[k] = chunk_args[k] + b * itemsizes[k];
@@ -457,7 +459,9 @@ ufg_run_contiguous_checked(char **args, npy_intp n, const npy_intp *steps, int n
                 ufg_special_watch(exact);
                 kernel(UFG_BLOCK, block_args);
                 streak = ufg_special_called_for(kernel, exact) ? streak + 1 : 0;
+                head_flags |= ufg_fp_save_clear();      /* each block's flags its own */
             }
+            ufg_fp_restore(head_flags);
             rest = ufg_kernel_after(kernel, exact, streak);
             for (int k = 0; k < nargs; k++) {
                 block_args[k] = chunk_args[k] + head * itemsizes[k];
