@@ -110,6 +110,16 @@ gufunc logsumexp(x) -> s
     s = mx + log(acc);
 }
 
+gufunc log_likelihood(p) -> s
+    layout: (n)->()
+    types: float32(float32), float64(float64)
+{
+    T acc = 0;
+    for (int64_t i = 0; i < n; i++)
+        acc += log(p(i));
+    s = acc;
+}
+
 gufunc sin_sum3(v) -> y
     layout: (3)->()
     types: float64(float64)
@@ -438,6 +448,40 @@ def test_blocks_kept_from_the_vector_run_are_the_same_bits_for_any_thread_count(
     x[rng.integers(0, x.size, 60)] = -1
     with np.errstate(all="ignore"):
         results = on_thread_counts(lambda: m.log_of(x), (1, 2, 3, 5))
+    for r in results[1:]:
+        np.testing.assert_array_equal(r.view(np.uint8), results[0].view(np.uint8))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("later", [1, 15, 16, 200, 3000])
+def test_a_gufunc_row_raising_an_error_after_a_confirmed_one_is_still_reported(
+        m, dtype, later, threading_mode):
+    """A gufunc's chunk re-runs its blocks of rows through the scalar copy only until they
+    confirmed every flag the chunk raised: a row with a zero in each (divide-by-zero), one
+    with a negative value (invalid) after them."""
+    p = np.random.default_rng(later).uniform(0.01, 1, (4000, 16)).astype(dtype)
+    p[:, 3] = 0
+    p[later, 7] = -1
+    with np.errstate(all="ignore"):
+        want = np.log(p).sum(axis=1)
+    for name, a in layouts(p).items():
+        raised, got = errors(m.log_likelihood, a)
+        assert raised == {"divide", "invalid"}, name
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=name)
+        np.testing.assert_array_equal(got[~np.isnan(want)], want[~np.isnan(want)], err_msg=name)
+    rows = np.random.default_rng(0).uniform(0.01, 1, (4000, 16)).astype(dtype)
+    raised, got = errors(m.log_likelihood, rows)
+    assert raised == set()
+    np.testing.assert_allclose(got, np.log(rows).sum(axis=1), rtol=16 * np.finfo(dtype).eps)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gufunc_rows_kept_after_a_confirmed_block_are_the_same_bits_for_any_thread_count(
+        m, dtype, on_thread_counts):
+    p = np.random.default_rng(12).uniform(0.01, 1, (40_000, 16)).astype(dtype)
+    p[::50, 3] = 0
+    with np.errstate(all="ignore"):
+        results = on_thread_counts(lambda: m.log_likelihood(p), (1, 2, 3, 5))
     for r in results[1:]:
         np.testing.assert_array_equal(r.view(np.uint8), results[0].view(np.uint8))
 

@@ -176,16 +176,19 @@ typedef struct {
 } ufg_gufunc_job;
 
 /* Outer iterations [begin, end) through `range`, and through `exact` again if they raised
- * invalid, divide-by-zero or overflow (or underflow, where `exact` says so): only the scalar
- * copy's flags remain (fp_errors.h). */
+ * invalid, divide-by-zero or overflow (or underflow, where `exact` says so), with a flag
+ * beyond those re-runs of earlier blocks of the chunk raised (`*confirmed`, as host_loops.h's
+ * ufg_run_block): only the scalar copy's flags remain (fp_errors.h). */
 static void
-ufg_gufunc_run_block(const ufg_gufunc_job *job, npy_intp begin, npy_intp end)
+ufg_gufunc_run_block(const ufg_gufunc_job *job, npy_intp begin, npy_intp end,
+                     unsigned *confirmed)
 {
     const unsigned saved = ufg_fp_save_clear();
     job->range(job->args, job->dimensions, job->steps, begin, end);
-    if (ufg_fp_errors_raised(job->exact->underflow_too)) {
+    if (ufg_fp_errors(job->exact->underflow_too) != 0 && (ufg_fp_errors(true) & ~*confirmed) != 0) {
         ufg_fp_clear();
         job->exact->range(job->args, job->dimensions, job->steps, begin, end);
+        *confirmed |= ufg_fp_errors(true);
     }
     ufg_fp_restore(saved);
 }
@@ -198,7 +201,10 @@ ufg_gufunc_run_block(const ufg_gufunc_job *job, npy_intp begin, npy_intp end)
  * last bits may differ from the scalar function's (a softmax of rows of 8 differed in 1 row of
  * 150 between one thread and two).  A chunk that raised an error runs again
  * UFG_PARALLEL_GUFUNC_ALIGN iterations at a time, each re-run through the scalar copy if it
- * raised one: so the same blocks, whatever the thread count, are re-run.  NumPy and ufuncgen
+ * raised one, until those re-runs have raised every flag the chunk raised: the rest of the
+ * chunk keeps its first run's results, whose flags are raised already (`log` of rows with a
+ * zero in each re-ran them all through scalar libm).  So the same blocks, whatever the
+ * thread count, are re-run.  NumPy and ufuncgen
  * (src/core/overlap.c) hand a gufunc loop outputs that overlap no input, so running a block
  * again reads what its first run read.  Any other loop calls no vector math (it would be
  * flag-exact, but for a body that reads a core output first), and runs its range in one call.
@@ -218,11 +224,15 @@ ufg_gufunc_run(const ufg_gufunc_job *job, npy_intp begin, npy_intp end)
             ufg_fp_restore(saved);      /* with the chunk's inexact or underflow flags */
             continue;
         }
+        const unsigned raised = ufg_fp_errors(true);
         ufg_fp_clear();                 /* the chunk's flags are dropped: its blocks raise theirs */
         ufg_fp_restore(saved);
-        for (npy_intp b = start; b < stop; b += UFG_PARALLEL_GUFUNC_ALIGN) {
+        unsigned confirmed = 0;
+        for (npy_intp b = start; b < stop && (raised & ~confirmed) != 0;
+             b += UFG_PARALLEL_GUFUNC_ALIGN) {
             ufg_gufunc_run_block(job, b, stop - b < UFG_PARALLEL_GUFUNC_ALIGN
-                                             ? stop : b + UFG_PARALLEL_GUFUNC_ALIGN);
+                                             ? stop : b + UFG_PARALLEL_GUFUNC_ALIGN,
+                                 &confirmed);
         }
     }
 }
