@@ -65,6 +65,28 @@ ufg_fp_errors_raised(bool underflow_too)
     return ufg_fp_errors(underflow_too) != 0;
 }
 
+/*
+ * Whether a block whose vector run raised the flags now raised re-runs through its loop's
+ * scalar copy: it raised an error (invalid, divide-by-zero, overflow; underflow too with
+ * `underflow_too`) and some flag NumPy reports, underflow included, that the re-runs of earlier
+ * blocks of its group (`confirmed`, ufg_fp_confirm) did not raise.  A block with no such flag
+ * keeps its vector results: a re-run could only raise flags the call raises anyway, and the
+ * vector flags it keeps are all raised already (libmvec's expf raises underflow for arguments
+ * it overflows on, 89.8 to 90.1, which scalar expf does not: so underflow is compared too).
+ */
+static inline bool
+ufg_fp_rerun_needed(bool underflow_too, unsigned confirmed)
+{
+    return ufg_fp_errors(underflow_too) != 0 && (ufg_fp_errors(true) & ~confirmed) != 0;
+}
+
+/* After a re-run: the flags it raised, confirmed for the rest of the group. */
+static inline void
+ufg_fp_confirm(unsigned *confirmed)
+{
+    *confirmed |= ufg_fp_errors(true);
+}
+
 /* Flags as ufg_fp_raised takes them. */
 #if defined(__x86_64__) && defined(__SSE2__)
 #define UFG_FP_DIVIDE 0x04u

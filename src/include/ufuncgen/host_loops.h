@@ -204,13 +204,12 @@ ufg_elements_to_cache_line(const char *p, int itemsize, npy_intp n)
  * run read.  `spare` is NULL where no output can be an input.
  * Whether the block calls for the loop's special kernel next (ufg_special_called_for).
  * `*confirmed` holds the flags that re-runs of earlier blocks of the same group of
- * UFG_CHECK_CHUNK elements raised through the scalar copy.  A block whose vector run raised an
- * error but no flag beyond those keeps its vector results: a re-run could only raise flags the call raises anyway
- * (the scalar copy raises no flag its vector loop does not), and `log` of data with a zero in
- * every block re-ran each one through scalar libm at 0.2x np.log.  The groups lie where they
- * lie whatever the thread count (elementwise parts are multiples of UFG_CHECK_CHUNK for a
- * flag-exact loop), so which blocks keep their vector results, whose last bits may differ from
- * scalar libm's, does not depend on it.
+ * UFG_CHECK_CHUNK elements raised through the scalar copy: a block whose vector run raised an
+ * error but no flag beyond those keeps its vector results (ufg_fp_rerun_needed; `log` of data
+ * with a zero in every block re-ran each one through scalar libm at 0.2x np.log).  The groups
+ * lie where they lie whatever the thread count (elementwise parts are multiples of
+ * UFG_CHECK_CHUNK for a flag-exact loop), so which blocks keep their vector results, whose
+ * last bits may differ from scalar libm's, does not depend on it.
  */
 static inline bool
 ufg_run_block(npy_intp m, char **block_args, int nin, int nargs, const int *itemsizes,
@@ -238,12 +237,10 @@ ufg_run_block(npy_intp m, char **block_args, int nin, int nargs, const int *item
     ufg_special_watch(exact);
     kernel(m, run_args);
     const bool special = ufg_special_called_for(kernel, exact);
-    /* Compared with every flag NumPy reports, underflow too: libmvec's expf raises underflow
-     * for arguments it overflows on (89.8 to 90.1), which scalar expf does not. */
-    if (ufg_fp_errors(exact->underflow_too) != 0 && (ufg_fp_errors(true) & ~*confirmed) != 0) {
+    if (ufg_fp_rerun_needed(exact->underflow_too, *confirmed)) {
         ufg_fp_clear();
         exact->kernel(m, run_args);
-        *confirmed |= ufg_fp_errors(true);
+        ufg_fp_confirm(confirmed);
     }
     ufg_fp_restore(saved);
     return special;

@@ -185,10 +185,10 @@ ufg_gufunc_run_block(const ufg_gufunc_job *job, npy_intp begin, npy_intp end,
 {
     const unsigned saved = ufg_fp_save_clear();
     job->range(job->args, job->dimensions, job->steps, begin, end);
-    if (ufg_fp_errors(job->exact->underflow_too) != 0 && (ufg_fp_errors(true) & ~*confirmed) != 0) {
+    if (ufg_fp_rerun_needed(job->exact->underflow_too, *confirmed)) {
         ufg_fp_clear();
         job->exact->range(job->args, job->dimensions, job->steps, begin, end);
-        *confirmed |= ufg_fp_errors(true);
+        ufg_fp_confirm(confirmed);
     }
     ufg_fp_restore(saved);
 }
