@@ -23,9 +23,9 @@
  * gen/model.py, guarded_functions), the flags are cleared again and the block
  * re-runs through the loop's scalar copy (the same body, not vectorized: UFG_SCALAR_COPY,
  * calling scalar libm), whose flags are those NumPy would give (unless re-runs of earlier
- * blocks of its group raised every one of them already: host_loops.h, ufg_run_block).  The flags set before the
- * block are put back afterwards.  A flag-free block costs two reads and two writes of the
- * SSE control/status register.
+ * blocks of its group raised every one of them already: ufg_fp_rerun_needed, below).  The
+ * flags set before the block are put back afterwards.  A flag-free block costs two reads and
+ * two writes of the SSE control/status register.
  */
 #define UFG_FP_ERRORS_MXCSR 0x0du   /* invalid | divide-by-zero | overflow */
 #define UFG_FP_UNDERFLOW_MXCSR 0x10u
