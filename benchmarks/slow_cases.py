@@ -30,6 +30,22 @@ ufunc log_of(x) -> y
 {
     y = log(x);
 }
+
+ufunc exp_of(x) -> y
+    types: float32(float32), float64(float64)
+{
+    y = exp(x);
+}
+
+gufunc log_likelihood(p) -> s
+    layout: (n)->()
+    types: float32(float32), float64(float64)
+{
+    T acc = 0;
+    for (int64_t i = 0; i < n; i++)
+        acc += log(p(i));
+    s = acc;
+}
 """
 
 
@@ -73,6 +89,9 @@ def cases(n, user, rng):
         x = (np.abs(rng.standard_normal(n)) + 0.01).astype(dt)
         x[::7] = 0
         with_zeros[dt] = x
+    past_underflow = rng.uniform(-2000, 0, n).astype(np.float32)
+    rows_with_zeros = rng.uniform(0.01, 1, (max(1, n // 16), 16)).astype(np.float32)
+    rows_with_zeros[:, 3] = 0
     with_infs = rng.standard_normal(n).astype(np.float32)
     with_infs[::7] = np.inf
     grid = np.linspace(-10, 10, n).astype(np.float32)
@@ -87,6 +106,11 @@ def cases(n, user, rng):
          lambda: user.log_of(with_zeros[np.float32]), lambda: np.log(with_zeros[np.float32])),
         ("log(x) float64, a zero every 7th", "np.log",
          lambda: user.log_of(with_zeros[np.float64]), lambda: np.log(with_zeros[np.float64])),
+        ("exp(x) float32 over [-2000, 0]", "np.exp",
+         lambda: user.exp_of(past_underflow), lambda: np.exp(past_underflow)),
+        ("sum of log over rows of 16 float32, a zero in each", "np.log(p).sum(axis=1)",
+         lambda: user.log_likelihood(rows_with_zeros),
+         lambda: np.log(rows_with_zeros).sum(axis=1)),
         ("sincos float32, an Inf every 7th", "np.sin, np.cos",
          lambda: ex.sincos(with_infs), lambda: (np.sin(with_infs), np.cos(with_infs))),
         ("gaussian_pdf float32, sigma 0.1 over [-10, 10]", "NumPy composed",
