@@ -90,6 +90,9 @@ def cases(n, user, rng):
         x[::7] = 0
         with_zeros[dt] = x
     past_underflow = rng.uniform(-2000, 0, n).astype(np.float32)
+    masked = rng.normal(0, 3, (max(1, n // 256), 256)).astype(np.float32)
+    masked[:, -1] = -1e9                # one padded position a row, masked out
+    masked = (masked - masked.max()).ravel()
     rows_with_zeros = rng.uniform(0.01, 1, (max(1, n // 16), 16)).astype(np.float32)
     rows_with_zeros[:, 3] = 0
     with_infs = rng.standard_normal(n).astype(np.float32)
@@ -108,6 +111,8 @@ def cases(n, user, rng):
          lambda: user.log_of(with_zeros[np.float64]), lambda: np.log(with_zeros[np.float64])),
         ("exp(x) float32 over [-2000, 0]", "np.exp",
          lambda: user.exp_of(past_underflow), lambda: np.exp(past_underflow)),
+        ("exp(x) float32, one argument of 256 past underflow (a masked softmax)", "np.exp",
+         lambda: user.exp_of(masked), lambda: np.exp(masked)),
         ("sum of log over rows of 16 float32, a zero in each", "np.log(p).sum(axis=1)",
          lambda: user.log_likelihood(rows_with_zeros),
          lambda: np.log(rows_with_zeros).sum(axis=1)),

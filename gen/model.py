@@ -747,7 +747,7 @@ class Module:
         That kernel is compiled from a `_special` copy of the body (bodies.h.j2) whose exp and
         log compute inline the arguments libmvec computes lane by lane through scalar libm (an
         exp that rounds to +0, a log of +-0: prelude.h, ufg_exp_f_special; host_loops.h,
-        ufg_kernel_after).  Flag-exact, as every body calling vector math.  A helper keeps the
+        ufg_run_chosen).  Flag-exact, as every body calling vector math.  A helper keeps the
         one variant."""
         flags = {}
         for f in self.functions:

@@ -87,9 +87,9 @@ typedef npy_intp ufg_stride_t;
 typedef void (*ufg_contiguous_kernel)(npy_intp n, char **args);
 
 /* A flag-exact loop's scalar copy (ufg_run_block), whether a block that raised underflow
- * re-runs there too (gen/model.py, guarded_functions), and its kernel for the blocks after one
- * whose exp underflowed or whose log divided by zero, or NULL, with those flags
- * (ufg_kernel_after). */
+ * re-runs there too (gen/model.py, guarded_functions), and its special kernel for blocks dense
+ * with exp arguments past underflow or logs of +-0, or NULL, with those arguments' flags
+ * (ufg_run_chosen). */
 typedef struct {
     ufg_contiguous_kernel kernel;
     bool underflow_too;
@@ -97,58 +97,90 @@ typedef struct {
     unsigned special_after;
 } ufg_exact_kernel;
 
-/* Blocks in a row of a group that must call for a loop's special kernel before the next one
- * runs there (ufg_kernel_after): one exp argument past underflow in a group's first block
- * sent the rest of it to the special kernel, 1.5x slower than the plain one with that one
- * argument. */
-#define UFG_SPECIAL_STREAK 2
-
-/*
- * The kernel for the block after `streak` blocks in a row of the same group (UFG_CHECK_CHUNK)
- * that called for the loop's special kernel (ufg_special_called_for): after UFG_SPECIAL_STREAK
- * of them, that kernel, whose exp and log compute
- * the arguments libmvec leaves its fast path for (an exp that rounds to +0, a log of +-0)
- * inline (prelude.h, ufg_exp_f_special), where the loop has one.  libmvec computes a vector
- * holding such an argument lane by lane through scalar libm (exp of float32 data that mostly
- * underflows ran at 0.07x np.exp), and that kernel is slower on other data (1.6x for float32
- * exp).  The two give each element the same flags, and the same bits but where libmvec raised
- * a flag for an argument it hands to scalar libm (exp(-1e10): invalid) and the plain kernel's
- * block re-runs through the scalar copy: the first blocks of each group run through the plain
- * kernel, so which kernel runs a block does not depend on the thread count.
- */
-static inline ufg_contiguous_kernel
-ufg_kernel_after(ufg_contiguous_kernel kernel, const ufg_exact_kernel *exact, int streak)
-{
-    return streak >= UFG_SPECIAL_STREAK ? exact->special : kernel;
-}
-
-/* Before a block of a loop with a special kernel: errno cleared, for ufg_special_called_for. */
+/* Before a run of a loop with a special kernel: errno cleared, for ufg_special_called_for. */
 static inline void
 ufg_special_watch(const ufg_exact_kernel *exact)
 {
-    if (exact != NULL && exact->special != NULL) {
+    if (exact->special != NULL) {
         errno = 0;
     }
 }
 
 /*
- * Whether the block just run through `ran` (after ufg_special_watch, its flags alone raised)
- * calls for the loop's special kernel next: where it raised the flags of the arguments that
- * kernel computes inline (underflow for an exp past underflow, divide-by-zero for a log of
- * +-0: exact->special_after) and, after the plain kernel, libm's scalar exp or log, which
- * libmvec calls for each lane outside its fast range, reported a range or pole error (errno
- * ERANGE).  Not an underflow of the body's other operations (`exp(x) * 1e-30`), nor an exp that
- * overflows (ERANGE without underflow), nor an exp whose result is subnormal (glibc leaves
- * errno alone, and both kernels compute it lane by lane), after which the special kernel would
- * only be slower: 1.5x.
+ * Whether a run just made through `ran` (after ufg_special_watch, its flags alone raised)
+ * held an argument the loop's special kernel computes inline: it raised that argument's flag
+ * (underflow for an exp past underflow, divide-by-zero for a log of +-0: exact->special_after)
+ * and, through the plain kernel, libm's scalar exp or log, which libmvec calls for each lane
+ * outside its fast range, reported a range or pole error (errno ERANGE).  Not an underflow of
+ * the body's other operations (`exp(x) * 1e-30`), nor an exp that overflows (ERANGE without
+ * underflow), nor an exp whose result is subnormal (glibc leaves errno alone, and both kernels
+ * compute it lane by lane).
  */
 static inline bool
 ufg_special_called_for(ufg_contiguous_kernel ran, const ufg_exact_kernel *exact)
 {
-    if (exact == NULL || exact->special == NULL || !ufg_fp_raised(exact->special_after)) {
+    if (exact->special == NULL || !ufg_fp_raised(exact->special_after)) {
         return false;
     }
     return ran == exact->special || errno == ERANGE;
+}
+
+/*
+ * Which kernel runs the blocks of a group (UFG_CHECK_CHUNK) of a loop with a special kernel,
+ * whose exp and log compute the arguments libmvec leaves its fast path for (an exp that rounds
+ * to +0, a log of +-0) inline (prelude.h, ufg_exp_f_special).  libmvec computes a vector
+ * holding such an argument lane by lane through scalar libm (exp of float32 data that mostly
+ * underflows ran at 0.07x np.exp), but the special kernel is slower on other lanes (1.6x for
+ * float32 exp): it pays where such arguments are dense, and costs where they are sparse (one
+ * in 256, a masked softmax's padding, made exp 1.4x slower).  So a block that held one makes
+ * the next run in halves, and after UFG_SPECIAL_BLOCKS blocks in a row whose halves each held
+ * one (at least one argument in every 128), the blocks after them run through the special
+ * kernel, as long as each holds one.  A group starts with the plain kernel, so which kernel
+ * runs a block does not depend on the thread count: the two give each element the same flags,
+ * and the same bits but where libmvec raised a flag for an argument it hands to scalar libm
+ * (exp(-1e10): invalid) and the plain kernel's block re-runs through the scalar copy.
+ */
+#define UFG_SPECIAL_BLOCKS 2
+typedef struct {
+    bool suspect;       /* the last block held an argument: run the next in halves */
+    int dense;          /* blocks in a row whose halves each held one */
+} ufg_special_choice;
+
+/* m elements (at most UFG_BLOCK) through the kernel `choice` picks, `choice` updated for the
+ * next block; the flags raised are those of one run of the m elements. */
+static inline void
+ufg_run_chosen(npy_intp m, char **args, int nargs, const int *itemsizes,
+               ufg_contiguous_kernel kernel, const ufg_exact_kernel *exact,
+               ufg_special_choice *choice)
+{
+    if (choice->dense >= UFG_SPECIAL_BLOCKS) {
+        exact->special(m, args);
+        choice->dense = ufg_special_called_for(exact->special, exact) ? choice->dense : 0;
+        choice->suspect = choice->dense > 0;
+        return;
+    }
+    const npy_intp half = UFG_BLOCK / 2;
+    if (!choice->suspect || m <= half) {
+        ufg_special_watch(exact);
+        kernel(m, args);
+        choice->suspect = ufg_special_called_for(kernel, exact);
+        choice->dense = 0;
+        return;
+    }
+    char *second[UFG_MAX_ARGS];
+    for (int k = 0; k < nargs; k++) {
+        second[k] = args[k] + half * itemsizes[k];
+    }
+    ufg_special_watch(exact);
+    kernel(half, args);
+    bool both = ufg_special_called_for(kernel, exact);
+    const unsigned first = ufg_fp_save_clear();
+    ufg_special_watch(exact);
+    kernel(m - half, second);
+    both = ufg_special_called_for(kernel, exact) && both;
+    ufg_fp_restore(first);
+    choice->dense = both ? choice->dense + 1 : 0;
+    choice->suspect = both;
 }
 
 /* Before a kernel's loop: its arguments are the same array or disjoint (ufg_run_elementwise
@@ -202,7 +234,8 @@ ufg_elements_to_cache_line(const char *p, int itemsize, npy_intp n)
  * is not NULL.  `spare[k]` (UFG_BLOCK elements) is free for input k: an input the block's
  * output overwrites (out=x) is copied there first, so that a re-run reads the values the first
  * run read.  `spare` is NULL where no output can be an input.
- * Whether the block calls for the loop's special kernel next (ufg_special_called_for).
+ * `choice`, where not NULL, picks the plain kernel or the loop's special one and is updated
+ * (ufg_run_chosen); NULL runs `kernel`.
  * `*confirmed` holds the flags that re-runs of earlier blocks of the same group of
  * UFG_CHECK_CHUNK elements raised through the scalar copy: a block whose vector run raised an
  * error but no flag beyond those keeps its vector results (ufg_fp_rerun_needed; `log` of data
@@ -211,14 +244,15 @@ ufg_elements_to_cache_line(const char *p, int itemsize, npy_intp n)
  * UFG_CHECK_CHUNK for a flag-exact loop), so which blocks keep their vector results, whose
  * last bits may differ from scalar libm's, does not depend on it.
  */
-static inline bool
+static inline void
 ufg_run_block(npy_intp m, char **block_args, int nin, int nargs, const int *itemsizes,
               ufg_contiguous_kernel kernel, const ufg_exact_kernel *exact,
-              char (*spare)[UFG_BLOCK * UFG_MAX_ITEMSIZE], unsigned *confirmed)
+              char (*spare)[UFG_BLOCK * UFG_MAX_ITEMSIZE], unsigned *confirmed,
+              ufg_special_choice *choice)
 {
     if (exact == NULL) {
         kernel(m, block_args);
-        return false;
+        return;
     }
     char *run_args[UFG_MAX_ARGS];
     for (int k = 0; k < nargs; k++) {
@@ -234,16 +268,18 @@ ufg_run_block(npy_intp m, char **block_args, int nin, int nargs, const int *item
         }
     }
     const unsigned saved = ufg_fp_save_clear();
-    ufg_special_watch(exact);
-    kernel(m, run_args);
-    const bool special = ufg_special_called_for(kernel, exact);
+    if (choice != NULL && exact->special != NULL) {
+        ufg_run_chosen(m, run_args, nargs, itemsizes, kernel, exact, choice);
+    }
+    else {
+        kernel(m, run_args);
+    }
     if (ufg_fp_rerun_needed(exact->underflow_too, *confirmed)) {
         ufg_fp_clear();
         exact->kernel(m, run_args);
         ufg_fp_confirm(confirmed);
     }
     ufg_fp_restore(saved);
-    return special;
 }
 
 /* n elements of `size` bytes from src (every `from_step` bytes) to dst (every `to_step`).
@@ -369,8 +405,7 @@ ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int 
     char *block_args[UFG_MAX_ARGS];
     const npy_intp block = ufg_block_length(n, steps, nin, nargs, itemsizes, exact);
     unsigned confirmed = 0;                 /* by the re-runs of this group's blocks */
-    ufg_contiguous_kernel run = kernel;
-    int streak = 0;                         /* of blocks calling for exact->special */
+    ufg_special_choice choice = {false, 0};
 
     for (int k = 0; k < nin; k++) {
         if (steps[k] == 0) {
@@ -393,15 +428,12 @@ ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int 
         }
         if (start % UFG_CHECK_CHUNK == 0) {
             confirmed = 0;
-            streak = 0;
-            run = kernel;
+            choice = (ufg_special_choice){false, 0};
         }
         /* An input gathered into buffers[k] is never an output's block; one read in place
          * leaves buffers[k] free. */
-        const bool called_for = ufg_run_block(m, block_args, nin, nargs, itemsizes, run, exact,
-                                              buffers, &confirmed);
-        streak = called_for ? streak + 1 : 0;
-        run = ufg_kernel_after(kernel, exact, streak);
+        ufg_run_block(m, block_args, nin, nargs, itemsizes, kernel, exact, buffers, &confirmed,
+                      &choice);
         for (int k = nin; k < nargs; k++) {
             if (steps[k] != itemsizes[k]) {
                 ufg_scatter(args[k] + start * steps[k], steps[k], buffers[k], m, itemsizes[k]);
@@ -417,9 +449,8 @@ ufg_run_elementwise_blocked(char **args, npy_intp n, const npy_intp *steps, int 
  * block by block (re-running the vector kernel is harmless: no output is an input), so
  * exactly the blocks ufg_run_block would re-run run scalar, until re-runs have confirmed every
  * flag the group's vector run raised, underflow too: the rest of the group keeps that run's
- * results, whose flags are raised already.  A loop with a special kernel (ufg_kernel_after)
- * runs a group's first UFG_SPECIAL_STREAK blocks apart, and the rest through the kernel they
- * call for.
+ * results, whose flags are raised already.  A loop with a special kernel runs a group's first
+ * blocks apart until they chose the kernel for the rest (ufg_run_chosen).
  * Otherwise (out=x) every block keeps a copy of its inputs: ufg_run_elementwise_blocked.
  */
 static void
@@ -442,31 +473,30 @@ ufg_run_contiguous_checked(char **args, npy_intp n, const npy_intp *steps, int n
             chunk_args[k] = args[k] + start * itemsizes[k];
         }
         const unsigned saved = ufg_fp_save_clear();
-        /* The group's first `head` elements through the kernel, the rest through `rest`. */
-        npy_intp head = m;
+        /* The group's first `head` elements block by block while the kernel for the rest is
+         * not chosen (ufg_run_chosen), the rest through `rest`. */
+        npy_intp head = 0;
         ufg_contiguous_kernel rest = kernel;
-        if (exact->special != NULL && m > UFG_SPECIAL_STREAK * UFG_BLOCK) {
-            head = UFG_SPECIAL_STREAK * UFG_BLOCK;
-            int streak = 0;
+        if (exact->special != NULL) {
+            ufg_special_choice choice = {false, 0};
             unsigned head_flags = 0;
-            for (npy_intp b = 0; b < head; b += UFG_BLOCK) {
+            do {
+                const npy_intp b = m - head < UFG_BLOCK ? m - head : UFG_BLOCK;
                 for (int k = 0; k < nargs; k++) {
-                    block_args[k] = chunk_args[k] + b * itemsizes[k];
+                    block_args[k] = chunk_args[k] + head * itemsizes[k];
                 }
-                ufg_special_watch(exact);
-                kernel(UFG_BLOCK, block_args);
-                streak = ufg_special_called_for(kernel, exact) ? streak + 1 : 0;
+                ufg_run_chosen(b, block_args, nargs, itemsizes, kernel, exact, &choice);
+                head += b;
                 head_flags |= ufg_fp_save_clear();      /* each block's flags its own */
-            }
+            } while (head < m && choice.suspect && choice.dense < UFG_SPECIAL_BLOCKS);
             ufg_fp_restore(head_flags);
-            rest = ufg_kernel_after(kernel, exact, streak);
+            rest = choice.dense >= UFG_SPECIAL_BLOCKS ? exact->special : kernel;
+        }
+        if (head < m) {
             for (int k = 0; k < nargs; k++) {
                 block_args[k] = chunk_args[k] + head * itemsizes[k];
             }
             rest(m - head, block_args);
-        }
-        else {
-            kernel(m, chunk_args);
         }
         const unsigned errors = ufg_fp_errors(exact->underflow_too);
         if (errors == 0) {
@@ -482,7 +512,7 @@ ufg_run_contiguous_checked(char **args, npy_intp n, const npy_intp *steps, int n
                 block_args[k] = chunk_args[k] + b * itemsizes[k];
             }
             ufg_run_block(m - b < UFG_BLOCK ? m - b : UFG_BLOCK, block_args, nin, nargs,
-                          itemsizes, b < head ? kernel : rest, exact, NULL, &confirmed);
+                          itemsizes, b < head ? kernel : rest, exact, NULL, &confirmed, NULL);
         }
     }
 }

@@ -701,7 +701,7 @@ UFG_PRELUDE_FN double _Complex ufg_div_cd(double _Complex a, double _Complex b) 
 /*
  * exp and log for the host loops' kernel of the blocks after one whose exp underflowed or
  * whose log divided by zero (a body's `_special` copy: UFG_BODY_FLAVOUR, bodies.h.j2;
- * host_loops.h, ufg_kernel_after).  libmvec computes a vector holding an argument outside its
+ * host_loops.h, ufg_run_chosen).  libmvec computes a vector holding an argument outside its
  * fast range through scalar exp or log, lane by lane: exp of float32 data that mostly
  * underflows ran at 0.07x np.exp, log of data with a zero in every vector at 0.2x np.log.
  * Here such an argument reaches the vector function as one it computes fast, and the result
