@@ -28,7 +28,6 @@
 #include <numpy/ndarraytypes.h>
 
 #include "ufuncgen/fp_errors.h"
-
 #include "ufuncgen/host_threads.h"
 #include "ufuncgen/half_blocks.h"   /* float16 converted a block at a time */
 #include "ufuncgen/prefetch.h"      /* a gufunc's contiguous inputs, ahead of its loop */
