@@ -293,6 +293,16 @@ def target_clones(fn: Function, sig, module: Module) -> str:
     return "UFG_TARGET_CLONES"
 
 
+def stream_kernel(fn: Function, sig, module: Module) -> bool:
+    """Whether an elementwise loop gets a copy of its kernel compiled up to AVX2 for calls
+    larger than the caches (host_loops.h, ufg_kernel_for_call): one of the full clones whose
+    body calls no vector math (libmvec's 512-bit variants pay in any call: target_clones).  A
+    stream at 512 bits ran slower than at 256 on an AVX-512 EPYC, where a body that computes
+    in cache runs faster at 512 (both measured in host_loops.h)."""
+    return (not fn.is_gufunc and fn.name not in module.vector_math_functions
+            and target_clones(fn, sig, module) == "UFG_TARGET_CLONES")
+
+
 def reduce_clones(fn: Function, sig, module: Module) -> str:
     """The CPU-dispatch macro of an associative function's vectorized .reduce loop: the AVX2
     clone, whose 256-bit loads split half as many cache lines (target_clones) as AVX-512's,
@@ -433,7 +443,7 @@ def environment() -> jinja2.Environment:
         device_read=device_read, element_arguments=element_arguments, uses_cub=uses_cub,
         wrapper_doc=wrapper_doc, ufunc_doc=ufunc_doc, identity_spec=identity_spec,
         descriptor_flags=descriptor_flags, target_clones=target_clones, reduce_clones=reduce_clones,
-        kernel_unroll=kernel_unroll, special_kernel=special_kernel,
+        kernel_unroll=kernel_unroll, special_kernel=special_kernel, stream_kernel=stream_kernel,
         special_kernel_flags=special_kernel_flags,
         scalar_gives_vector_bits=scalar_gives_vector_bits,
         broadcast_kernel_inputs=broadcast_kernel_inputs,

@@ -104,6 +104,17 @@ def test_a_real_loop_calling_exp_or_log_gets_a_kernel_for_special_arguments_a_co
         assert f"{{ufg_scalar_kernel_exp_of_{other}, false, NULL, 0}}" in module
 
 
+def test_elementwise_loops_without_vector_math_get_a_copy_up_to_avx2_for_large_calls(examples):
+    module = examples["ex_module.c"]
+    assert "UFG_TARGET_CLONES_UP_TO_AVX2 static void\nufg_kernel_add_float32_stream(" in module
+    assert ("ufg_kernel_for_call(ufg_kernel_add_float32, ufg_kernel_add_float32_stream, "
+            "dimensions[0], 12)" in module)
+    # libmvec's 512-bit variants pay in every call; complex loops have their own clones
+    assert "ufg_kernel_gaussian_pdf_float32_stream" not in module
+    assert "ufg_kernel_for_call(ufg_kernel_gaussian_pdf_float32, NULL, " in module
+    assert not re.search(r"ufg_kernel_\w*complex\w*_stream", module)
+
+
 def test_cub_is_included_only_where_an_associative_function_reduces_whole_lines(examples):
     # add (associative, with reductions) is in the exact file; the fast-math file has none
     kernels, fast = examples["ex_kernels.cu"], examples["ex_kernels_fastmath.cu"]
@@ -248,7 +259,9 @@ def test_a_loop_whose_scalar_copy_gives_its_bits_runs_a_call_of_one_element_ther
                               ("hypot_float64", "NULL", "ufg_scalar_kernel_hypot_float64"),
                               ("gaussian_pdf_float64", "&ufg_rerun_gaussian_pdf_float64", "NULL"),
                               ("add_float16", "NULL", "NULL")):
-        call = module_c.split(f"ufg_kernel_{cname}, ")[-1].split(")")[0].split(", ")
+        # the arguments after the kernel's, ufg_kernel_for_call(ufg_kernel_<cname>, ...)
+        after = module_c.split(f"ufg_kernel_for_call(ufg_kernel_{cname}, ")[-1].split("), ", 1)[1]
+        call = after.split(")")[0].split(", ")
         assert call[:2] == [exact, one], cname
     assert "ufg_scalar_kernel_add_float16(" not in module_c
 

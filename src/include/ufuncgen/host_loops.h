@@ -85,6 +85,27 @@ typedef npy_intp ufg_stride_t;
 
 typedef void (*ufg_contiguous_kernel)(npy_intp n, char **args);
 
+/*
+ * Bytes (every argument's elements together) past which an elementwise call runs its loop's
+ * copy compiled up to AVX2 (ufg_kernel_for_call).  Such a call streams from memory, and on an
+ * AMD EPYC with AVX-512 a 512-bit stream ran slower than a 256-bit one: add float32 over 10M
+ * elements into out= 3.5-4.0 ms against 3.0-3.1 (np.add, AVX2: 3.0), custom_op float64 7.3-7.9
+ * against 6.2-6.6; 1M elements (12 MB) already 0.93x np.add.  In cache the AVX-512 clone
+ * stays: a polynomial over 100,000 float32 took 10 us in it and 14 in AVX2.
+ */
+#define UFG_STREAM_BYTES (4 * 1024 * 1024)
+
+/* The kernel of a call of n elements of `bytes` bytes (its arguments' itemsizes together):
+ * `stream`, the loop's copy up to AVX2, where it has one and the call is larger than
+ * UFG_STREAM_BYTES.  Both copies give every element the same bits: no vector math, no
+ * complex product, each operation rounded as it is written, whatever the vector width. */
+static inline ufg_contiguous_kernel
+ufg_kernel_for_call(ufg_contiguous_kernel kernel, ufg_contiguous_kernel stream, npy_intp n,
+                    int bytes)
+{
+    return stream != NULL && n > UFG_STREAM_BYTES / bytes ? stream : kernel;
+}
+
 /* A flag-exact loop's scalar copy (ufg_run_block), whether a block that raised underflow
  * re-runs there too (gen/model.py, guarded_functions), and its special kernel for blocks dense
  * with exp arguments past underflow or logs of +-0, or NULL, with those arguments' flags
