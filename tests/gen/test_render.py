@@ -312,14 +312,17 @@ def _lane_cases(module_c: str, loop: str) -> list[int]:
     return [int(k) for k in re.findall(r"case (\d+): \{", cores)]
 
 
-def test_float32_gufuncs_run_short_rows_in_lanes_for_each_size_they_do_not_specialize(examples):
+def test_float_gufuncs_run_short_rows_in_lanes_for_each_size_they_do_not_specialize(examples):
     module_c = examples["ex_module.c"]
     # l2_norm's `specialize: n=2`, `n=3`, `n=4` keep their own loop; inner1d specializes none.
-    assert _lane_cases(module_c, "l2_norm_float32") == list(range(5, 17))
-    assert _lane_cases(module_c, "inner1d_float32") == list(range(2, 17))
-    # Not float64 (slower in lanes), float16 (widened a block at a time), nor outputs with core
-    # dimensions (matmul, centroid_distances), nor frozen cores (constant sizes already).
-    for loop in ("l2_norm_float64", "l2_norm_float16", "inner1d_float64", "matmul_float32",
+    for t in ("float32", "float64"):
+        assert _lane_cases(module_c, f"l2_norm_{t}") == list(range(5, 17)), t
+        assert _lane_cases(module_c, f"inner1d_{t}") == list(range(2, 17)), t
+    assert "enum { ufg_lanes = UFG_LANE_BYTES / 8 };" in module_c.split(
+        "ufg_range_lanes_inner1d_float64(char")[1].split("\n}")[0]
+    # Not float16 (widened a block at a time), nor outputs with core dimensions (matmul,
+    # centroid_distances), nor frozen cores (constant sizes already).
+    for loop in ("l2_norm_float16", "inner1d_float16", "matmul_float32",
                  "centroid_distances_float32", "rgb_to_gray_float32"):
         assert _lane_cases(module_c, loop) == [], loop
         assert f"ufg_range_lanes_{loop}(" not in module_c, loop
