@@ -197,7 +197,7 @@ gufunc softmax(x) -> y
 
 gufunc minmax(x) -> (lo, hi)
     layout: (n)->(),()
-    types: (float64, float64)(float64)
+    types: (float64, float64)(float64), (float32, float32)(float32)
 {
     lo = x(0);
     hi = x(0);
@@ -326,6 +326,23 @@ def test_two_outputs_that_meet_keep_numpys_order_on_any_thread_count(vector_math
         vector_math.minmax(x, out=(lo, hi))
         assert parallel_calls() > before
         np.testing.assert_array_equal(lo, want[:-1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rows", [3, 8, 100, 4001])
+def test_two_outputs_that_meet_keep_numpys_order_where_rows_would_run_in_lanes(
+        vector_math, dtype, rows, threads_restored):
+    """Rows of 4 (one variable core dimension, scalar outputs) run side by side in SIMD lanes,
+    each output's block stored after the other's; with out=(o[:-1], o[1:]) row i's second
+    output and row i+1's first are one element, which NumPy's order leaves as row i+1's."""
+    ufuncgen.set_num_threads(1)
+    x = np.random.default_rng(rows).standard_normal((rows, 4)).astype(dtype)
+    want = np.empty(rows + 1, dtype)
+    want[1:] = x.max(-1)
+    want[:-1] = x.min(-1)
+    o = np.zeros(rows + 1, dtype)
+    vector_math.minmax(x, out=(o[:-1], o[1:]))
+    np.testing.assert_array_equal(o, want)
 
 
 def test_two_outputs_that_interleave_without_sharing_a_byte_keep_the_vector_loop_and_threads(

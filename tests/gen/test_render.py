@@ -276,7 +276,8 @@ def test_a_gufunc_loop_picks_a_contiguous_specialization_with_constant_frozen_st
     # outer steps (0 to 3) between the contiguous loop and the contiguous-cores one.
     loop = module_c.split("ufg_loop_matmul_float32(")[1].split("\n}")[0]
     assert "ufg_gufunc_range ufg_range = ufg_range_matmul_float32;" in loop
-    assert "if (ufg_same_steps(steps, ufg_steps, ufg_step_walks_matmul, dimensions, 3, 9)) {" in loop
+    assert ("if (!ufg_rows_meet && ufg_same_steps(steps, ufg_steps, ufg_step_walks_matmul, dimensions, "
+            "3, 9)) {") in loop
     assert ("ufg_range = ufg_same_steps(steps, ufg_steps, ufg_step_walks_matmul, dimensions, 0, 3)\n"
             "                    ? ufg_range_contiguous_matmul_float32 : "
             "ufg_range_contiguous_cores_matmul_float32;") in loop
