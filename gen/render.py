@@ -328,8 +328,8 @@ def kernel_unroll(fn: Function, sig, module: Module) -> int:
     200,000 int64 on a Zen 4 EPYC, one thread, out= given: 1177 us in one copy, 1119 in 2,
     1103 in 4, 1071 in 8, Numba @vectorize (LLVM unrolls its loop 4 times) 1135; with Numba's
     own inner loop in one copy, 1171: the copies, not the inner loop, make the difference.
-    collatz_steps within 1%.  Every element's operations
-    are the same, in the same order: the same bits and flags."""
+    collatz_steps within 1%.  Every element's operations are the same, in the same order: the
+    same bits and flags."""
     return SCALAR_UNROLL if fn.name in module.data_loop_functions else 1
 
 
