@@ -174,7 +174,8 @@ def rows_share_memory(fn: Function, sig) -> str:
     spans = {a.index: " + ".join([str(sig.all_types[a.index].itemsize)] + [
         f"(dimensions[{d.index + 1}] - 1) * ufg_step_size(steps[{core_steps[a.index, j]}])"
         for j, d in enumerate(a.core_dims)]) for a in fn.outputs}
-    tests = [f"ufg_rows_overlap(steps[{a.index}], {spans[a.index]})" for a in fn.outputs]
+    tests = [f"ufg_rows_overlap(dimensions[0], steps[{a.index}], {spans[a.index]})"
+             for a in fn.outputs]
 
     def reach(a, direction: str, start: str) -> str:
         return " + ".join([start] + [

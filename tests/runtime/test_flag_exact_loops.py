@@ -526,6 +526,23 @@ def test_a_body_calling_vector_math_agrees_across_layouts_within_the_libraries_u
         assert ulps.max() <= 4, name
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_call_of_one_contiguous_row_runs_the_loop_a_stack_of_such_rows_runs(m, dtype):
+    # NumPy gives a call without loop dimensions the outer step 0, which had sent it to the
+    # strided copy as if its rows shared an output: its one row is as contiguous as each row of
+    # a C-contiguous stack, and gets the same vectorized loop (libmvec's exp, not scalar libm's)
+    x = np.random.default_rng(7).uniform(-5, 5, 256).astype(dtype)
+    stacked = m.exp_rows(np.stack([x, x]))
+    spread = np.empty(512, dtype)
+    spread[::2] = x
+    if np.array_equal(m.exp_rows(spread[::2]), stacked[0]):
+        pytest.skip("the strided and the vectorized loop give the same bits here")
+    np.testing.assert_array_equal(m.exp_rows(x), stacked[0])
+    out = np.empty_like(x)
+    m.exp_rows(x, out=out)
+    np.testing.assert_array_equal(out, stacked[0])
+
+
 def test_a_gufunc_adding_into_its_out_adds_once_where_its_vector_run_raised(m, threading_mode):
     """A body that reads its output before it writes it (`y(i) += ...` into out=) is not
     re-run: a re-run would add again to what the first run wrote."""

@@ -787,7 +787,7 @@ ufg_run_elementwise_general(char **args, npy_intp n, const npy_intp *steps, int 
     /* An output whose elements share memory (a step of 0, or less than its item): NumPy
      * writes them in order, the last one winning, which parts on threads would race for. */
     for (int k = nin; k < nargs && threads_allowed; k++) {
-        threads_allowed = !ufg_rows_overlap(steps[k], itemsizes[k]);
+        threads_allowed = !ufg_rows_overlap(n, steps[k], itemsizes[k]);
     }
     const int threads = ufg_parallel_threads(threads_allowed, n, &ufg_threads->min_elements);
     if (threads > 1 && n > 2 * UFG_PARALLEL_SAMPLE) {

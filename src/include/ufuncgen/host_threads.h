@@ -263,13 +263,15 @@ ufg_step_size(npy_intp step)
     return step < 0 ? -step : step;
 }
 
-/* Whether rows `outer` bytes apart, each reaching `span` bytes from its first element's start
- * (in either direction), share memory: an outer step of 0, or one shorter than the span.
- * (Generated loops pass each output's test: render.rows_share_memory.) */
+/* Whether `rows` rows `outer` bytes apart, each reaching `span` bytes from its first
+ * element's start (in either direction), share memory: an outer step of 0, or one shorter than
+ * the span, where there are two rows or more.  (A call of one row has the outer step 0 from
+ * NumPy, and is no less contiguous for it.)  Generated loops pass each output's test:
+ * render.rows_share_memory. */
 static inline bool
-ufg_rows_overlap(npy_intp outer, npy_intp span)
+ufg_rows_overlap(npy_intp rows, npy_intp outer, npy_intp span)
 {
-    return ufg_step_size(outer) < span;
+    return rows > 1 && ufg_step_size(outer) < span;
 }
 
 /* How far a row reaches below (at most 0) and past (at least 0) its first element's start
