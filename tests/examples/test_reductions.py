@@ -146,9 +146,10 @@ def test_reduce_of_functions_without_identity_or_with_core_dims_raises_like_nump
 # ----------------------------------------------------------------------------- associative add
 #
 # add is `associative: true`: its .reduce runs pairwise and vectorized on the host
-# (src/include/ufuncgen/host_reduce.h): 128-element leaves over 32 lanes (in order below 64
-# elements), the leaves combined as a balanced tree, large calls in 65,536-element parts.  The
-# sizes below sit around those boundaries and NumPy's own (8 accumulators, 128-element blocks).
+# (src/include/ufuncgen/host_reduce.h): leaves of 4 rows of 16 float64 lanes or of 32 float32
+# or int64 lanes (in order below 64 elements), the leaves combined as a balanced tree,
+# large calls in 65,536-element parts.  The sizes below sit around those boundaries and
+# NumPy's own (8 accumulators, 128-element blocks).
 
 from ufuncgen import _core  # noqa: E402
 
@@ -161,8 +162,8 @@ FLOAT_DTYPES = [np.float32, np.float64]
 
 def pairwise_bound(dtype, n, magnitude):
     """|error| of a pairwise sum: each term goes through at most 63 additions in its leaf (a
-    bound for any leaf: a long one over 32 lanes, a short one over 8, under 16 elements in
-    order), then log2(n / 128) + 1 tree levels, plus the accumulator's and the reference's
+    bound for any leaf: a long one over 16 or 32 lanes, a short one over 8, under 16 elements
+    in order), then log2(n / 128) + 1 tree levels, plus the accumulator's and the reference's
     roundings, each relative to the sum of magnitudes."""
     levels = min(n, 64 + max(0, math.ceil(math.log2(max(n, 1) / 128)))) + 3
     return levels * eps(dtype) * magnitude
@@ -280,12 +281,70 @@ def test_a_row_shorter_than_64_is_numpys_pairwise_sum_added_to_the_accumulator(d
 @pytest.mark.parametrize("dtype", ADD_DTYPES)
 def test_add_reduce_of_rows_of_64_or_more_runs_over_lanes_within_the_pairwise_bound(dtype, columns,
                                                                                     rng):
-    # From 64 elements on, a row is reduced over 32 lanes, its last leaf of 16 to 63 over 8
+    # From 64 elements on, a row is reduced over lanes (16 float64, 32 float32 or int64), its
+    # last leaf, under two rows of those, over 8
     values = random_values(dtype, (300, columns), rng)
     for layout in ("contiguous", "fortran", "reversed"):
         got = ex.add.reduce(with_layout(values, layout), axis=1)
         for row, result in zip(values, got):
             assert_pairwise_close(result, row, dtype)
+
+
+def lanes_sum(x, lanes):
+    """Lane j starts as x[j] + x[j + lanes], takes every lanes-th element after, over whole
+    rows of lanes; the lanes then fold pairwise, j with j + width, halving width."""
+    lane = [x[j] + x[j + lanes] for j in range(lanes)]
+    i = 2 * lanes
+    while i + lanes <= len(x):
+        lane = [lane[j] + x[i + j] for j in range(lanes)]
+        i += lanes
+    width = lanes // 2
+    while width:
+        lane[:width] = [lane[j] + lane[j + width] for j in range(width)]
+        width //= 2
+    return lane[0], i
+
+
+def documented_reduction(x):
+    """The order host_reduce.h documents for a call of 64 or more elements of a float type:
+    leaves of 4 rows of as many lanes as fill 128 bytes (16 float64, 32 float32), a last leaf
+    under two rows of those over 8 lanes (in order under 16), the rest of a leaf in order; the
+    leaves' results merged by a binary counter, its roots folded from the newest."""
+    lanes = 128 // x.dtype.itemsize
+    roots = []                                  # (value, level), oldest first
+    for start in range(0, len(x), 4 * lanes):
+        leaf = x[start:start + 4 * lanes]
+        value, taken = leaf[0], 1
+        if len(leaf) >= 2 * lanes:
+            value, taken = lanes_sum(leaf, lanes)
+        elif len(leaf) >= 16:
+            value, taken = lanes_sum(leaf, 8)
+        for v in leaf[taken:]:
+            value = value + v
+        level = 0
+        while roots and roots[-1][1] == level:
+            value = roots.pop()[0] + value
+            level += 1
+        roots.append((value, level))
+    total = roots[-1][0]
+    for value, _ in reversed(roots[:-1]):
+        total = value + total
+    return total
+
+
+@pytest.mark.parametrize("size", [64, 65, 95, 96, 100, 127, 128, 129, 200, 256, 1000, 4097, 20_000])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_add_reduce_of_64_or_more_floats_is_the_documented_order_bit_for_bit(dtype, size,
+                                                                            threads_restored, rng):
+    # The order depends on the number of elements and the type's size alone: a model of it in
+    # Python, NumPy scalars rounding each step, gives the same bits on any CPU and thread count
+    # (NumPy adds the row's result to add's identity, 0)
+    x = short_row_values(dtype, 1, size, rng)[0]
+    expected = dtype(0) + documented_reduction(x)
+    for threads in (1, 2):
+        ufuncgen.set_num_threads(threads)
+        assert_exactly_equal(ex.add.reduce(x), expected)
+        assert_exactly_equal(ex.add.reduce(x[None, :], axis=1), np.array([expected]))
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)

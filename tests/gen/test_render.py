@@ -226,6 +226,9 @@ def test_binary_loops_of_one_type_get_host_reductions_reorderable_where_associat
         assert "#define UFG_REDUCE_IN_ORDER_ONLY" in block and "UFG_REDUCE_CLONES" not in block
     add = module_c.split("#define UFG_REDUCE_NAME(part) ufg_reduce_add_float32##part")[0].rsplit("*/", 1)[1]
     assert "UFG_REDUCE_IN_ORDER_ONLY" not in add
+    # an integer type's lanes do not follow its size (host_reduce_impl.h)
+    int64 = module_c.split("#define UFG_REDUCE_NAME(part) ufg_reduce_add_int64##part")[0].rsplit("*/", 1)[1]
+    assert "#define UFG_REDUCE_INTEGER" in int64 and "UFG_REDUCE_INTEGER" not in add
     hypot_loop = module_c.split("ufg_loop_hypot_float64(")[1].split("\n}")[0]
     assert hypot_loop.rstrip().endswith("NULL, ufg_scalar_kernel_hypot_float64, ufg_broadcast_kernels_hypot_float64, "
                                         "&ufg_reduce_hypot_float64_ops, true, true);")

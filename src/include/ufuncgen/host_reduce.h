@@ -9,24 +9,26 @@
  *   - a call of fewer than UFG_REDUCE_FEW elements (a short row of a 2-D reduction) in the
  *     order of NumPy's own pairwise sum of so few (reduce_order.h), in scalar code
  *     (ufg_reduce_ops.few);
- *   - longer, leaves of UFG_REDUCE_LEAF elements, each reduced with UFG_REDUCE_LANES
- *     independent accumulators (lane j takes elements j, j + LANES, ...), which the compiler
- *     turns into SIMD registers; the lanes are then folded pairwise (j with j + LANES/2, ...);
- *     the call's last leaf, when shorter than two rows of them, the same way over
- *     UFG_REDUCE_SHORT_LANES, and under two rows of those in order;
+ *   - longer, leaves of 4 rows of UFG_REDUCE_LANES_OF(the element's size) independent
+ *     accumulators (lane j takes elements j, j + LANES, ...): 128 floats over 32 lanes, 64
+ *     doubles over 16, which the compiler turns into SIMD registers; the lanes are then
+ *     folded pairwise (j with j + LANES/2, ...); the call's last leaf, when shorter than two
+ *     rows of them, the same way over UFG_REDUCE_SHORT_LANES, and under two rows of those in
+ *     order;
  *   - the leaf results combined pairwise by a binary counter (ufg_reduce_push): two results of
  *     the same level (2^level leaves each) merge as soon as both exist, so the partial sums
  *     form a balanced tree over the leaves;
  *   - the tree's leftover roots folded from the newest: f(r0, f(r1, ... f(rk-1, rk))).
  *
- * Accuracy: each lane adds LEAF / LANES = 4 elements in sequence, and the tree adds
- * log2(LANES) + log2(n / LEAF) levels, so a float sum's error grows like log2(n): NumPy's
- * pairwise sum, with 16 elements per lane (8 lanes, 128-element blocks), has the same growth
- * and a longer sequential part (on standard normal data our mean error is some 5% lower; a
- * balanced tree is the best any reordering can do without knowing that f is an addition).
+ * Accuracy: each lane adds 4 elements in sequence, and the tree adds log2(LANES) +
+ * log2(n / LEAF) levels, so a float sum's error grows like log2(n): NumPy's pairwise sum, with
+ * 16 elements per lane (8 lanes, 128-element blocks), has the same growth and a longer
+ * sequential part (on standard normal data our mean error is some 5% lower; a balanced tree is
+ * the best any reordering can do without knowing that f is an addition).
  *
- * The order depends on n and the element order only: not on the vector width of the CPU (the
- * lanes are defined in C, and a SIMD register holds several of them), nor on the threads.
+ * The order depends on n, the type's size and the element order only: not on the vector
+ * width of the CPU (the lanes are defined in C, and a SIMD register holds several of them),
+ * nor on the threads.
  * Large calls are cut into parts of UFG_REDUCE_PART elements, a fixed power-of-two number of
  * leaves, so each complete part is one finished subtree of the single-threaded tree: parts
  * reduced on any thread, then combined by the same counter, give the same bits (see
@@ -50,24 +52,41 @@
 
 #include "ufuncgen/reduce_order.h"
 
-/* Accumulators per leaf: 32 floats are 4 AVX2 registers, enough independent adds to hide the
- * add latency; 32 doubles still fit AVX2's 16 registers. */
-#define UFG_REDUCE_LANES 32
-/* A leaf of fewer elements than this (two rows of lanes), a call's last, is reduced over
- * UFG_REDUCE_SHORT_LANES lanes.  (A call as short is reduced through ufg_reduce_ops.few.) */
-#define UFG_REDUCE_MIN (2 * UFG_REDUCE_LANES)
+/* Accumulators per leaf, for elements (as computed) of `size` bytes: as many as fill
+ * UFG_REDUCE_LANE_BYTES, two cache lines, from UFG_REDUCE_SHORT_LANES to UFG_REDUCE_MAX_LANES.
+ * 32 floats or 16 doubles are 4 AVX2 registers, enough independent adds to hide the add
+ * latency.  32 doubles, 8 registers, were slower where memory sets the pace, by as much as
+ * NumPy's whole per-row cost (AVX-512 EPYC, one thread, 10M values: 0.98x np.add.reduce in
+ * 1-D and 0.89x over rows of 1,000, against 1.15x and 1.05x over 16), and in cache no faster. */
+#define UFG_REDUCE_LANE_BYTES 128
+#define UFG_REDUCE_MAX_LANES 32
 #define UFG_REDUCE_SHORT_LANES 8
-/* A last leaf of fewer elements than this is reduced in order. */
+#define UFG_REDUCE_LANES_OF(size)                                                          \
+    ((size) >= UFG_REDUCE_LANE_BYTES / UFG_REDUCE_SHORT_LANES ? UFG_REDUCE_SHORT_LANES       \
+     : (size) <= UFG_REDUCE_LANE_BYTES / UFG_REDUCE_MAX_LANES ? UFG_REDUCE_MAX_LANES         \
+                                                              : UFG_REDUCE_LANE_BYTES / (int)(size))
+/* Rows of lanes per leaf: each lane adds 4 elements in sequence, whatever the type (with 8,
+ * 16 doubles a leaf of 128, a float64 sum of standard normal values lost the few percent of
+ * accuracy by which it is ahead of NumPy's). */
+#define UFG_REDUCE_LEAF_ROWS 4
+/* The longest leaf, of the narrowest elements; a strided leaf is gathered into a stack buffer
+ * this long. */
+#define UFG_REDUCE_LEAF (UFG_REDUCE_LEAF_ROWS * UFG_REDUCE_MAX_LANES)
+/* A call's last leaf of fewer elements than two rows of lanes is reduced over
+ * UFG_REDUCE_SHORT_LANES lanes, and of fewer than this in order.  (A call as short is
+ * reduced through ufg_reduce_ops.few.) */
 #define UFG_REDUCE_SHORT_MIN (2 * UFG_REDUCE_SHORT_LANES)
-/* Elements per leaf: 4 per lane; a strided leaf is gathered into a stack buffer this long. */
-#define UFG_REDUCE_LEAF 128
-/* Elements per part of a multi-threaded reduction (65,536): 2^9 leaves, a complete subtree. */
+/* Elements per part of a multi-threaded reduction (65,536): a power-of-two number of leaves of
+ * any type, a complete subtree. */
 #define UFG_REDUCE_PART (UFG_REDUCE_LEAF << 9)
 /* Levels of the binary counter: enough for 2^64 leaves. */
 #define UFG_REDUCE_MAX_DEPTH 64
 
-_Static_assert(UFG_REDUCE_LEAF % UFG_REDUCE_LANES == 0, "whole lanes per leaf");
-_Static_assert((UFG_REDUCE_LANES & (UFG_REDUCE_LANES - 1)) == 0, "lanes fold pairwise");
+_Static_assert((UFG_REDUCE_LANE_BYTES & (UFG_REDUCE_LANE_BYTES - 1)) == 0 &&
+               (UFG_REDUCE_SHORT_LANES & (UFG_REDUCE_SHORT_LANES - 1)) == 0 &&
+               (UFG_REDUCE_MAX_LANES & (UFG_REDUCE_MAX_LANES - 1)) == 0 &&
+               (UFG_REDUCE_LEAF_ROWS & (UFG_REDUCE_LEAF_ROWS - 1)) == 0,
+               "lanes fold pairwise, and every leaf length divides a part a power of two times");
 _Static_assert((UFG_REDUCE_PART / UFG_REDUCE_LEAF & (UFG_REDUCE_PART / UFG_REDUCE_LEAF - 1)) == 0,
                "a part is a power-of-two number of leaves: one complete subtree");
 
