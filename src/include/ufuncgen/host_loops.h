@@ -305,9 +305,12 @@ ufg_run_block(npy_intp m, char **block_args, int nin, int nargs, const int *item
 /* n elements of `size` bytes from src (every `from_step` bytes) to dst (every `to_step`).
  * The size is a constant in each case, so that each copy is one load and one store, not a
  * call to memcpy: a strided call copies every element of its strided arguments.  Every other
- * element (`a[::2]`, a complex array's `.real`), gathered or scattered, has a loop of its own
- * with both steps constant, which the compiler vectorizes with shuffles (2-3x faster than one
- * element at a time on the Zen 5 EPYC; `a[::2] + b` float32 in cache 0.8x -> 1.2x np.add). */
+ * element (`a[::2]`, a complex array's `.real`) and a reversed view (`a[::-1]`), gathered or
+ * scattered, have loops of their own with both steps constant, which the compiler vectorizes
+ * with shuffles (2-3x faster than one element at a time on the Zen 5 EPYC; `a[::2] + b`
+ * float32 in cache 0.8x -> 1.2x np.add), in AVX2 where the CPU has it: with SSE2's two
+ * doubles a shuffle, `add(a[::-1], b[::-1])` float64 went from 0.47x np.add to 0.73x, with
+ * AVX2 to 0.95x (AVX-512 EPYC, 100,000 elements, one thread). */
 #define UFG_COPY_WITH_STEPS(size, to, from)                                                \
     if (to_step == (to) * (npy_intp)(size) && from_step == (from) * (npy_intp)(size)) {    \
         for (npy_intp i = 0; i < n; i++) {                                                 \
@@ -319,13 +322,15 @@ ufg_run_block(npy_intp m, char **block_args, int nin, int nargs, const int *item
 #define UFG_COPY_ELEMENTS(size)                                                            \
     UFG_COPY_WITH_STEPS(size, 1, 2)                                                        \
     UFG_COPY_WITH_STEPS(size, 2, 1)                                                        \
+    UFG_COPY_WITH_STEPS(size, 1, -1)                                                       \
+    UFG_COPY_WITH_STEPS(size, -1, 1)                                                       \
     _Pragma("GCC unroll 4")                                                                \
     for (npy_intp i = 0; i < n; i++, dst += to_step, src += from_step) {                   \
         memcpy(dst, src, size);                                                            \
     }                                                                                      \
     return
 
-static void
+UFG_TARGET_CLONES_UP_TO_AVX2 static void
 ufg_copy_elements(char *dst, npy_intp to_step, const char *src, npy_intp from_step, npy_intp n,
                   int itemsize)
 {
