@@ -219,6 +219,34 @@ def _assert_sum_bits(got, x, y):
     assert ((_bits(got) == _bits(want)) | (_bits(got) == _bits(swapped)))[both].all()
 
 
+def _flags_raised(call, *args):
+    """The kinds of floating-point warning `call(*args)` gives ("overflow", "invalid", ...)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with np.errstate(all="warn"):
+            result = call(*args)
+    return result, sorted(str(w.message).split()[0] for w in caught)
+
+
+@pytest.mark.parametrize("n", range(1, 41))
+def test_a_short_call_keeps_nan_payloads_and_flags_as_numpys_add(half, n):
+    """From 5 elements a call shorter than an F16C group converts its elements as one group
+    padded with zeros (half_blocks.h); signalling NaNs keep their payloads, quiet ones too, and
+    a sum past 65504 overflows, as in NumPy's float16 add, whatever the call's length."""
+    specials = np.array([0x7C01, 0xFD00, 0x7D55, 0x7E00, 0x7BFF, 0xFBFF, 0x0001, 0x8000,
+                         0x7C00, 0x3C00, 0x4248], dtype=np.uint16).view(np.float16)
+    rng = np.random.default_rng(n)
+    x, y = rng.choice(specials, n), rng.choice(specials, n)
+    got, our_flags = _flags_raised(half.half_sum, x, y)
+    want, numpys_flags = _flags_raised(np.add, x, y)
+    assert our_flags == numpys_flags
+    both = np.isnan(x) & np.isnan(y)        # either operand's payload: the order is the loop's
+    _assert_same_bits(got[~both], want[~both])
+    with np.errstate(all="ignore"):
+        swapped = np.add(y, x)
+    assert ((_bits(got) == _bits(want)) | (_bits(got) == _bits(swapped)))[both].all()
+
+
 def test_sums_of_every_float16_match_numpys_float16_add_bit_for_bit(half):
     rng = np.random.default_rng(1616)
     x = np.concatenate([ALL_HALVES, rng.permutation(ALL_HALVES)])
