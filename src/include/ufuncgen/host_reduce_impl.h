@@ -202,7 +202,7 @@ UFG_REDUCE_NAME(_range)(npy_intp n, const char *in, npy_intp stride, char *resul
         /* A whole leaf has a constant length: its loops unroll with no early exits, so the
          * lanes stay in registers.  The same operations as for any m. */
         UFG_REDUCE_NAME(_push)(&tree, m == LEAF_ ? UFG_REDUCE_NAME(_leaf)(x, LEAF_)
-                                                           : UFG_REDUCE_NAME(_leaf)(x, m));
+                                                 : UFG_REDUCE_NAME(_leaf)(x, m));
     }
     const T_ r = UFG_REDUCE_NAME(_fold)(&tree);
     memcpy(result, &r, sizeof r);
