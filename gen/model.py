@@ -1594,7 +1594,7 @@ C_NAME_LOOP_ROLES = tuple("""
     host_at kernel loop range range_body range_contiguous range_contiguous_cores range_cores
     range_lanes range_prefetched range_widened reduce reduce_few reduce_kernel reduce_read
     reduce_host_call reduce_step reduce_write reduceat_kernel rerun scalar_kernel step_op
-    widened_steps
+    strided_kernel widened_steps
 """.split()) + tuple(f"launch_{where}_{kind}" for where in ("sim", "cuda") for kind in _LAUNCHES)
 # The tails some roles' names take after the loop's suffix (UFG_REDUCE_NAME's parts in
 # host_reduce_impl.h for `reduce`; the kernel's per-argument copies take `_broadcast_<input>`).

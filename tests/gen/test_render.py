@@ -231,7 +231,7 @@ def test_binary_loops_of_one_type_get_host_reductions_reorderable_where_associat
     assert "#define UFG_REDUCE_INTEGER" in int64 and "UFG_REDUCE_INTEGER" not in add
     hypot_loop = module_c.split("ufg_loop_hypot_float64(")[1].split("\n}")[0]
     assert hypot_loop.rstrip().endswith("NULL, ufg_scalar_kernel_hypot_float64, ufg_broadcast_kernels_hypot_float64, "
-                                        "&ufg_reduce_hypot_float64_ops, true, true);")
+                                        "NULL, &ufg_reduce_hypot_float64_ops, true, true);")
     # neither a unary function nor one of three inputs has one
     assert "ufg_reduce_gelu" not in module_c and "ufg_reduce_gaussian_pdf" not in module_c
 
@@ -461,13 +461,57 @@ def test_loops_of_two_or_more_inputs_get_a_kernel_per_input_that_reads_it_once(e
         assert table == f"ufg_kernel_{cname}_broadcast_x, ufg_kernel_{cname}_broadcast_y", cname
         loop = module_c.split(f"ufg_kernel_{cname}_broadcast_y(npy_intp n, char **args)")[1]
         assert "(ufg_arg_x[i], ufg_arg_y[0], &ufg_arg_" in loop.split("\n}")[0], cname
-        assert f"ufg_broadcast_kernels_{cname}, &ufg_reduce_{cname}_ops" in module_c, cname
+        strided = "NULL" if cname == "hypot_float32" else f"ufg_strided_kernel_{cname}"
+        assert f"ufg_broadcast_kernels_{cname}, {strided}, &ufg_reduce_{cname}_ops" in module_c, cname
     # float16 (blocks), vector math or conditionals (flag-exact re-runs), one input: none.
     for cname in ("add_float16", "gaussian_pdf_float32", "polar_distance_float64", "gelu_float32",
                   "sincos_float64", "lucas_int64", "mandelbrot_complex64__int32"):
         assert f"ufg_kernel_{cname}_broadcast" not in module_c, cname
         loop = module_c.split(f"ufg_loop_{cname}(")[1].split("\n}")[0]
         assert f"ufg_broadcast_kernels_{cname}" not in loop, cname
+
+
+def test_loops_of_cheap_bodies_get_a_kernel_over_the_calls_own_steps(examples, tmp_path):
+    # A body of at most three operations and no call, whose scalar copy gives the vector
+    # loop's bits (render.strided_kernel): its strided calls may run in place
+    # (host_loops.h, ufg_in_place_pays).  A call (hypot), vector math, float16 blocks,
+    # complex values or a data loop: none.
+    module_c = examples["ex_module.c"]
+    for cname in ("add_int64", "add_float32", "add_float64", "custom_op_float64"):
+        loop = module_c.split(f"ufg_strided_kernel_{cname}(npy_intp n, char **args, "
+                              "const npy_intp *steps)\n{")[1].split("\n}")[0]
+        assert "UFG_STRIDED_LOOP" in loop and "ufg_arg_x += ufg_step_x;" in loop, cname
+        assert f"ufg_body_{cname}(*(const " in loop, cname
+        call = module_c.split(f"ufg_loop_{cname}(")[1].split("\n}")[0]
+        assert f", ufg_strided_kernel_{cname}, " in call, cname
+    for cname in ("add_float16", "hypot_float32", "gaussian_pdf_float32", "gelu_float32",
+                  "sincos_float64", "lucas_int64", "mandelbrot_complex64__int32"):
+        assert f"ufg_strided_kernel_{cname}" not in module_c, cname
+    source = tmp_path / "ops.ufunc"
+    source.write_text(textwrap.dedent("""\
+        ufunc three(x, y) -> r
+            types: float32(float32, float32)
+        {
+            r = y != 0 ? x / y : (T)0;    /* a guarded division: 3 - 1 * 2 */
+        }
+
+        ufunc four(x) -> y
+            types: float32(float32)
+        {
+            y = ((T)0.1 * x + (T)1e-3) * x + (T)0.3;
+        }
+
+        ufunc called(x) -> y
+            types: float32(float32)
+        {
+            y = fabs(x);
+        }
+        """))
+    ops = render_module(load_module("pkg.ops", [str(source)], source_root=str(tmp_path)),
+                        COMMAND)["ops_module.c"]
+    assert "UFG_SCALAR_COPY static void\nufg_strided_kernel_three_float32(" in ops
+    assert "ufg_strided_kernel_four_float32" not in ops
+    assert "ufg_strided_kernel_called_float32" not in ops
 
 
 def _runs_from_line(module_c, cname):

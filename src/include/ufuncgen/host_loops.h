@@ -84,6 +84,8 @@ typedef npy_intp ufg_stride_t;
 #include "ufuncgen/fastmath.h"
 
 typedef void (*ufg_contiguous_kernel)(npy_intp n, char **args);
+/* A loop over a call's own steps, each element read and written in place (ufg_in_place_pays). */
+typedef void (*ufg_strided_kernel)(npy_intp n, char **args, const npy_intp *steps);
 
 /*
  * Bytes (every argument's elements together) past which an elementwise call runs its loop's
@@ -249,6 +251,16 @@ ufg_elements_to_cache_line(const char *p, int itemsize, npy_intp n)
 #define UFG_SCALAR_COPY
 #endif
 
+/* Before the loop of a kernel over a call's own steps (ufg_strided_kernel), in a function with
+ * UFG_SCALAR_COPY: four elements an iteration, not vectorized. */
+#if defined(__clang__)
+#define UFG_STRIDED_LOOP _Pragma("clang loop vectorize(disable) unroll_count(4)")
+#elif defined(__GNUC__)
+#define UFG_STRIDED_LOOP _Pragma("GCC unroll 4")
+#else
+#define UFG_STRIDED_LOOP
+#endif
+
 /*
  * One contiguous block of m elements through `kernel`, flag-exact through `exact` when that
  * is not NULL.  `spare[k]` (UFG_BLOCK elements) is free for input k: an input the block's
@@ -345,6 +357,35 @@ ufg_copy_elements(char *dst, npy_intp to_step, const char *src, npy_intp from_st
 }
 #undef UFG_COPY_ELEMENTS
 #undef UFG_COPY_WITH_STEPS
+
+/*
+ * Whether a strided call of a loop with a kernel over the call's own steps (a body of a few
+ * operations: render.strided_kernel) runs there, each element read and written in place as
+ * NumPy's strided loops do, rather than in blocks (ufg_run_elementwise_blocked): where an
+ * argument's block copy would go an element at a time (a step other than 0 or one element,
+ * and for elements of 4 bytes or less other than 2 or -1, whose copies are vectorized), or its
+ * elements are of 8 bytes or more, which a vectorized copy moves too few at a time to pay.
+ * Gathering an input into a block and scattering an output from one cost a load and a store
+ * an element, more than the vector loop saves on such a body: on an AVX-512 EPYC, one thread,
+ * 100,000 elements, three alternating runs (benchmarks/strided.py), `x + y` over a[::3] and
+ * b[::3] went from 0.54x np.add to 1.03x in float32 and from 0.88x to 0.99x in float64,
+ * a[::-2] + b from 0.67x to 0.99x (float64), `.real + .imag` of complex128 from 0.80x to
+ * 1.03x, a[::-1] + b[::-1] float64 from 0.79x to 1.04x, `2.5 * x + y` over a[::3] and b[::3]
+ * from 67 to 37 us in float32.  In float32, a[::-1] + b[::-1] stays in blocks: 1.5x np.add
+ * there, 1.0x in place.
+ */
+static inline bool
+ufg_in_place_pays(const npy_intp *steps, int nargs, const int *itemsizes)
+{
+    for (int k = 0; k < nargs; k++) {
+        const npy_intp step = steps[k], size = itemsizes[k];
+        if (step != 0 && step != size
+            && (size >= 8 || (step != 2 * size && step != -size))) {
+            return true;
+        }
+    }
+    return false;
+}
 
 static void
 ufg_gather(char *dst, const char *src, npy_intp stride, npy_intp n, int itemsize)
@@ -687,6 +728,7 @@ typedef struct {
     const int *itemsizes;
     ufg_contiguous_kernel kernel;
     const ufg_exact_kernel *exact;
+    ufg_strided_kernel in_place;    /* where not NULL, runs the call (ufg_in_place_pays) */
 } ufg_elementwise_job;
 
 /* Elements [start, start + m) of the job's call, as a call of their own. */
@@ -696,6 +738,10 @@ ufg_elementwise_range(const ufg_elementwise_job *job, npy_intp start, npy_intp m
     char *part_args[UFG_MAX_ARGS];
     for (int k = 0; k < job->nargs; k++) {
         part_args[k] = job->args[k] + start * job->steps[k];
+    }
+    if (job->in_place != NULL) {
+        job->in_place(m, part_args, job->steps);
+        return;
     }
     ufg_run_aligned(part_args, m, job->steps, job->nin, job->nargs, job->itemsizes, job->kernel,
                     job->exact, job->contiguous, job->from_line);
@@ -764,7 +810,7 @@ static __attribute__((noinline)) void
 ufg_run_elementwise_general(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
                             const int *itemsizes, ufg_contiguous_kernel kernel,
                             const ufg_exact_kernel *exact, ufg_contiguous_kernel one,
-                            const ufg_contiguous_kernel *broadcast,
+                            const ufg_contiguous_kernel *broadcast, ufg_strided_kernel strided,
                             const ufg_reduce_ops *reduce, bool threads_allowed, bool from_line)
 {
     if (reduce != NULL && ufg_is_reduce_call(args, n, steps, itemsizes[0])) {
@@ -789,6 +835,9 @@ ufg_run_elementwise_general(char **args, npy_intp n, const npy_intp *steps, int 
         kernel = broadcast[only];
         contiguous = true;
     }
+    const ufg_strided_kernel in_place =
+        !contiguous && strided != NULL && ufg_in_place_pays(steps, nargs, itemsizes)
+        ? strided : NULL;
     /* An output whose elements share memory (a step of 0, or less than its item): NumPy
      * writes them in order, the last one winning, which parts on threads would race for. */
     for (int k = nin; k < nargs && threads_allowed; k++) {
@@ -797,8 +846,12 @@ ufg_run_elementwise_general(char **args, npy_intp n, const npy_intp *steps, int 
     const int threads = ufg_parallel_threads(threads_allowed, n, &ufg_threads->min_elements);
     if (threads > 1 && n > 2 * UFG_PARALLEL_SAMPLE) {
         ufg_elementwise_job job = {args, n, 0, n, steps, nin, nargs, contiguous, from_line,
-                                   itemsizes, kernel, exact};
+                                   itemsizes, kernel, exact, in_place};
         ufg_run_elementwise_parallel(&job, threads);
+        return;
+    }
+    if (in_place != NULL) {
+        in_place(n, args, steps);
         return;
     }
     ufg_run_aligned(args, n, steps, nin, nargs, itemsizes, kernel, exact, contiguous, from_line);
@@ -822,6 +875,11 @@ ufg_run_elementwise_general(char **args, npy_intp n, const npy_intp *steps, int 
  * other arguments are contiguous (`x + 2.0`, a row of an outer sum) runs there as a contiguous
  * call, in place of blocks with a buffer of the value's copies (`a + 2.0` about 10% faster
  * from 2,000 elements to 10M, and an outer sum's rows).
+ * `strided`: where not NULL, the loop's kernel over a call's own steps (a body of a few
+ * operations whose scalar copy gives the vector loop's bits: render.strided_kernel), which runs
+ * the strided calls whose block copies would cost more than the vector loop saves
+ * (ufg_in_place_pays), on threads too.  Its code is the scalar copy's, so a flag-exact loop's
+ * call raises there what its blocks' re-runs would: no re-run is needed.
  * `from_line`: a call whose first output is contiguous starts its kernel's vector loop at that
  * output's cache line (ufg_run_aligned).
  * The calls that take a few dozen instructions (one element, a short contiguous row, a short
@@ -834,8 +892,8 @@ UFG_INLINE void
 ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
                     const int *itemsizes, ufg_contiguous_kernel kernel,
                     const ufg_exact_kernel *exact, ufg_contiguous_kernel one,
-                    const ufg_contiguous_kernel *broadcast, const ufg_reduce_ops *reduce,
-                    bool threads_allowed, bool from_line)
+                    const ufg_contiguous_kernel *broadcast, ufg_strided_kernel strided,
+                    const ufg_reduce_ops *reduce, bool threads_allowed, bool from_line)
 {
     if (n == 1 && one != NULL) {
         one(1, args);
@@ -850,7 +908,7 @@ ufg_run_elementwise(char **args, npy_intp n, const npy_intp *steps, int nin, int
         return;
     }
     ufg_run_elementwise_general(args, n, steps, nin, nargs, itemsizes, kernel, exact, one,
-                                broadcast, reduce, threads_allowed, from_line);
+                                broadcast, strided, reduce, threads_allowed, from_line);
 }
 
 /*
