@@ -421,7 +421,10 @@ class Specialization:
 # made of one of them (arg(x) of a real x is atan2(0, x)).
 _VECTOR_MATH = ("exp log pow sin cos acos acosh asin asinh atan atanh cbrt cosh erf erfc exp10 "
                 "exp2 expm1 log10 log1p log2 sinh tan tanh atan2 arg").split()
-_VECTOR_MATH_CALL = re.compile(r"\b(?:%s)f?\s*\(" % "|".join(_VECTOR_MATH))
+# A call of one: `exp(x)`, and past the prelude's macro, which a name not followed by `(` escapes,
+# `(exp)(x)` and `(c ? exp : expm1)(x)`, which GCC vectorizes through libmvec all the same.
+_VECTOR_MATH_CALL = re.compile(
+    r"\b(?:{0})f?\s*\(|\(\s*(?:{0})f?\s*\)\s*\(|[?:]\s*(?:{0})f?\s*[:)]".format("|".join(_VECTOR_MATH)))
 
 # The prelude's functions with a variant for scalar code (prelude.h, UFG_BODY_FLAVOUR): the
 # same results and flags, behind branches that scalar code predicts where the vector code masks.

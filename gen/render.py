@@ -352,20 +352,26 @@ def scalar_gives_vector_bits(fn: Function, sig, module: Module) -> bool:
     """Whether every element of an elementwise loop gets the same bits from its scalar copy and
     its vector loop, wherever a call is split between them: no vector math (libmvec differs
     from scalar libm by a few ULP), no fast math (a vector reciprocal estimate), no complex
-    values, no float16 or bfloat16 (their blocks convert apart).  Such a loop runs the elements
-    of a contiguous call before its first output's next cache line apart, so that the vector
-    loop stores whole lines (host_loops.h, ufg_run_aligned), and a call of one element (a .at
-    update) through its scalar copy, without the vector loop's set-up."""
+    values, no float16 or bfloat16 (their blocks convert apart), no unsigned output beside a
+    floating input (a NaN, an infinity or a value out of range converts to an unsigned integer
+    one way in scalar x86-64 code and another in AVX-512's: C leaves it undefined).  Such a loop
+    runs the elements of a contiguous call before its first output's next cache line apart, so
+    that the vector loop stores whole lines (host_loops.h, ufg_run_aligned), and a call of one
+    element (a .at update) through its scalar copy, without the vector loop's set-up."""
     return (not fn.is_gufunc and not fn.fastmath
             and fn.name not in module.vector_math_functions
-            and all(t.storage is None and not t.is_complex for t in sig.all_types))
+            and all(t.storage is None and not t.is_complex for t in sig.all_types)
+            and not (any(t.kind == "u" for t in sig.outputs)
+                     and any(t.is_float for t in sig.inputs)))
 
 
 # The most operations (render.body_operations) of a body whose strided calls run in place.
 IN_PLACE_OPERATIONS = 3
 
 _NUMBER = re.compile(r"(?<![\w.])\.?\d(?:[eEpP][-+]|[\w.])*")
-_CALL_OR_LOOP = re.compile(r"\b(?!if\b|sizeof\b)[A-Za-z_]\w*\s*\(")
+# A name followed by `(` (`if` and `sizeof` aside), or `)(`: a call through a parenthesized
+# callee, `(exp)(x)` (a cast `(T)(x)` counts too, which only keeps a body in blocks).
+_CALL_OR_LOOP = re.compile(r"\b(?!if\b|sizeof\b)[A-Za-z_]\w*\s*\(|\)\s*\(")
 _OPERATOR = re.compile(r"[-+*/%<>!=]=|&&|\|\||<<|>>|[-+*/%<>?&|^~!]")
 
 

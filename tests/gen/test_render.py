@@ -506,12 +506,38 @@ def test_loops_of_cheap_bodies_get_a_kernel_over_the_calls_own_steps(examples, t
         {
             y = fabs(x);
         }
+
+        ufunc named(x) -> y
+            types: float32(float32)
+        {
+            y = (exp)(x);               /* libmvec's, past the prelude's macro */
+        }
+
+        ufunc chosen(x) -> y
+            types: float32(float32)
+        {
+            y = (x > 0 ? exp : expm1)(x);
+        }
+
+        ufunc unsigned_of_float(x) -> y
+            types: uint32(float32), uint64(uint32)
+        {
+            y = x;
+        }
         """))
-    ops = render_module(load_module("pkg.ops", [str(source)], source_root=str(tmp_path)),
-                        COMMAND)["ops_module.c"]
+    module = load_module("pkg.ops", [str(source)], source_root=str(tmp_path))
+    ops = render_module(module, COMMAND)["ops_module.c"]
     assert "UFG_SCALAR_COPY static void\nufg_strided_kernel_three_float32(" in ops
     assert "ufg_strided_kernel_four_float32" not in ops
     assert "ufg_strided_kernel_called_float32" not in ops
+    # a math function called through a parenthesized callee is vector math all the same
+    assert {"named", "chosen"} <= module.vector_math_functions
+    assert "ufg_strided_kernel_named_float32" not in ops
+    # a float converted to an unsigned integer: scalar and vector code differ outside the range
+    assert "ufg_loop_unsigned_of_float_float32__uint32(" in ops
+    assert "ufg_strided_kernel_unsigned_of_float_float32__uint32" not in ops
+    assert "ufg_scalar_kernel_unsigned_of_float_float32__uint32" not in ops
+    assert "ufg_strided_kernel_unsigned_of_float_uint32__uint64(" in ops
 
 
 def _runs_from_line(module_c, cname):
