@@ -12,13 +12,16 @@ over ufuncgen's: above 1 means ufuncgen is faster.  To compare two builds, run t
 each on PYTHONPATH, alternating, and take each row's best.
 """
 import argparse
-import gc
-import time
+import os
+import sys
 
 import numpy as np
 
 import ufuncgen
 import ufuncgen.examples as ex
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from slow_cases import best_times  # noqa: E402
 
 FUNCTIONS = r"""
 ufunc myadd2(x, y) -> sum
@@ -58,28 +61,6 @@ ufunc poly8(x) -> y
           + (T)0.7) * x + (T)0.8) * x + (T)0.9;
 }
 """
-
-
-def seconds(call, number):
-    start = time.perf_counter()
-    for _ in range(number):
-        call()
-    return (time.perf_counter() - start) / number
-
-
-def best_times(ours, peer, repeat):
-    """The minimum of `repeat` interleaved rounds of each."""
-    ours(), peer()
-    number = max(1, int(0.02 / max(seconds(ours, 1), 1e-7)))
-    best = {ours: float("inf"), peer: float("inf")}
-    gc.disable()
-    try:
-        for r in range(repeat):
-            for call in ((ours, peer) if r % 2 else (peer, ours)):
-                best[call] = min(best[call], seconds(call, number))
-    finally:
-        gc.enable()
-    return best[ours], best[peer]
 
 
 def poly_numpy(x, degree=8):

@@ -13,6 +13,23 @@ SOURCE_INCLUDE = pathlib.Path(__file__).resolve().parents[2] / "src" / "include"
 
 
 @pytest.fixture
+def strided_view():
+    """view(values, step): `values` copied into a view of step `step` (reversed where it is
+    negative) of a larger buffer, from its second element: the buffer's other elements, 0, 1,
+    2, ... in its type, lie between and around the view's, for a test that they stay as
+    they were."""
+    def view(values, step):
+        n = len(values)
+        buffer = np.arange(n * abs(step) + 3).astype(values.dtype)
+        strided = buffer[1:1 + n * abs(step):abs(step)]
+        if step < 0:
+            strided = strided[::-1]
+        strided[...] = values
+        return strided
+    return view
+
+
+@pytest.fixture
 def c_probe(tmp_path):
     """run(header, statements): compile `statements` (the body of main, printing what they
     find) against one of the runtime's headers under UBSan, run it, and return its standard
