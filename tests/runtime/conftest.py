@@ -31,18 +31,20 @@ def strided_view():
 
 @pytest.fixture
 def c_probe(tmp_path):
-    """run(header, statements): compile `statements` (the body of main, printing what they
-    find) against one of the runtime's headers under UBSan, run it, and return its standard
-    output's words."""
+    """run(header, statements, definitions=""): compile `statements` (the body of main,
+    printing what they find), after `definitions` (functions they call), against one of the
+    runtime's headers under UBSan, run it, and return its standard output's words."""
     if shutil.which("gcc") is None:
         pytest.skip("needs gcc")
-    return lambda header, statements: _run_c_probe(tmp_path, header, statements)
+    return lambda header, statements, definitions="": _run_c_probe(tmp_path, header, statements,
+                                                                   definitions)
 
 
-def _run_c_probe(tmp_path, header, statements):
+def _run_c_probe(tmp_path, header, statements, definitions):
     source = tmp_path / "probe.c"
     source.write_text(f'#include <Python.h>\n#include <stdio.h>\n#include "{header}"\n'
-                      "int main(void)\n{\n" + "\n".join(statements) + "\n    return 0;\n}\n")
+                      + definitions + "\nint main(void)\n{\n" + "\n".join(statements)
+                      + "\n    return 0;\n}\n")
     binary = tmp_path / "probe"
     compiled = subprocess.run(
         ["gcc", "-std=c11", "-O1", "-Wall", "-Werror", "-Wno-unused-function",

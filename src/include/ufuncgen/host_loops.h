@@ -669,6 +669,10 @@ ufg_only_broadcast_input(const npy_intp *steps, int nin, int nargs, const int *i
     return only;
 }
 
+/* Outputs streamed past the caches (ufg_run_aligned). */
+#include "ufuncgen/stream_out.h"
+_Static_assert(UFG_MAX_ARGS <= UFG_STREAM_OUT_MAX_ARGS, "a streamed call's arguments fit");
+
 /* A contiguous call: the kernel, or with `exact` the kernel checked in chunks. */
 static void
 ufg_run_contiguous_part(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
@@ -696,13 +700,18 @@ ufg_run_contiguous_part(char **args, npy_intp n, const npy_intp *steps, int nin,
  * in the kernel, so that the kernel keeps one copy of its loop: with two inlined copies, hypot's
  * float64 AVX-512 kernel ran 2.4x slower (GCC 12 rebuilt an all-ones constant with
  * vpternlogd, which reads its destination, into the register holding the last iteration's
- * result).
+ * result).  `stream_out` (ufg_streams_outputs, for such kernels only: its chunks start where
+ * the arrays lie too): the call's outputs streamed past the caches, its own head to the line.
  */
 static inline void
 ufg_run_aligned(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
                 const int *itemsizes, ufg_contiguous_kernel kernel, const ufg_exact_kernel *exact,
-                bool contiguous, bool from_line)
+                bool contiguous, bool from_line, bool stream_out)
 {
+    if (stream_out) {
+        ufg_run_streaming_outputs(args, n, steps, nin, nargs, itemsizes, kernel);
+        return;
+    }
     const bool lines_up = from_line && steps[nin] == itemsizes[nin];
     const npy_intp head = lines_up ? ufg_elements_to_cache_line(args[nin], itemsizes[nin], n) : 0;
     void (*const run)(char **, npy_intp, const npy_intp *, int, int, const int *,
@@ -724,7 +733,7 @@ typedef struct {
     npy_intp n, offset, part;
     const npy_intp *steps;
     int nin, nargs;
-    bool contiguous, from_line;
+    bool contiguous, from_line, stream_out;
     const int *itemsizes;
     ufg_contiguous_kernel kernel;
     const ufg_exact_kernel *exact;
@@ -744,7 +753,7 @@ ufg_elementwise_range(const ufg_elementwise_job *job, npy_intp start, npy_intp m
         return;
     }
     ufg_run_aligned(part_args, m, job->steps, job->nin, job->nargs, job->itemsizes, job->kernel,
-                    job->exact, job->contiguous, job->from_line);
+                    job->exact, job->contiguous, job->from_line, job->stream_out);
 }
 
 static void
@@ -843,10 +852,12 @@ ufg_run_elementwise_general(char **args, npy_intp n, const npy_intp *steps, int 
     for (int k = nin; k < nargs && threads_allowed; k++) {
         threads_allowed = !ufg_rows_overlap(n, steps[k], itemsizes[k]);
     }
+    const bool stream_out = contiguous && from_line && exact == NULL
+                            && ufg_streams_outputs(args, n, steps, nin, nargs);
     const int threads = ufg_parallel_threads(threads_allowed, n, &ufg_threads->min_elements);
     if (threads > 1 && n > 2 * UFG_PARALLEL_SAMPLE) {
         ufg_elementwise_job job = {args, n, 0, n, steps, nin, nargs, contiguous, from_line,
-                                   itemsizes, kernel, exact, in_place};
+                                   stream_out, itemsizes, kernel, exact, in_place};
         ufg_run_elementwise_parallel(&job, threads);
         return;
     }
@@ -854,7 +865,8 @@ ufg_run_elementwise_general(char **args, npy_intp n, const npy_intp *steps, int 
         in_place(n, args, steps);
         return;
     }
-    ufg_run_aligned(args, n, steps, nin, nargs, itemsizes, kernel, exact, contiguous, from_line);
+    ufg_run_aligned(args, n, steps, nin, nargs, itemsizes, kernel, exact, contiguous, from_line,
+                    stream_out);
 }
 
 /*
