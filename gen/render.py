@@ -303,9 +303,14 @@ def stream_kernel(fn: Function, sig, module: Module) -> bool:
     in cache runs faster at 512 (both measured in host_loops.h).  Not a complex loop: GCC's
     AVX2 code for complex values shuffles their parts, and |z| of complex64 took 0.43 ns an
     element there against 0.29 in AVX-512, from 360,000 elements (the copy's threshold) to 4M
-    (0.77x-0.87x np.abs; 1.05x-1.17x without the copy)."""
+    (0.77x-0.87x np.abs; 1.05x-1.17x without the copy).  Nor a loop of 64-bit integers that
+    multiplies two values (multiplies_values): AVX2 has no 64-bit multiply, and a cubic
+    polynomial over 2M int64 took 0.94 ms there against 0.63 in AVX-512, where `x + y` into
+    out= takes 6.4 ms in the copy against 7.3."""
     return (not fn.is_gufunc and fn.name not in module.vector_math_functions
             and not sig.has_complex
+            and not (any(t.kind in "iu" and t.itemsize == 8 for t in sig.all_types)
+                     and multiplies_values(fn))
             and target_clones(fn, sig, module) == "UFG_TARGET_CLONES")
 
 
@@ -367,6 +372,23 @@ def scalar_gives_vector_bits(fn: Function, sig, module: Module) -> bool:
             and all(t.storage is None and not t.is_complex for t in sig.all_types)
             and not (any(t.kind == "u" for t in sig.outputs)
                      and any(t.is_float for t in sig.inputs)))
+
+
+# A cast before an operand, `(T)3` or `(int64_t)(x)`: dropped, so that `(T)3 * x` reads `3 * x`.
+_CAST = re.compile(r"\(\s*[A-Za-z_]\w*\s*\)(?=\s*[\w(.])")
+# A binary `*` (or `*=`) after a name, a number, `)` or `]`: the tokens either side of it.
+_PRODUCT = re.compile(r"([\w.]+|[)\]])\s*\*=?\s*([\w.]+|\()")
+
+
+def multiplies_values(fn: Function) -> bool:
+    """Whether an elementwise body multiplies two values neither of which is a number written
+    in it (`x * y`, `(x + 1) * x`; not `3 * x`, which compiles to shifts and adds), or calls a
+    function or loops (its work unknown: assumed so)."""
+    code = blank_c_noise("\n".join(fn.body.lines))
+    if _CALL_OR_LOOP.search(code):
+        return True
+    code = _CAST.sub("", _NUMBER.sub("0", code))
+    return any(left != "0" and right != "0" for left, right in _PRODUCT.findall(code))
 
 
 # The most operations (render.body_operations) of a body whose strided calls run in place.
