@@ -406,7 +406,7 @@ def test_an_input_broadcast_along_the_loop_gives_the_bits_of_its_repeated_copy(
 # `specialize:` lines of signatures/examples.ufunc: (name, the sizes each line fixes, inputs of
 # core size k).  Sizes around them take the general contiguous loop.
 SPECIALIZED = [
-    ("matmul", (2, 3, 4), lambda r, k: [r(k, k), r(k, k)]),
+    ("matmul", (2, 3, 4, 8, 16), lambda r, k: [r(k, k), r(k, k)]),
     ("l2_norm", (2, 3, 4), lambda r, k: [r(k)]),
     ("centroid_distances", (2, 3), lambda r, k: [r(k), r(6, k)]),
     ("pairwise_distances", (2, 3), lambda r, k: [r(19, k)]),

@@ -352,10 +352,10 @@ def test_a_specialized_gufunc_tests_its_sizes_first_and_passes_them_as_constants
     loop = module_c.split("ufg_range_cores_matmul_float64(")[1].split("\n}")[0]
     tests = re.findall(r"if \((.*)\) \{   /\* specialize: (.*) \*/", loop)
     assert tests == [(" && ".join(f"dimensions[{i}] == {k}" for i in (1, 2, 3)), f"m={k}, n={k}, p={k}")
-                     for k in (2, 3, 4)]
+                     for k in (2, 3, 4, 8, 16)]
     assert "const npy_intp ufg_dimensions[4] = {dimensions[0], 4, 4, 4};" in loop
     # Each size, specialized or not, takes the call's outer steps in the contiguous-cores copy.
-    assert loop.count("ufg_take_outer_steps(ufg_steps, steps, ufg_outer_from_call ? 3 : 0);") == 4
+    assert loop.count("ufg_take_outer_steps(ufg_steps, steps, ufg_outer_from_call ? 3 : 0);") == 6
     # The general contiguous loop comes last, for every other size.
     assert loop.rstrip().endswith("ufg_range_prefetched_matmul_float64(args, dimensions, ufg_steps, ufg_begin, ufg_end);")
     unspecialized = module_c.split("ufg_range_cores_inner1d_float64(")[1].split("\n}")[0]
