@@ -300,15 +300,17 @@ def stream_kernel(fn: Function, sig, module: Module) -> bool:
     larger than the caches (host_loops.h, ufg_kernel_for_call): one of the full clones whose
     body calls no vector math (libmvec's 512-bit variants pay in any call: target_clones).  A
     stream at 512 bits ran slower than at 256 on an AVX-512 EPYC, where a body that computes
-    in cache runs faster at 512 (both measured in host_loops.h).  Not a complex loop: GCC's
-    AVX2 code for complex values shuffles their parts, and |z| of complex64 took 0.43 ns an
-    element there against 0.29 in AVX-512, from 360,000 elements (the copy's threshold) to 4M
-    (0.77x-0.87x np.abs; 1.05x-1.17x without the copy).  Nor a loop of 64-bit integers that
+    in cache runs faster at 512 (both measured in host_loops.h).  Not a complex loop whose
+    body calls a function (abs, real, ...) or loops: GCC's AVX2 code for complex values
+    shuffles their parts, and |z| of complex64 took 0.43 ns an element there against 0.29 in
+    AVX-512, from 360,000 elements (the copy's threshold) to 4M (0.77x-0.87x np.abs;
+    1.05x-1.17x without the copy); `x + y` of complex128, a stream, keeps it (8% faster with
+    it over 2M elements).  Nor a loop of 64-bit integers that
     multiplies two values (multiplies_values): AVX2 has no 64-bit multiply, and a cubic
     polynomial over 2M int64 took 0.94 ms there against 0.63 in AVX-512, where `x + y` into
     out= takes 6.4 ms in the copy against 7.3."""
     return (not fn.is_gufunc and fn.name not in module.vector_math_functions
-            and not sig.has_complex
+            and not (sig.has_complex and body_operations(fn) is None)
             and not (any(t.kind in "iu" and t.itemsize == 8 for t in sig.all_types)
                      and multiplies_values(fn))
             and target_clones(fn, sig, module) == "UFG_TARGET_CLONES")
@@ -374,20 +376,27 @@ def scalar_gives_vector_bits(fn: Function, sig, module: Module) -> bool:
                      and any(t.is_float for t in sig.inputs)))
 
 
-# A cast before an operand, `(T)3` or `(int64_t)(x)`: dropped, so that `(T)3 * x` reads `3 * x`.
-_CAST = re.compile(r"\(\s*[A-Za-z_]\w*\s*\)(?=\s*[\w(.])")
-# A binary `*` (or `*=`) after a name, a number, `)` or `]`: the tokens either side of it.
-_PRODUCT = re.compile(r"([\w.]+|[)\]])\s*\*=?\s*([\w.]+|\()")
+# A cast to a type a body names, `(T)3`, `(int64_t)(x + y)`: dropped, so that `(T)3 * x` reads
+# `3 * x` and `(T)(x)` is no call (`(exp)(x)` still is).
+_CAST = re.compile(r"\(\s*(?:const\s+)?(?:T|u?int(?:8|16|32|64)_t|complex(?:64|128)_t|size_t"
+                   r"|(?:(?:unsigned|signed|long|short|int|char|float|double|_Bool|bool)\b\s*)+)"
+                   r"\s*\)")
+# Each binary `*` (or `*=`) after a name, a number, `)` or `]`: the tokens either side of it, a
+# unary operator before the right one skipped.  A lookahead, so that in `3 * x * y` the pair
+# `x * y` is found as well as `3 * x`.
+_PRODUCT = re.compile(r"(?=((?<![\w.])[\w.]+|[)\]])\s*\*=?\s*(?:[-+~!]\s*)*([\w.]+|\())")
+# A number in parentheses, `(T)(3)` once the cast is dropped: a number.
+_PARENTHESIZED_NUMBER = re.compile(r"\(\s*0\s*\)")
 
 
 def multiplies_values(fn: Function) -> bool:
     """Whether an elementwise body multiplies two values neither of which is a number written
-    in it (`x * y`, `(x + 1) * x`; not `3 * x`, which compiles to shifts and adds), or calls a
-    function or loops (its work unknown: assumed so)."""
-    code = blank_c_noise("\n".join(fn.body.lines))
+    in it (`x * y`, `(x + 1) * x`, `x * -y`; not `3 * x` nor `x * -3`, which compile to shifts
+    and adds), or calls a function or loops (its work unknown: assumed so)."""
+    code = _CAST.sub("", _NUMBER.sub("0", blank_c_noise("\n".join(fn.body.lines))))
+    code = _PARENTHESIZED_NUMBER.sub("0", code)
     if _CALL_OR_LOOP.search(code):
         return True
-    code = _CAST.sub("", _NUMBER.sub("0", code))
     return any(left != "0" and right != "0" for left, right in _PRODUCT.findall(code))
 
 

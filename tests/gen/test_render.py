@@ -115,14 +115,22 @@ def test_elementwise_loops_without_vector_math_get_a_copy_up_to_avx2_for_large_c
     assert not re.search(r"ufg_kernel_\w*complex\w*_stream", module)
 
 
-def test_a_complex_loop_keeps_its_widest_clone_for_large_calls(tmp_path):
+def test_a_complex_loop_calling_a_function_keeps_its_widest_clone_for_large_calls(tmp_path):
     # |z| over 1M complex64 values: 0.43 ns an element in the AVX2 copy, 0.29 in AVX-512
-    # (np.abs 0.33); a real loop of the same file still gets the copy.
+    # (np.abs 0.33); a real loop of the same file still gets the copy, and so does a complex
+    # sum, a stream like a float one.
     source = tmp_path / "mag.ufunc"
-    source.write_text(textwrap.dedent("""        ufunc magnitude(z) -> r
+    source.write_text(textwrap.dedent("""\
+        ufunc magnitude(z) -> r
             types: float32(complex64), float64(complex128), float32(float32)
         {
             r = abs(z);
+        }
+
+        ufunc total(x, y) -> r
+            types: complex128(complex128, complex128)
+        {
+            r = x + y;
         }
         """))
     files = render_module(load_module("pkg.mag", [str(source)], source_root=str(tmp_path)),
@@ -132,6 +140,7 @@ def test_a_complex_loop_keeps_its_widest_clone_for_large_calls(tmp_path):
         assert f"ufg_kernel_{cname}_stream" not in module
         assert f"ufg_kernel_for_call(ufg_kernel_{cname}, NULL, " in module
     assert "ufg_kernel_for_call(ufg_kernel_magnitude_float32, ufg_kernel_magnitude_float32_stream, " in module
+    assert "ufg_kernel_for_call(ufg_kernel_total_complex128, ufg_kernel_total_complex128_stream, " in module
 
 
 def test_a_loop_of_64_bit_integers_that_multiplies_values_keeps_its_widest_clone(tmp_path):
@@ -159,13 +168,33 @@ def test_a_loop_of_64_bit_integers_that_multiplies_values_keeps_its_widest_clone
             r *= y;
         }
         """))
+    # Products found however the body spells them (a constant first, a unary operator on the
+    # right), and casts and constants in parentheses not taken for calls or values.
+    bodies = {
+        "constant_first": ("r = 3*x*y + 5*x*x + 7*y*y;", True),
+        "constant_last": ("r = x*y*3 + x*x*5 + y*y*7;", True),
+        "negated": ("r = x * -y;", True),
+        "complemented": ("r = x * ~y;", True),
+        "through_callee": ("r = (abs)(x) * 2;", True),
+        "cast_sum": ("r = (T)(x + y);", False),
+        "cast_constant": ("r = x * (T)(3) + (int64_t)(y) * -5;", False),
+        "parenthesized_sum": ("r = (x + 1) * 2;", False),
+    }
+    source.write_text(source.read_text() + "".join(
+        f"\nufunc {name}(x, y) -> r\n    types: int64(int64, int64)\n{{\n    {code}\n}}\n"
+        for name, (code, _) in bodies.items()))
     files = render_module(load_module("pkg.i64", [str(source)], source_root=str(tmp_path)),
                           COMMAND)
     module = files["i64_module.c"]
-    for cname in ("cubic_int64", "cubic_uint64", "scale_int64"):
-        assert f"ufg_kernel_for_call(ufg_kernel_{cname}, NULL, " in module
-    for cname in ("cubic_int32", "cubic_float64", "axpy_int64"):
-        assert f"ufg_kernel_for_call(ufg_kernel_{cname}, ufg_kernel_{cname}_stream, " in module
+    without = ["cubic_int64", "cubic_uint64", "scale_int64"]
+    with_copy = ["cubic_int32", "cubic_float64", "axpy_int64"]
+    for name, (_, multiplies) in bodies.items():
+        (without if multiplies else with_copy).append(f"{name}_int64")
+    for cname in without:
+        assert f"ufg_kernel_for_call(ufg_kernel_{cname}, NULL, " in module, cname
+    for cname in with_copy:
+        assert (f"ufg_kernel_for_call(ufg_kernel_{cname}, ufg_kernel_{cname}_stream, "
+                in module), cname
 
 
 def test_cub_is_included_only_where_an_associative_function_reduces_whole_lines(examples):
