@@ -298,7 +298,10 @@ def target_clones(fn: Function, sig, module: Module) -> str:
 def stream_kernel(fn: Function, sig, module: Module) -> bool:
     """Whether an elementwise loop gets a copy of its kernel compiled up to AVX2 for calls
     larger than the caches (host_loops.h, ufg_kernel_for_call): one of the full clones whose
-    body calls no vector math (libmvec's 512-bit variants pay in any call: target_clones).  A
+    body calls no vector math (libmvec's 512-bit variants pay in any call: target_clones) and
+    has no conditional (flag-exact: GCC's AVX2 code cannot mask an arm's operation, for its
+    flags, and left `x < y ? x * y : y` scalar and branchy there, 48 ms over 10M float32
+    where AVX-512 takes 3.7; a `relu` lost 8% in float64 without the copy).  A
     stream at 512 bits ran slower than at 256 on an AVX-512 EPYC, where a body that computes
     in cache runs faster at 512 (both measured in host_loops.h).  Not a complex loop whose
     body calls a function (abs, real, ...) or loops: GCC's AVX2 code for complex values
@@ -309,7 +312,7 @@ def stream_kernel(fn: Function, sig, module: Module) -> bool:
     multiplies two values (multiplies_values): AVX2 has no 64-bit multiply, and a cubic
     polynomial over 2M int64 took 0.94 ms there against 0.63 in AVX-512, where `x + y` into
     out= takes 6.4 ms in the copy against 7.3."""
-    return (not fn.is_gufunc and fn.name not in module.vector_math_functions
+    return (not fn.is_gufunc and fn.name not in module.flag_exact_functions
             and not (sig.has_complex and body_operations(fn) is None)
             and not (any(t.kind in "iu" and t.itemsize == 8 for t in sig.all_types)
                      and multiplies_values(fn))

@@ -143,6 +143,34 @@ def test_a_complex_loop_calling_a_function_keeps_its_widest_clone_for_large_call
     assert "ufg_kernel_for_call(ufg_kernel_total_complex128, ufg_kernel_total_complex128_stream, " in module
 
 
+def test_a_loop_with_a_conditional_keeps_its_widest_clone_for_large_calls(tmp_path):
+    # GCC's AVX2 code cannot mask the multiply of `x < y ? x * y : y` (its flags), so it left
+    # the copy scalar and branchy: 48 ms over 10M float32 where AVX-512 takes 3.7.
+    source = tmp_path / "cond.ufunc"
+    source.write_text(textwrap.dedent("""\
+        ufunc clipmul(x, y) -> r
+            types: float32(float32, float32)
+        {
+            r = x < y ? x * y : y;
+        }
+
+        ufunc relu(x) -> y
+            types: float32(float32)
+        {
+            if (x > 0)
+                y = x;
+            else
+                y = 0;
+        }
+        """))
+    files = render_module(load_module("pkg.cond", [str(source)], source_root=str(tmp_path)),
+                          COMMAND)
+    module = files["cond_module.c"]
+    for cname in ("clipmul_float32", "relu_float32"):
+        assert f"ufg_kernel_{cname}_stream" not in module
+        assert f"ufg_kernel_for_call(ufg_kernel_{cname}, NULL, " in module
+
+
 def test_a_loop_of_64_bit_integers_that_multiplies_values_keeps_its_widest_clone(tmp_path):
     # AVX2 has no 64-bit multiply: a cubic over 2M int64 took 0.94 ms in the AVX2 copy, 0.63
     # in AVX-512.  A product by a number written in the body (shifts and adds) keeps the copy,
