@@ -115,12 +115,28 @@ def test_elementwise_loops_without_vector_math_get_a_copy_up_to_avx2_for_large_c
     assert not re.search(r"ufg_kernel_\w*complex\w*_stream", module)
 
 
+def _rendered(tmp_path, name, text):
+    """The generated module C of signature text `text` (a module pkg.<name>)."""
+    source = tmp_path / f"{name}.ufunc"
+    source.write_text(text)
+    return render_module(load_module(f"pkg.{name}", [str(source)], source_root=str(tmp_path)),
+                         COMMAND)[f"{name}_module.c"]
+
+
+def _has_stream_copy(module, cname):
+    """Whether loop `cname` has its copy up to AVX2 for large calls, and passes it on (both
+    say the same, or the test fails)."""
+    passed = f"ufg_kernel_for_call(ufg_kernel_{cname}, ufg_kernel_{cname}_stream, " in module
+    assert passed or f"ufg_kernel_for_call(ufg_kernel_{cname}, NULL, " in module, cname
+    assert passed == (f"ufg_kernel_{cname}_stream(npy_intp n" in module), cname
+    return passed
+
+
 def test_a_complex_loop_calling_a_function_keeps_its_widest_clone_for_large_calls(tmp_path):
     # |z| over 1M complex64 values: 0.43 ns an element in the AVX2 copy, 0.29 in AVX-512
     # (np.abs 0.33); a real loop of the same file still gets the copy, and so does a complex
     # sum, a stream like a float one.
-    source = tmp_path / "mag.ufunc"
-    source.write_text(textwrap.dedent("""\
+    module = _rendered(tmp_path, "mag", textwrap.dedent("""\
         ufunc magnitude(z) -> r
             types: float32(complex64), float64(complex128), float32(float32)
         {
@@ -133,21 +149,16 @@ def test_a_complex_loop_calling_a_function_keeps_its_widest_clone_for_large_call
             r = x + y;
         }
         """))
-    files = render_module(load_module("pkg.mag", [str(source)], source_root=str(tmp_path)),
-                          COMMAND)
-    module = files["mag_module.c"]
-    for cname in ("magnitude_complex64__float32", "magnitude_complex128__float64"):
-        assert f"ufg_kernel_{cname}_stream" not in module
-        assert f"ufg_kernel_for_call(ufg_kernel_{cname}, NULL, " in module
-    assert "ufg_kernel_for_call(ufg_kernel_magnitude_float32, ufg_kernel_magnitude_float32_stream, " in module
-    assert "ufg_kernel_for_call(ufg_kernel_total_complex128, ufg_kernel_total_complex128_stream, " in module
+    assert not _has_stream_copy(module, "magnitude_complex64__float32")
+    assert not _has_stream_copy(module, "magnitude_complex128__float64")
+    assert _has_stream_copy(module, "magnitude_float32")
+    assert _has_stream_copy(module, "total_complex128")
 
 
 def test_a_loop_with_a_conditional_keeps_its_widest_clone_for_large_calls(tmp_path):
     # GCC's AVX2 code cannot mask the multiply of `x < y ? x * y : y` (its flags), so it left
     # the copy scalar and branchy: 48 ms over 10M float32 where AVX-512 takes 3.7.
-    source = tmp_path / "cond.ufunc"
-    source.write_text(textwrap.dedent("""\
+    module = _rendered(tmp_path, "cond", textwrap.dedent("""\
         ufunc clipmul(x, y) -> r
             types: float32(float32, float32)
         {
@@ -163,20 +174,15 @@ def test_a_loop_with_a_conditional_keeps_its_widest_clone_for_large_calls(tmp_pa
                 y = 0;
         }
         """))
-    files = render_module(load_module("pkg.cond", [str(source)], source_root=str(tmp_path)),
-                          COMMAND)
-    module = files["cond_module.c"]
-    for cname in ("clipmul_float32", "relu_float32"):
-        assert f"ufg_kernel_{cname}_stream" not in module
-        assert f"ufg_kernel_for_call(ufg_kernel_{cname}, NULL, " in module
+    assert not _has_stream_copy(module, "clipmul_float32")
+    assert not _has_stream_copy(module, "relu_float32")
 
 
 def test_a_loop_of_64_bit_integers_that_multiplies_values_keeps_its_widest_clone(tmp_path):
     # AVX2 has no 64-bit multiply: a cubic over 2M int64 took 0.94 ms in the AVX2 copy, 0.63
     # in AVX-512.  A product by a number written in the body (shifts and adds) keeps the copy,
     # as do narrower integers and floats.
-    source = tmp_path / "i64.ufunc"
-    source.write_text(textwrap.dedent("""\
+    text = textwrap.dedent("""\
         ufunc cubic(x) -> y
             types: int64(int64), uint64(uint64), int32(int32), float64(float64)
         {
@@ -195,7 +201,7 @@ def test_a_loop_of_64_bit_integers_that_multiplies_values_keeps_its_widest_clone
             r = x;
             r *= y;
         }
-        """))
+        """)
     # Products found however the body spells them (a constant first, a unary operator on the
     # right), and casts and constants in parentheses not taken for calls or values.
     bodies = {
@@ -208,21 +214,14 @@ def test_a_loop_of_64_bit_integers_that_multiplies_values_keeps_its_widest_clone
         "cast_constant": ("r = x * (T)(3) + (int64_t)(y) * -5;", False),
         "parenthesized_sum": ("r = (x + 1) * 2;", False),
     }
-    source.write_text(source.read_text() + "".join(
+    module = _rendered(tmp_path, "i64", text + "".join(
         f"\nufunc {name}(x, y) -> r\n    types: int64(int64, int64)\n{{\n    {code}\n}}\n"
         for name, (code, _) in bodies.items()))
-    files = render_module(load_module("pkg.i64", [str(source)], source_root=str(tmp_path)),
-                          COMMAND)
-    module = files["i64_module.c"]
-    without = ["cubic_int64", "cubic_uint64", "scale_int64"]
-    with_copy = ["cubic_int32", "cubic_float64", "axpy_int64"]
-    for name, (_, multiplies) in bodies.items():
-        (without if multiplies else with_copy).append(f"{name}_int64")
-    for cname in without:
-        assert f"ufg_kernel_for_call(ufg_kernel_{cname}, NULL, " in module, cname
-    for cname in with_copy:
-        assert (f"ufg_kernel_for_call(ufg_kernel_{cname}, ufg_kernel_{cname}_stream, "
-                in module), cname
+    copies = {"cubic_int64": False, "cubic_uint64": False, "scale_int64": False,
+              "cubic_int32": True, "cubic_float64": True, "axpy_int64": True}
+    copies.update({f"{name}_int64": not multiplies for name, (_, multiplies) in bodies.items()})
+    for cname, copied in copies.items():
+        assert _has_stream_copy(module, cname) == copied, cname
 
 
 def test_cub_is_included_only_where_an_associative_function_reduces_whole_lines(examples):
