@@ -27,6 +27,7 @@
 
 #include <numpy/ndarraytypes.h>
 
+#include "ufuncgen/cache_lines.h"
 #include "ufuncgen/fp_errors.h"
 #include "ufuncgen/host_threads.h"
 #include "ufuncgen/half_blocks.h"   /* float16 converted a block at a time */
@@ -219,20 +220,6 @@ ufg_run_chosen(npy_intp m, char **args, int nargs, const int *itemsizes,
 #else
 #define UFG_NO_ALIAS_CHECK
 #endif
-
-/* How many elements of `itemsize` bytes lie from p to the next 64-byte boundary (0 if p is on
- * one, or not aligned to its itemsize, when no whole element reaches one), at most n. */
-static inline npy_intp
-ufg_elements_to_cache_line(const char *p, int itemsize, npy_intp n)
-{
-    const uintptr_t offset = (uintptr_t)p % UFG_CACHE_LINE_BYTES;
-    if (offset % (uintptr_t)itemsize != 0) {
-        return 0;
-    }
-    const uintptr_t to_line = (UFG_CACHE_LINE_BYTES - offset) % UFG_CACHE_LINE_BYTES;
-    const npy_intp head = (npy_intp)(to_line / (uintptr_t)itemsize);
-    return head < n ? head : n;
-}
 
 /* Keeps a generated scalar kernel's loop from being vectorized. */
 #if defined(__GNUC__)

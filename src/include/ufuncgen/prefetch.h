@@ -28,6 +28,8 @@
 
 #include <numpy/ndarraytypes.h>
 
+#include "ufuncgen/cache_lines.h"
+
 /* Input bytes per chunk (of the widest input): the chunk's lines stay in L1. */
 #ifndef UFG_PREFETCH_CHUNK_BYTES
 #define UFG_PREFETCH_CHUNK_BYTES 1024
@@ -46,8 +48,6 @@
 #ifndef UFG_PREFETCH_MIN_BYTES_PER_STEP
 #define UFG_PREFETCH_MIN_BYTES_PER_STEP 4
 #endif
-/* Also host_loops.h's: where a kernel starts its vector loop, the alignment of its blocks. */
-#define UFG_CACHE_LINE_BYTES 64
 
 /*
  * Outer iterations per chunk for a contiguous call of [begin, end) whose `nin` inputs advance

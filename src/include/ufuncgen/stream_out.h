@@ -27,6 +27,8 @@
 
 #include <numpy/ndarraytypes.h>
 
+#include "ufuncgen/cache_lines.h"
+
 #if defined(__x86_64__) && defined(__SSE2__) && defined(__linux__)
 #include <emmintrin.h>
 #include <sys/mman.h>
@@ -143,7 +145,7 @@ static void
 ufg_run_streaming_outputs(char **args, npy_intp n, const npy_intp *steps, int nin, int nargs,
                           const int *itemsizes, void (*kernel)(npy_intp, char **))
 {
-    _Alignas(64) char buffers[UFG_STREAM_OUT_CHUNK_BYTES];
+    _Alignas(UFG_CACHE_LINE_BYTES) char buffers[UFG_STREAM_OUT_CHUNK_BYTES];
     char *chunk_args[UFG_STREAM_OUT_MAX_ARGS];
     npy_intp output_bytes = 0;
     for (int k = nin; k < nargs; k++) {
@@ -151,12 +153,9 @@ ufg_run_streaming_outputs(char **args, npy_intp n, const npy_intp *steps, int ni
     }
     const npy_intp chunk = UFG_STREAM_OUT_CHUNK_BYTES / output_bytes
                            / UFG_STREAM_OUT_CHUNK_STEP * UFG_STREAM_OUT_CHUNK_STEP;
-    /* To the first output's next cache line, in whole elements (none if it is not aligned to
-     * its itemsize: the copies then start where they may). */
-    const uintptr_t line = (uintptr_t)args[nin] % 64;
-    npy_intp head = line % (uintptr_t)itemsizes[nin] != 0
-                    ? 0 : (npy_intp)((64 - line) % 64 / (uintptr_t)itemsizes[nin]);
-    head = head < n ? head : n;
+    /* None if the first output is not aligned to its itemsize: the copies then start where
+     * they may. */
+    const npy_intp head = ufg_elements_to_cache_line(args[nin], itemsizes[nin], n);
     if (head > 0) {
         kernel(head, args);
     }
