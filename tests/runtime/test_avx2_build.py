@@ -42,7 +42,8 @@ pytestmark = pytest.mark.skipif(not _cpu_runs_x86_64_v3() or shutil.which("gcc")
 def avx2(tmp_path_factory, module_importer):
     work = tmp_path_factory.mktemp("avx2_build")
     saved = os.environ.get("CFLAGS")
-    os.environ["CFLAGS"] = "-DUFG_NO_TARGET_CLONES -march=x86-64-v3"
+    # After any flags the run has (a sanitizer's), which -march here overrides.
+    os.environ["CFLAGS"] = f"{saved or ''} -DUFG_NO_TARGET_CLONES -march=x86-64-v3".strip()
     try:
         module = module_importer(work, "ufg_examples_avx2", EXAMPLES.read_text(),
                                  "--cuda-arch", "none")
