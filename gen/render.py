@@ -396,8 +396,7 @@ def multiplies_values(fn: Function) -> bool:
     """Whether an elementwise body multiplies two values neither of which is a number written
     in it (`x * y`, `(x + 1) * x`, `x * -y`; not `3 * x` nor `x * -3`, which compile to shifts
     and adds), or calls a function or loops (its work unknown: assumed so)."""
-    code = _CAST.sub("", _NUMBER.sub("0", blank_c_noise("\n".join(fn.body.lines))))
-    code = _PARENTHESIZED_NUMBER.sub("0", code)
+    code = _PARENTHESIZED_NUMBER.sub("0", _CAST.sub("", _body_code(fn)))
     if _CALL_OR_LOOP.search(code):
         return True
     return any(left != "0" and right != "0" for left, right in _PRODUCT.findall(code))
@@ -413,14 +412,19 @@ _CALL_OR_LOOP = re.compile(r"\b(?!if\b|sizeof\b)[A-Za-z_]\w*\s*\(|\)\s*\(")
 _OPERATOR = re.compile(r"[-+*/%<>!=]=|&&|\|\||<<|>>|[-+*/%<>?&|^~!]")
 
 
+def _body_code(fn: Function) -> str:
+    """An elementwise body's code without comments and strings, each number written `0`."""
+    return _NUMBER.sub("0", blank_c_noise("\n".join(fn.body.lines)))
+
+
 def body_operations(fn: Function) -> int | None:
     """How many operators an elementwise body's code holds (a cast's star and a unary minus
     count, an assignment does not), or None where it calls a function (a helper, hypot, sqrt)
     or loops: an estimate of its work for an element."""
-    code = blank_c_noise("\n".join(fn.body.lines))
+    code = _body_code(fn)
     if _CALL_OR_LOOP.search(code):
         return None
-    return len(_OPERATOR.findall(_NUMBER.sub("0", code)))
+    return len(_OPERATOR.findall(code))
 
 
 def strided_kernel(fn: Function, sig, module: Module) -> bool:
